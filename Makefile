@@ -1,0 +1,41 @@
+# topospread: the two commands are `make run` and `make test`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench bench-load fuzz certs clean
+
+$(VENV)/bin/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(VENV)/bin/python pyproject.toml
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+certs/tls.crt: | $(STAMP)
+	$(VENV)/bin/topospread certs --service topospread --namespace topospread --out certs
+
+run: $(STAMP) certs/tls.crt
+	$(VENV)/bin/topospread serve --cert-dir certs --bind 127.0.0.1:8443
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check webhook tests bench
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check webhook tests bench
+
+bench: $(STAMP)
+	$(PY) bench/bench_scheduling.py
+
+bench-load: $(STAMP)
+	$(PY) bench/bench_load.py
+
+fuzz: $(STAMP)
+	$(PY) -m pytest -q tests/test_fuzz.py --hypothesis-profile=long
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

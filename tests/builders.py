@@ -1,0 +1,268 @@
+"""Small fluent builders for raw Kubernetes objects, after upstream's st.MakePod().
+
+    make_pod().name("p").namespace("ns").label("foo", "").spread(1, ZONE, DNS, foo_exists).obj()
+    make_node().name("n1").label(ZONE, "zone-a").taint("k", "v", "NoSchedule").obj()
+
+Every builder returns plain dicts: exactly what the API server would send.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+RawObj = dict[str, Any]
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+REGION = "topology.kubernetes.io/region"
+DNS = "DoNotSchedule"
+SA = "ScheduleAnyway"
+
+
+def selector(match_labels: dict[str, str] | None = None, *exprs: RawObj) -> RawObj:
+    """A labelSelector from matchLabels and matchExpressions."""
+    out: RawObj = {}
+    if match_labels is not None:
+        out["matchLabels"] = dict(match_labels)
+    if exprs:
+        out["matchExpressions"] = [dict(e) for e in exprs]
+    return out
+
+
+def expr(key: str, operator: str, *values: str) -> RawObj:
+    """One label selector requirement; Exists/DoesNotExist take no values."""
+    out: RawObj = {"key": key, "operator": operator}
+    if operator in ("In", "NotIn") or values:
+        out["values"] = list(values)
+    return out
+
+
+def exists(key: str) -> RawObj:
+    """A labelSelector selecting every pod that has `key`."""
+    return selector(None, expr(key, "Exists"))
+
+
+def constraint(
+    max_skew: Any = 1,
+    topology_key: Any = ZONE,
+    when: Any = DNS,
+    label_selector: RawObj | None = None,
+    **extra: Any,
+) -> RawObj:
+    """A topologySpreadConstraint; extra keys pass through as given (minDomains=..., ...)."""
+    out: RawObj = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
+    if label_selector is not None:
+        out["labelSelector"] = label_selector
+    out.update(extra)
+    return out
+
+
+class PodBuilder:
+    def __init__(self) -> None:
+        self._pod: RawObj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]},
+        }
+
+    def name(self, name: str) -> PodBuilder:
+        self._pod["metadata"]["name"] = name
+        return self
+
+    def generate_name(self, prefix: str) -> PodBuilder:
+        self._pod["metadata"].pop("name", None)
+        self._pod["metadata"]["generateName"] = prefix
+        return self
+
+    def namespace(self, ns: str) -> PodBuilder:
+        self._pod["metadata"]["namespace"] = ns
+        return self
+
+    def uid(self, uid: str) -> PodBuilder:
+        self._pod["metadata"]["uid"] = uid
+        return self
+
+    def label(self, key: str, value: str = "") -> PodBuilder:
+        self._pod["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def labels(self, labels: dict[str, str]) -> PodBuilder:
+        self._pod["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def annotation(self, key: str, value: str) -> PodBuilder:
+        self._pod["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def owner(self, kind: str, name: str, uid: str = "", controller: bool = True) -> PodBuilder:
+        api = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1"}.get(kind, "v1")
+        self._pod["metadata"].setdefault("ownerReferences", []).append(
+            {"apiVersion": api, "kind": kind, "name": name, "uid": uid or f"uid-{name}",
+             "controller": controller}
+        )
+        return self
+
+    def node(self, node_name: str) -> PodBuilder:
+        self._pod["spec"]["nodeName"] = node_name
+        return self
+
+    def terminating(self, at: str = "2026-01-01T00:00:00Z") -> PodBuilder:
+        self._pod["metadata"]["deletionTimestamp"] = at
+        return self
+
+    def phase(self, phase: str) -> PodBuilder:
+        self._pod.setdefault("status", {})["phase"] = phase
+        return self
+
+    def spread(
+        self,
+        max_skew: Any,
+        topology_key: Any,
+        when: Any,
+        label_selector: RawObj | None = None,
+        **extra: Any,
+    ) -> PodBuilder:
+        self._pod["spec"].setdefault("topologySpreadConstraints", []).append(
+            constraint(max_skew, topology_key, when, label_selector, **extra)
+        )
+        return self
+
+    def constraints(self, constraints: list[RawObj]) -> PodBuilder:
+        self._pod["spec"]["topologySpreadConstraints"] = copy.deepcopy(constraints)
+        return self
+
+    def node_selector(self, selector_map: dict[str, str]) -> PodBuilder:
+        self._pod["spec"]["nodeSelector"] = dict(selector_map)
+        return self
+
+    def node_affinity_in(self, key: str, *values: str) -> PodBuilder:
+        """Add a required node affinity term `key In values` (ORed with earlier terms)."""
+        terms = (
+            self._pod["spec"]
+            .setdefault("affinity", {})
+            .setdefault("nodeAffinity", {})
+            .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []})
+            ["nodeSelectorTerms"]
+        )
+        terms.append({"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]})
+        return self
+
+    def toleration(
+        self, key: str, value: str = "", effect: str = "", operator: str = "Equal"
+    ) -> PodBuilder:
+        tol: RawObj = {"key": key, "operator": operator}
+        if operator == "Equal":
+            tol["value"] = value
+        if effect:
+            tol["effect"] = effect
+        self._pod["spec"].setdefault("tolerations", []).append(tol)
+        return self
+
+    def requests(self, **resources: str) -> PodBuilder:
+        """Set requests on the first container: requests(cpu="500m", memory="1Gi")."""
+        self._pod["spec"]["containers"][0].setdefault("resources", {})["requests"] = dict(resources)
+        return self
+
+    def obj(self) -> RawObj:
+        return copy.deepcopy(self._pod)
+
+
+class NodeBuilder:
+    def __init__(self) -> None:
+        self._node: RawObj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}
+
+    def name(self, name: str) -> NodeBuilder:
+        self._node["metadata"]["name"] = name
+        return self
+
+    def label(self, key: str, value: str = "") -> NodeBuilder:
+        self._node["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def zone(self, zone: str) -> NodeBuilder:
+        return self.label(ZONE, zone)
+
+    def hostname(self, hostname: str | None = None) -> NodeBuilder:
+        return self.label(HOSTNAME, hostname or self._node["metadata"]["name"])
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        taint: RawObj = {"key": key, "effect": effect}
+        if value:
+            taint["value"] = value
+        self._node.setdefault("spec", {}).setdefault("taints", []).append(taint)
+        return self
+
+    def unschedulable(self) -> NodeBuilder:
+        self._node.setdefault("spec", {})["unschedulable"] = True
+        return self
+
+    def allocatable(self, **resources: str) -> NodeBuilder:
+        self._node.setdefault("status", {})["allocatable"] = dict(resources)
+        return self
+
+    def obj(self) -> RawObj:
+        return copy.deepcopy(self._node)
+
+
+def make_pod() -> PodBuilder:
+    return PodBuilder()
+
+
+def make_node() -> NodeBuilder:
+    return NodeBuilder()
+
+
+def workload(kind: str, pod: RawObj, name: str = "w") -> RawObj:
+    """Wrap a pod's metadata and spec into a workload of `kind` at its template path."""
+    template = {"metadata": copy.deepcopy(pod.get("metadata", {})), "spec": copy.deepcopy(pod["spec"])}
+    template["metadata"].pop("name", None)
+    template["metadata"].pop("namespace", None)
+    api = {
+        "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1",
+        "DaemonSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
+    }.get(kind, "v1")
+    obj: RawObj = {"apiVersion": api, "kind": kind,
+                   "metadata": {"name": name, "namespace": pod["metadata"].get("namespace", "default")}}
+    if kind == "PodTemplate":
+        obj["template"] = template
+    elif kind == "CronJob":
+        obj["spec"] = {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template}}}
+    else:
+        obj["spec"] = {"template": template}
+    return obj
+
+
+def review(
+    obj: RawObj,
+    operation: str = "CREATE",
+    *,
+    uid: str = "705ab4f5-6393-11e8-b7cc-42010a800002",
+    dry_run: bool = False,
+    namespace: str | None = None,
+    api_version: str = "admission.k8s.io/v1",
+    old: RawObj | None = None,
+) -> RawObj:
+    """An AdmissionReview request for `obj`, as kube-apiserver sends it."""
+    kind = obj.get("kind", "Pod")
+    group, _, version = obj.get("apiVersion", "v1").rpartition("/")
+    resource = {"Pod": "pods", "PodTemplate": "podtemplates", "CronJob": "cronjobs",
+                "ReplicationController": "replicationcontrollers"}.get(kind, kind.lower() + "s")
+    meta = obj.get("metadata", {})
+    request: RawObj = {
+        "uid": uid,
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": resource},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "requestResource": {"group": group, "version": version, "resource": resource},
+        "name": meta.get("name", ""),
+        "namespace": namespace if namespace is not None else meta.get("namespace", "default"),
+        "operation": operation,
+        "userInfo": {"username": "admin", "groups": ["system:authenticated"]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+    }
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
