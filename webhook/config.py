@@ -68,7 +68,7 @@ def settings_from_dict(raw: Any) -> Settings:
         raise ConfigError("podTopologySpread.defaultConstraints: must be a list of constraints")
     defaulting_type = spread_raw.get("defaultingType") or "System"
     spread = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting_type)
-    from webhook.defaults import validate_spread_args
+    from webhook.rules import validate_spread_args
 
     errors = validate_spread_args(spread)
     if errors:
