@@ -69,7 +69,9 @@ def pod_template(obj: RawObj) -> PodTemplate | None:
     keys = TEMPLATE_PATHS[kind]
     spec_path = ".".join((*keys, "spec"))
     pointer = "".join("/" + k for k in keys)
-    return PodTemplate(kind=kind, metadata=metadata, spec=spec, spec_path=spec_path, pointer=pointer)
+    return PodTemplate(
+        kind=kind, metadata=metadata, spec=spec, spec_path=spec_path, pointer=pointer
+    )
 
 
 def json_pointer_escape(token: str) -> str:

@@ -1,0 +1,1 @@
+"""Where cluster state comes from: snapshot files, a live informer, static fakes."""
