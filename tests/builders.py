@@ -99,8 +99,13 @@ class PodBuilder:
     def owner(self, kind: str, name: str, uid: str = "", controller: bool = True) -> PodBuilder:
         api = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1"}.get(kind, "v1")
         self._pod["metadata"].setdefault("ownerReferences", []).append(
-            {"apiVersion": api, "kind": kind, "name": name, "uid": uid or f"uid-{name}",
-             "controller": controller}
+            {
+                "apiVersion": api,
+                "kind": kind,
+                "name": name,
+                "uid": uid or f"uid-{name}",
+                "controller": controller,
+            }
         )
         return self
 
@@ -143,8 +148,9 @@ class PodBuilder:
             self._pod["spec"]
             .setdefault("affinity", {})
             .setdefault("nodeAffinity", {})
-            .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []})
-            ["nodeSelectorTerms"]
+            .setdefault(
+                "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
+            )["nodeSelectorTerms"]
         )
         terms.append({"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]})
         return self
@@ -216,15 +222,25 @@ def make_node() -> NodeBuilder:
 
 def workload(kind: str, pod: RawObj, name: str = "w") -> RawObj:
     """Wrap a pod's metadata and spec into a workload of `kind` at its template path."""
-    template = {"metadata": copy.deepcopy(pod.get("metadata", {})), "spec": copy.deepcopy(pod["spec"])}
+    template = {
+        "metadata": copy.deepcopy(pod.get("metadata", {})),
+        "spec": copy.deepcopy(pod["spec"]),
+    }
     template["metadata"].pop("name", None)
     template["metadata"].pop("namespace", None)
     api = {
-        "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1",
-        "DaemonSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
+        "Deployment": "apps/v1",
+        "ReplicaSet": "apps/v1",
+        "StatefulSet": "apps/v1",
+        "DaemonSet": "apps/v1",
+        "Job": "batch/v1",
+        "CronJob": "batch/v1",
     }.get(kind, "v1")
-    obj: RawObj = {"apiVersion": api, "kind": kind,
-                   "metadata": {"name": name, "namespace": pod["metadata"].get("namespace", "default")}}
+    obj: RawObj = {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": pod["metadata"].get("namespace", "default")},
+    }
     if kind == "PodTemplate":
         obj["template"] = template
     elif kind == "CronJob":
@@ -247,8 +263,12 @@ def review(
     """An AdmissionReview request for `obj`, as kube-apiserver sends it."""
     kind = obj.get("kind", "Pod")
     group, _, version = obj.get("apiVersion", "v1").rpartition("/")
-    resource = {"Pod": "pods", "PodTemplate": "podtemplates", "CronJob": "cronjobs",
-                "ReplicationController": "replicationcontrollers"}.get(kind, kind.lower() + "s")
+    resource = {
+        "Pod": "pods",
+        "PodTemplate": "podtemplates",
+        "CronJob": "cronjobs",
+        "ReplicationController": "replicationcontrollers",
+    }.get(kind, kind.lower() + "s")
     meta = obj.get("metadata", {})
     request: RawObj = {
         "uid": uid,
