@@ -8,6 +8,7 @@ the StatusCause a denial lists.
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -39,19 +40,92 @@ class ErrorType(Enum):
         return self.value[1]
 
 
+def _scrub(text: str) -> str:
+    """Lone surrogates cannot come out of Go's JSON decoder: it turns them into U+FFFD."""
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def _go_printable(ch: str) -> bool:
+    # Go's unicode.IsPrint: categories L, M, N, P, S and the ASCII space.
+    return ch == " " or unicodedata.category(ch)[0] in "LMNPS"
+
+
+_GO_SHORT_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def go_quote(text: str) -> str:
+    """Quote a string as Go's strconv.Quote (the %q verb) does."""
+    out = ['"']
+    for ch in _scrub(text):
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif _go_printable(ch):
+            out.append(ch)
+        elif ch in _GO_SHORT_ESCAPES:
+            out.append(_GO_SHORT_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def go_json(value: Any) -> str:
+    """Render a value as Go's json.Marshal does: compact, map keys sorted, HTML-safe escapes."""
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
+        )
+    except (TypeError, ValueError):  # keys of mixed types (from YAML) cannot be sorted
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = _scrub(text)
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+@dataclass(frozen=True)
+class JSONValue:
+    """A bad value that upstream renders through json.Marshal (named string types, pointers,
+    lists and maps since v1.34), as opposed to a plain Go string rendered with %q."""
+
+    value: Any
+
+
 def render_value(value: Any) -> str:
-    """Render a bad value as Go's field.Error does (%#v-ish for strings, %v otherwise)."""
+    """Render a bad value as apimachinery's field.Error.ErrorBody does.
+
+    Plain strings use %q; ints, floats and bools use %v; anything else goes
+    through json.Marshal (wrap a string in JSONValue to get that rendering).
+    """
+    if isinstance(value, JSONValue):
+        return go_json(value.value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if value is None:
         return "null"
     if isinstance(value, int | float):
         return str(value)
-    if isinstance(value, list):
-        return "[]string{" + ", ".join(render_value(v) for v in value) + "}"
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return go_json(value)
 
 
 @dataclass(frozen=True)
@@ -102,16 +176,18 @@ def forbidden(path: str, detail: str) -> FieldError:
 
 
 def not_supported(path: str, value: Any, valid: list[str]) -> FieldError:
-    detail = "supported values: " + ", ".join(json.dumps(v) for v in valid) if valid else ""
+    detail = "supported values: " + ", ".join(go_quote(v) for v in valid) if valid else ""
     return FieldError(ErrorType.NOT_SUPPORTED, path, value, detail)
 
 
 def too_long(path: str, value: Any, max_length: int) -> FieldError:
-    return FieldError(ErrorType.TOO_LONG, path, value, f"must have at most {max_length} bytes")
+    unit = "byte" if max_length == 1 else "bytes"
+    return FieldError(ErrorType.TOO_LONG, path, value, f"may not be more than {max_length} {unit}")
 
 
 def aggregate(errors: list[FieldError]) -> str:
-    """Render a list of errors as utilerrors.NewAggregate(...).Error() does."""
-    if len(errors) == 1:
-        return errors[0].error()
-    return "[" + ", ".join(e.error() for e in errors) + "]"
+    """Render a list of errors as ErrorList.ToAggregate().Error() does (identical messages once)."""
+    messages = list(dict.fromkeys(e.error() for e in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "[" + ", ".join(messages) + "]"
