@@ -122,7 +122,8 @@ def _make_ca(
     name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "topospread"),
-            x509.NameAttribute(NameOID.COMMON_NAME, f"topospread-ca {service}.{namespace}"),
+            # X.509 caps a common name at 64 characters; SANs carry the real names.
+            x509.NameAttribute(NameOID.COMMON_NAME, f"topospread-ca {service}.{namespace}"[:64]),
         ]
     )
     ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
@@ -178,7 +179,9 @@ def _make_leaf(
             x509.Name(
                 [
                     x509.NameAttribute(NameOID.ORGANIZATION_NAME, "topospread"),
-                    x509.NameAttribute(NameOID.COMMON_NAME, dns[2]),
+                    x509.NameAttribute(
+                        NameOID.COMMON_NAME, dns[2] if len(dns[2]) <= 64 else service
+                    ),
                 ]
             )
         )
