@@ -1,0 +1,117 @@
+"""Dry-run placement annotations: a Placement rendered into two small annotations.
+
+`topospread.io/selected-node` holds the node name ("" when unschedulable);
+`topospread.io/placement` holds a JSON summary. Both are deterministic (no
+timestamps, no random ids) so a reinvoked webhook writes the same patch, and
+their total size stays under ANNOTATION_BUDGET whatever the cluster size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+SELECTED_NODE = "topospread.io/selected-node"
+PLACEMENT = "topospread.io/placement"
+DRY_RUN = "topospread.io/dry-run"
+
+# kube-apiserver caps the total size of all annotations of an object at 256 KiB;
+# ours promise to stay under 32 KiB (interfaces.md), so leave margin for the keys.
+ANNOTATION_BUDGET = 32 * 1024 - 512
+TOP_NODES = 10
+
+
+class _Verdict(Protocol):
+    name: str
+    feasible: bool
+    scores: Mapping[str, int]
+
+
+class PlacementLike(Protocol):
+    """The parts of scheduling.placement.Placement this module reads."""
+
+    @property
+    def nodes(self) -> Any: ...
+    @property
+    def selected_node(self) -> str | None: ...
+    @property
+    def reasons(self) -> Mapping[str, int]: ...
+    @property
+    def distribution(self) -> Mapping[str, Mapping[str, int]]: ...
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _top(nodes: Any) -> list[dict[str, Any]]:
+    scored = [(-int(v.scores.get("PodTopologySpread", 0)), v.name) for v in nodes if v.feasible]
+    scored.sort()
+    return [{"node": name, "score": -neg} for neg, name in scored[:TOP_NODES]]
+
+
+def _fit_distribution(
+    summary: dict[str, Any], distribution: Mapping[str, Mapping[str, int]], budget: int
+) -> None:
+    """Put as much of the distribution in `summary` as fits in `budget` bytes.
+
+    Domains are kept in order of count (most pods first), then name, so a cut
+    keeps the domains that say most about the spread; what is cut is counted
+    in `omittedDomains` so the reader knows the map is partial.
+    """
+    ordered = {
+        key: sorted(domains.items(), key=lambda kv: (-kv[1], kv[0]))
+        for key, domains in sorted(distribution.items())
+    }
+    full = {key: dict(items) for key, items in ordered.items()}
+    summary["distribution"] = full
+    if len(_dumps(summary).encode()) <= budget:
+        return
+    # Binary search the per-key domain limit that fits.
+    lo, hi = 0, max((len(items) for items in ordered.values()), default=0)
+    best: tuple[dict[str, dict[str, int]], dict[str, int]] = ({k: {} for k in ordered}, {})
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        dist = {key: dict(items[:mid]) for key, items in ordered.items()}
+        omitted = {key: len(items) - mid for key, items in ordered.items() if len(items) > mid}
+        summary["distribution"], summary["omittedDomains"] = dist, omitted
+        if len(_dumps(summary).encode()) <= budget:
+            best, lo = (dist, omitted), mid + 1
+        else:
+            hi = mid - 1
+    summary["distribution"], summary["omittedDomains"] = best
+
+
+def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET) -> dict[str, Any]:
+    """The `topospread.io/placement` JSON object, cut to fit `budget` bytes."""
+    nodes = list(placement.nodes)
+    summary: dict[str, Any] = {
+        "selectedNode": placement.selected_node,
+        "feasible": sum(1 for v in nodes if v.feasible),
+        "nodes": len(nodes),
+        "top": _top(nodes),
+        "reasons": dict(sorted(placement.reasons.items())),
+    }
+    # Reasons are few (one per failing plugin and taint); names of taints could be long,
+    # so cap each reason string defensively before fitting the distribution.
+    if len(_dumps(summary).encode()) > budget // 2:
+        summary["reasons"] = {r[:256]: c for r, c in list(summary["reasons"].items())[:20]}
+    _fit_distribution(summary, placement.distribution, budget)
+    return summary
+
+
+def placement_annotations(placement: PlacementLike) -> dict[str, str]:
+    """Both dry-run annotations for `placement`, together under ANNOTATION_BUDGET bytes."""
+    selected = placement.selected_node or ""
+    budget = ANNOTATION_BUDGET - len(selected.encode()) - len(SELECTED_NODE) - len(PLACEMENT)
+    return {SELECTED_NODE: selected, PLACEMENT: _dumps(placement_summary(placement, budget))}
+
+
+def wants_dry_run(pod: Mapping[str, Any], request_dry_run: bool) -> bool:
+    """True when the request is a dry run or the pod asks for placement annotations."""
+    if request_dry_run:
+        return True
+    metadata = pod.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return isinstance(annotations, dict) and annotations.get(DRY_RUN) == "true"
