@@ -39,6 +39,7 @@ __all__ = [
     "TLS_CERT",
     "TLS_KEY",
     "CertReloader",
+    "check_names",
     "cli_certs",
     "generate",
     "needs_rotation",
@@ -310,7 +311,7 @@ class GenerateResult:
     leaf_not_after: dt.datetime
 
 
-def _check_names(service: str, namespace: str, days: int) -> None:
+def check_names(service: str, namespace: str, days: int) -> None:
     if not (len(service) <= 63 and _DNS1035_LABEL.match(service)):
         raise InputError(
             f"--service {service!r}: a Service name must be a DNS-1035 label "
@@ -335,7 +336,7 @@ def issue(
     now: dt.datetime | None = None,
 ) -> GenerateResult:
     """generate(), returning what was done; `now` is for tests."""
-    _check_names(service, namespace, days)
+    check_names(service, namespace, days)
     moment = _utc(now) if now is not None else dt.datetime.now(dt.UTC)
     out = Path(out_dir)
     try:

@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     ca = p.add_mutually_exclusive_group(required=True)
     ca.add_argument("--cert-dir", metavar="DIR")
     ca.add_argument("--ca-bundle", metavar="FILE")
+    ca.add_argument(
+        "--cert-manager", action="store_true", help="let cert-manager issue and inject the CA"
+    )
+    p.add_argument("--image", metavar="IMAGE", help="container image (default topospread:VERSION)")
     return parser
 
 
