@@ -1,0 +1,241 @@
+"""The node filters kube-scheduler runs before PodTopologySpread, with its exact reasons.
+
+    NodeUnschedulable  spec.unschedulable, unless the pod tolerates the
+                       node.kubernetes.io/unschedulable:NoSchedule taint
+    NodeName           spec.nodeName, when the pod names a node
+    NodeAffinity       nodeSelector AND required node affinity
+    TaintToleration    NoSchedule / NoExecute taints the pod does not tolerate
+    NodeResourcesFit   pod count and requested resources against allocatable
+
+Every plugin runs on every node (no short-circuit) so a caller can explain
+every reason. Per-pod work (parsing selectors, tolerations, requests) happens
+once in `prepare`; `run_filters` accepts the prepared pod so a placement over
+thousands of nodes pays it once.
+
+CAVEAT: NodeAffinity's PreFilter narrows the node list when every required
+term names nodes through matchFields metadata.name; here such nodes simply
+fail the Filter with the NodeAffinity reason, which is the same verdict.
+CAVEAT: a node that reports status.allocatable is read as upstream does, so a
+missing `pods` entry allows no pod at all; a node without status.allocatable
+is treated as having unlimited resources and no pod cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from webhook.kube import RawObj
+from webhook.labels import (
+    NodeMatcher,
+    compile_node_affinity,
+    find_untolerated_taint,
+    taint_tolerated,
+)
+from webhook.scheduling.resources import node_allocatable, pod_requests
+from webhook.scheduling.status import Code, Status
+
+__all__ = [
+    "FILTER_PLUGINS",
+    "PreparedPod",
+    "REASON_NODE_AFFINITY",
+    "REASON_NODE_NAME",
+    "REASON_TOO_MANY_PODS",
+    "REASON_UNSCHEDULABLE",
+    "allocatable_of",
+    "fit_reasons",
+    "passes_filters",
+    "prepare",
+    "run_filters",
+]
+
+FILTER_PLUGINS: tuple[str, ...] = (
+    "NodeUnschedulable",
+    "NodeName",
+    "NodeAffinity",
+    "TaintToleration",
+    "NodeResourcesFit",
+)
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_NAME = "node(s) didn't match the requested node name"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_TOO_MANY_PODS = "Too many pods"
+UNSCHEDULABLE_TAINT: RawObj = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+_OK = Status(Code.SUCCESS)
+_UNSCHEDULABLE = Status(Code.UNRESOLVABLE, REASON_UNSCHEDULABLE)
+_NODE_NAME = Status(Code.UNRESOLVABLE, REASON_NODE_NAME)
+_NODE_AFFINITY = Status(Code.UNRESOLVABLE, REASON_NODE_AFFINITY)
+_FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+class NodeInfoLike(Protocol):
+    """What the filters read from snapshot.NodeInfo."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def node(self) -> RawObj: ...
+    @property
+    def pods(self) -> list[RawObj]: ...
+    @property
+    def requested(self) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPod:
+    """Everything the filters need from one pod, computed once per decision."""
+
+    # The pod as given.
+    pod: RawObj
+    # spec.nodeName, "" when unset.
+    node_name: str
+    # spec.tolerations as given (only dict entries kept).
+    tolerations: list[RawObj]
+    # Whether the tolerations cover node.kubernetes.io/unschedulable:NoSchedule.
+    tolerates_unschedulable: bool
+    # nodeSelector AND required node affinity; None when the pod constrains nothing.
+    affinity: NodeMatcher | None
+    # resources.pod_requests of the pod as an incoming pod (no resize status).
+    requests: dict[str, int]
+    # (resource, amount) pairs NodeResourcesFit compares, in upstream's order:
+    # cpu, memory, ephemeral-storage when positive, then scalar resources when non-zero.
+    checks: tuple[tuple[str, int], ...]
+
+
+def prepare(pod: RawObj) -> PreparedPod:
+    """Precompute the per-pod parts of the five filters."""
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        spec = {}
+    node_name = spec.get("nodeName")
+    raw_tolerations = spec.get("tolerations")
+    tolerations = (
+        [t for t in raw_tolerations if isinstance(t, dict)]
+        if isinstance(raw_tolerations, list)
+        else []
+    )
+    requests = pod_requests(pod, use_status=False) if isinstance(pod, dict) else pod_requests({})
+    checks = [(name, requests[name]) for name in _FIXED_RESOURCES if requests.get(name, 0) > 0]
+    checks += [
+        (name, amount)
+        for name, amount in sorted(requests.items())
+        if name not in _FIXED_RESOURCES and name != "pods" and amount != 0
+    ]
+    return PreparedPod(
+        pod=pod,
+        node_name=node_name if isinstance(node_name, str) else "",
+        tolerations=tolerations,
+        tolerates_unschedulable=taint_tolerated(UNSCHEDULABLE_TAINT, tolerations),
+        affinity=compile_node_affinity(pod) if isinstance(pod, dict) else None,
+        requests=requests,
+        checks=tuple(checks),
+    )
+
+
+# What the filters read from each node object, cached per object: the object is kept
+# in the entry so its id cannot be reused while the entry lives.
+_NodeFacts = tuple[bool, Any, str, "dict[str, int] | None"]  # unschedulable, taints, name, alloc
+_FACTS_CACHE: dict[int, tuple[RawObj, _NodeFacts]] = {}
+_FACTS_CACHE_LIMIT = 50_000
+_MISSING: Any = object()
+
+
+def _node_facts(node_info: NodeInfoLike) -> _NodeFacts:
+    node = node_info.node
+    entry = _FACTS_CACHE.get(id(node))
+    if entry is not None and entry[0] is node:
+        return entry[1]
+    if not isinstance(node, dict):
+        node = {}
+    spec = node.get("spec")
+    if not isinstance(spec, dict):
+        spec = {}
+    metadata = node.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    allocatable = getattr(node_info, "allocatable", _MISSING)
+    if allocatable is _MISSING:
+        allocatable = node_allocatable(node)
+    facts: _NodeFacts = (
+        spec.get("unschedulable") is True,
+        spec.get("taints") or None,
+        name if isinstance(name, str) else "",
+        allocatable,
+    )
+    if len(_FACTS_CACHE) >= _FACTS_CACHE_LIMIT:
+        _FACTS_CACHE.clear()
+    _FACTS_CACHE[id(node_info.node)] = (node_info.node, facts)
+    return facts
+
+
+def allocatable_of(node_info: NodeInfoLike) -> dict[str, int] | None:
+    """resources.node_allocatable of the node (None: unlimited), cached per node object."""
+    return _node_facts(node_info)[3]
+
+
+def _taint_status(prepared: PreparedPod, taints: Any) -> Status:
+    taint = find_untolerated_taint(taints, prepared.tolerations)
+    if taint is None:
+        return _OK
+    key, value = taint.get("key") or "", taint.get("value") or ""
+    return Status(Code.UNRESOLVABLE, f"node(s) had untolerated taint {{{key}: {value}}}")
+
+
+def _fit_reasons(
+    prepared: PreparedPod, node_info: NodeInfoLike, allocatable: dict[str, int] | None
+) -> list[str]:
+    if allocatable is None:
+        return []
+    reasons = []
+    if len(node_info.pods) + 1 > allocatable.get("pods", 0):
+        reasons.append(REASON_TOO_MANY_PODS)
+    if prepared.checks:
+        requested = node_info.requested
+        for name, amount in prepared.checks:
+            if amount > allocatable.get(name, 0) - requested.get(name, 0):
+                reasons.append("Insufficient " + name)
+    return reasons
+
+
+def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str, Status]:
+    """The status of each of FILTER_PLUGINS for the pod on this node, in that order.
+
+    Several NodeResourcesFit reasons are joined with ", " as upstream's
+    Status.Message() renders them.
+    """
+    prepared = pod if isinstance(pod, PreparedPod) else prepare(pod)
+    unschedulable, taints, name, allocatable = _node_facts(node_info)
+    affinity = _OK
+    if prepared.affinity is not None and not prepared.affinity(node_info.node or {}):
+        affinity = _NODE_AFFINITY
+    reasons = _fit_reasons(prepared, node_info, allocatable)
+    return {
+        "NodeUnschedulable": (
+            _UNSCHEDULABLE if unschedulable and not prepared.tolerates_unschedulable else _OK
+        ),
+        "NodeName": _NODE_NAME if prepared.node_name and prepared.node_name != name else _OK,
+        "NodeAffinity": affinity,
+        "TaintToleration": _taint_status(prepared, taints) if taints else _OK,
+        "NodeResourcesFit": (Status(Code.UNSCHEDULABLE, ", ".join(reasons)) if reasons else _OK),
+    }
+
+
+def fit_reasons(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> list[str]:
+    """NodeResourcesFit's reasons one by one (empty when the pod fits)."""
+    prepared = pod if isinstance(pod, PreparedPod) else prepare(pod)
+    return _fit_reasons(prepared, node_info, _node_facts(node_info)[3])
+
+
+def passes_filters(prepared: PreparedPod, node_info: NodeInfoLike) -> bool:
+    """Whether all five filters pass; cheaper than run_filters when reasons are not needed."""
+    unschedulable, taints, name, allocatable = _node_facts(node_info)
+    if unschedulable and not prepared.tolerates_unschedulable:
+        return False
+    if prepared.node_name and prepared.node_name != name:
+        return False
+    if taints and find_untolerated_taint(taints, prepared.tolerations) is not None:
+        return False
+    if prepared.affinity is not None and not prepared.affinity(node_info.node or {}):
+        return False
+    return not _fit_reasons(prepared, node_info, allocatable)
