@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from webhook.errors import InputError
 from webhook.kube import RawObj
+
+if TYPE_CHECKING:
+    from webhook.scheduling.snapshot import Snapshot
 
 # A manifest larger than this is refused rather than parsed (YAML parsing is slow and
 # memory hungry); a 5,000-node, 150,000-pod snapshot is well below it.
@@ -75,3 +79,109 @@ def load_objects(path: str | Path) -> list[RawObj]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_objects(text, str(path))
+
+
+# ---- snapshots (owner: scheduling) ----------------------------------------------------
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _scan_json_list(text: str, source: str, sink: Callable[[Any], None]) -> dict[str, Any]:
+    """Walk a top-level JSON object, handing each element of its `items` array to `sink`
+    as soon as it is decoded (a 150,000-pod List never exists whole in memory);
+    return the other top-level fields."""
+    decoder = json.JSONDecoder()
+    top: dict[str, Any] = {}
+
+    def skip(i: int) -> int:
+        return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+    def expect(i: int, char: str) -> int:
+        i = skip(i)
+        if text[i : i + 1] != char:
+            raise InputError(f"{source}: not valid JSON near offset {i}: expected {char!r}")
+        return i + 1
+
+    try:
+        i = expect(0, "{")
+        if text[skip(i) : skip(i) + 1] == "}":
+            i = skip(i) + 1
+        else:
+            while True:
+                i = expect(i, '"')
+                key, i = json.decoder.scanstring(text, i)  # type: ignore[attr-defined]
+                i = skip(expect(i, ":"))
+                if key == "items" and text[i : i + 1] == "[":
+                    i = skip(i + 1)
+                    if text[i : i + 1] == "]":
+                        i += 1
+                    else:
+                        while True:
+                            item, i = decoder.raw_decode(text, i)
+                            sink(item)
+                            i = skip(i)
+                            if text[i : i + 1] == "]":
+                                i += 1
+                                break
+                            i = skip(expect(i, ","))
+                    top["items"] = True
+                else:
+                    top[key], i = decoder.raw_decode(text, i)
+                i = skip(i)
+                if text[i : i + 1] == "}":
+                    i += 1
+                    break
+                i = expect(i, ",")
+        if skip(i) != len(text):
+            raise InputError(f"{source}: unexpected data after the List at offset {skip(i)}")
+    except ValueError as exc:
+        raise InputError(f"{source}: not valid JSON: {exc}") from exc
+    return top
+
+
+def _require_list(top: Any, source: str) -> None:
+    kind = top.get("kind") if isinstance(top, dict) else None
+    if not isinstance(kind, str) or not kind.endswith("List") or "items" not in top:
+        raise InputError(
+            f"{source}: a snapshot must be one List of objects, as printed by "
+            "`kubectl get nodes,pods,services,replicasets,statefulsets,"
+            "replicationcontrollers -A -o json`"
+        )
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot file (a JSON or YAML List of Nodes, Pods, Services, ReplicaSets,
+    StatefulSets, ReplicationControllers); raise InputError when it is not one."""
+    from webhook.scheduling.snapshot import Snapshot
+
+    p = Path(path)
+    source = str(path)
+    try:
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise InputError(f"{source}: larger than {MAX_FILE_BYTES} bytes")
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError(f"{source}: no such file") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read: {exc.strerror}") from exc
+    snapshot = Snapshot()
+    if text.lstrip().startswith("{"):
+        top = _scan_json_list(text, source, snapshot.upsert)
+        _require_list(top, source)
+        return snapshot
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]  # noqa: S506
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: not valid YAML or JSON: {exc}") from exc
+    if len(docs) != 1:
+        raise InputError(f"{source}: a snapshot must be one List document, found {len(docs)}")
+    _require_list(docs[0], source)
+    items = docs[0].get("items") or []
+    if not isinstance(items, list):
+        raise InputError(f"{source}: items of the List must be a list")
+    for item in items:
+        snapshot.upsert(item)
+    return snapshot

@@ -1,0 +1,190 @@
+"""PodTopologySpread PreScore, Score and NormalizeScore: the ScheduleAnyway constraints.
+
+A node's raw score sums, over the constraints whose key it carries,
+    matching pods in its domain * log(number of domains + 2) + (maxSkew - 1)
+rounded half away from zero; fewer matching pods is better, so NormalizeScore
+maps the smallest raw score to 100 with Go's int64 arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from webhook.config import SpreadArgs
+from webhook.kube import RawObj
+from webhook.scheduling.common import (
+    LABEL_HOSTNAME,
+    SCHEDULE_ANYWAY,
+    Constraint,
+    NodeInclusion,
+    constraints_or_error,
+    go_div,
+    go_round,
+    match_counts,
+    node_has_all_keys,
+)
+from webhook.scheduling.snapshot import NodeInfo, Snapshot
+from webhook.scheduling.status import MAX_NODE_SCORE, Status
+
+INT64_MAX = 2**63 - 1
+# NormalizeScore's marker for ignored nodes. CAVEAT: upstream compares scores
+# against it, so a node whose own raw score is -1 (only possible with an invalid
+# maxSkew < 1) also ends at 0.
+INVALID_SCORE = -1
+
+
+@dataclass(frozen=True)
+class PreScoreState:
+    """What PreScore computed for one incoming pod and its feasible nodes.
+
+    constraints: the pod's ScheduleAnyway constraints (or its defaults).
+    ignored_nodes: feasible nodes lacking a topology key, scored 0 (never when
+        the constraints are System defaults: those nodes still get hostname scores).
+    tp_value_to_pod_counts[i]: for a non-hostname constraint i, domain value of a
+        scored feasible node -> matching pods over all included nodes of that
+        domain; empty for hostname constraints, counted per node at Score.
+    weights[i]: log(number of those domains + 2); for hostname, the number of
+        scored feasible nodes stands for the number of domains.
+    node_counts[i]: node name -> matching pods on it, for constraint i.
+    """
+
+    constraints: tuple[Constraint, ...]
+    ignored_nodes: frozenset[str]
+    tp_value_to_pod_counts: tuple[dict[str, int], ...]
+    weights: tuple[float, ...]
+    node_counts: tuple[Mapping[str, int], ...]
+
+
+def topology_normalizing_weight(size: int) -> float:
+    return math.log(size + 2)
+
+
+def score_for_count(count: int, max_skew: int, weight: float) -> float:
+    return count * weight + (max_skew - 1)
+
+
+def pre_score(
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs,
+    feasible: Sequence[NodeInfo],
+    inclusion: NodeInclusion | None = None,
+) -> PreScoreState | Status | None:
+    """PreScore: None when the plugin skips (no soft constraints, no nodes), a
+    Status when the constraints cannot be parsed."""
+    if not snapshot.nodes:
+        return None
+    pc = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
+    if isinstance(pc, Status):
+        return pc
+    constraints = pc.constraints
+    if not constraints:
+        return None
+    # Only System defaults let nodes without every key be scored (hostname
+    # spreading on zoneless nodes); such nodes fall in the "" domain of the
+    # other keys, which counts towards their weight.
+    require_all = not (pc.defaulted and pc.system_defaulted)
+    inclusion = inclusion or NodeInclusion(pod)
+
+    ignored: set[str] = set()
+    per_domain: list[dict[str, int]] = [{} for _ in constraints]
+    for info in feasible:
+        labels = info.labels
+        if require_all and not node_has_all_keys(labels, constraints):
+            ignored.add(info.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key != LABEL_HOSTNAME:
+                per_domain[i].setdefault(labels.get(c.topology_key, ""), 0)
+    weights = tuple(
+        topology_normalizing_weight(
+            len(feasible) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
+        )
+        for i, c in enumerate(constraints)
+    )
+
+    counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
+    pairs = [
+        (c, counts[i], per_domain[i])
+        for i, c in enumerate(constraints)
+        if c.topology_key != LABEL_HOSTNAME and per_domain[i]
+    ]
+    if pairs:
+        for name, info in snapshot.nodes.items():
+            labels = info.labels
+            if require_all and not node_has_all_keys(labels, constraints):
+                continue
+            for c, per_node, domains in pairs:
+                if not inclusion.includes(c, info):
+                    continue
+                value = labels.get(c.topology_key, "")
+                if value in domains:
+                    domains[value] += per_node.get(name, 0)
+    return PreScoreState(
+        constraints=constraints,
+        ignored_nodes=frozenset(ignored),
+        tp_value_to_pod_counts=tuple(per_domain),
+        weights=weights,
+        node_counts=counts,
+    )
+
+
+def score_node(state: PreScoreState, info: NodeInfo) -> int:
+    """Score: the raw (not yet normalised) score of one feasible node."""
+    if info.name in state.ignored_nodes:
+        return 0
+    score = 0.0
+    labels = info.labels
+    for i, c in enumerate(state.constraints):
+        value = labels.get(c.topology_key)
+        if value is None:
+            continue
+        if c.topology_key == LABEL_HOSTNAME:
+            count = state.node_counts[i].get(info.name, 0)
+        else:
+            count = state.tp_value_to_pod_counts[i].get(value, 0)
+        score += score_for_count(count, c.max_skew, state.weights[i])
+    return go_round(score)
+
+
+def normalize_scores(state: PreScoreState, raw: Mapping[str, int]) -> dict[str, int]:
+    """NormalizeScore: raw scores of the feasible nodes -> 0..100, least crowded highest."""
+    scores = {name: INVALID_SCORE if name in state.ignored_nodes else s for name, s in raw.items()}
+    min_score = INT64_MAX
+    max_score = 0
+    for name, s in scores.items():
+        if name in state.ignored_nodes:
+            continue
+        min_score = min(min_score, s)
+        max_score = max(max_score, s)
+    out: dict[str, int] = {}
+    for name, s in scores.items():
+        if s == INVALID_SCORE:
+            out[name] = 0
+        elif max_score == 0:
+            out[name] = MAX_NODE_SCORE
+        else:
+            out[name] = go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
+    return out
+
+
+def score_nodes(
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs,
+    feasible: Sequence[NodeInfo],
+    inclusion: NodeInclusion | None = None,
+) -> dict[str, int] | Status:
+    """PreScore + Score + NormalizeScore over `feasible`: node name -> 0..100.
+
+    When the plugin skips (no ScheduleAnyway constraint), it adds nothing to any
+    node: every feasible node gets 0.
+    """
+    state = pre_score(pod, snapshot, args, feasible, inclusion)
+    if isinstance(state, Status):
+        return state
+    if state is None:
+        return {info.name: 0 for info in feasible}
+    return normalize_scores(state, {info.name: score_node(state, info) for info in feasible})

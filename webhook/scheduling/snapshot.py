@@ -1,0 +1,426 @@
+"""Cluster state the scheduling model reads, kept up to date one object at a time.
+
+A Snapshot holds the Nodes, the Pods bound to them (bucketed by node and by
+namespace), and the Services / ReplicaSets / StatefulSets /
+ReplicationControllers that DefaultSelector reads. `upsert` and `delete` take
+any handled kind, so a live informer feeds it event by event.
+
+It also keeps the one index PodTopologySpread needs to be fast on a large
+cluster: for each (namespace, label selector) asked about, how many matching,
+non-terminating pods each node holds. The index is built on the first question
+(one scan of that namespace) and then maintained on every pod add and delete,
+so a placement decision never rescans every pod.
+
+CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
+(metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName).
+Their resource requests are summed into NodeInfo.requested before the rest is
+dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from webhook.kube import RawObj
+
+# Pods in these phases hold no resources and no place in any spread: kube-scheduler's
+# informer for assigned pods excludes them by field selector.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+WORKLOAD_KINDS = {
+    "Service": "services",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "ReplicationController": "replicationcontrollers",
+}
+
+# Selector indexes kept per namespace; the least recently asked is dropped beyond this.
+MAX_SELECTORS_PER_NAMESPACE = 64
+
+PodKey = tuple[str, str]
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def pod_namespace(pod: RawObj) -> str:
+    """The pod's namespace; a pod read from a file without one lives in "default"."""
+    ns = _meta(pod).get("namespace")
+    return ns if isinstance(ns, str) and ns else "default"
+
+
+def pod_labels(pod: RawObj) -> dict[str, str]:
+    """The pod's labels, {} when absent or not a mapping."""
+    labels = _meta(pod).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def is_terminating(pod: RawObj) -> bool:
+    return _meta(pod).get("deletionTimestamp") is not None
+
+
+def _node_name_of(pod: RawObj) -> str:
+    spec = pod.get("spec")
+    name = spec.get("nodeName") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def selector_fingerprint(selector: RawObj | None) -> str:
+    """A stable key for a label selector (None and {} differ: nothing vs everything)."""
+    return json.dumps(selector, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class NodeInfo:
+    """One node and what is bound to it.
+
+    name: the node's name; node: the Node object (None only for a node known
+    from its pods before its Node arrived, never listed in Snapshot.nodes);
+    labels: its labels ({} when absent); pods: the (light) pods bound there,
+    terminating ones included as they still hold resources; requested: the sum
+    of resources.pod_requests over pods.
+    """
+
+    __slots__ = ("name", "node", "labels", "pods", "requested", "_slots")
+
+    def __init__(self, name: str, node: RawObj | None = None) -> None:
+        self.name = name
+        self.node: RawObj | None = None
+        self.labels: dict[str, str] = {}
+        self.pods: list[RawObj] = []
+        self.requested: dict[str, int] = {}
+        self._slots: dict[PodKey, int] = {}
+        if node is not None:
+            self.set_node(node)
+
+    def set_node(self, node: RawObj | None) -> None:
+        self.node = node
+        labels = _meta(node).get("labels") if node is not None else None
+        self.labels = dict(labels) if isinstance(labels, dict) else {}
+
+    def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
+        self._slots[key] = len(self.pods)
+        self.pods.append(pod)
+        req = self.requested
+        for name, value in requests.items():
+            req[name] = req.get(name, 0) + value
+
+    def _remove(self, key: PodKey, requests: Mapping[str, int]) -> None:
+        i = self._slots.pop(key)
+        last = self.pods.pop()
+        if i < len(self.pods):
+            # Swap-remove: order carries no meaning and this keeps removal O(1).
+            self.pods[i] = last
+            self._slots[_key_of(last)] = i
+        req = self.requested
+        for name, value in requests.items():
+            left = req.get(name, 0) - value
+            if left:
+                req[name] = left
+            else:
+                req.pop(name, None)
+
+    def _copy(self) -> NodeInfo:
+        other = NodeInfo(self.name)
+        other.node = self.node
+        other.labels = self.labels
+        other.pods = list(self.pods)
+        other.requested = dict(self.requested)
+        other._slots = dict(self._slots)
+        return other
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)})"
+
+
+def _key_of(pod: RawObj) -> PodKey:
+    meta = _meta(pod)
+    return (meta.get("namespace") or "default", meta.get("name") or "")
+
+
+class _PodEntry:
+    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
+
+    def __init__(
+        self,
+        key: PodKey,
+        pod: RawObj,
+        node: str,
+        labels: dict[str, str],
+        terminating: bool,
+        requests: Mapping[str, int],
+    ) -> None:
+        self.key = key
+        self.pod = pod
+        self.node = node
+        self.labels = labels
+        self.terminating = terminating
+        self.requests = requests
+
+
+class _SelectorIndex:
+    """Matching, non-terminating pods of one namespace per node, for one selector."""
+
+    __slots__ = ("matches", "per_node")
+
+    def __init__(self, matches: Callable[[Mapping[str, str]], bool]) -> None:
+        self.matches = matches
+        self.per_node: dict[str, int] = {}
+
+    def bump(self, node: str, delta: int) -> None:
+        left = self.per_node.get(node, 0) + delta
+        if left:
+            self.per_node[node] = left
+        else:
+            self.per_node.pop(node, None)
+
+
+def _intern_labels(labels: Any) -> dict[str, str]:
+    if not isinstance(labels, dict):
+        return {}
+    intern = sys.intern
+    return {
+        intern(k): intern(v) if isinstance(v, str) else v  # type: ignore[misc]
+        for k, v in labels.items()
+        if isinstance(k, str)
+    }
+
+
+def _pod_requests(pod: RawObj) -> dict[str, int]:
+    from webhook.scheduling.resources import pod_requests
+
+    return pod_requests(pod)
+
+
+def _compile(selector: RawObj | None) -> Callable[[Mapping[str, str]], bool]:
+    from webhook.labels import compile_selector
+
+    return compile_selector(selector)
+
+
+class Snapshot:
+    """Nodes, bound pods and workload objects, with incremental matching counts.
+
+    nodes: node name -> NodeInfo, only nodes whose Node object is known.
+    services / replicasets / statefulsets / replicationcontrollers: namespace ->
+    objects, for DefaultSelector. Every mutation goes through upsert / delete /
+    add_pod and takes the lock, so a reader never sees an index half updated.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.services: dict[str, list[RawObj]] = {}
+        self.replicasets: dict[str, list[RawObj]] = {}
+        self.statefulsets: dict[str, list[RawObj]] = {}
+        self.replicationcontrollers: dict[str, list[RawObj]] = {}
+        # Every node name that has a Node object or bound pods (pods may arrive first).
+        self._infos: dict[str, NodeInfo] = {}
+        self._pods: dict[PodKey, _PodEntry] = {}
+        self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
+        self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
+        self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        self._lock = threading.RLock()
+
+    # ---- building -------------------------------------------------------------
+
+    @classmethod
+    def from_objects(cls, objs: Iterable[RawObj]) -> Snapshot:
+        """A snapshot of every handled object in `objs` (other kinds are ignored)."""
+        snap = cls()
+        for obj in objs:
+            snap.upsert(obj)
+        return snap
+
+    def upsert(self, obj: RawObj) -> None:
+        """Add or replace one Node, Pod, Service, ReplicaSet, StatefulSet or RC."""
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("kind")
+        with self._lock:
+            if kind == "Pod":
+                self._upsert_pod(obj)
+            elif kind == "Node":
+                self._upsert_node(obj)
+            elif kind in WORKLOAD_KINDS:
+                self._upsert_workload(kind, obj)
+
+    def delete(self, obj: RawObj) -> None:
+        """Forget one object (by kind, namespace and name); unknown objects are ignored."""
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("kind")
+        with self._lock:
+            if kind == "Pod":
+                self._remove_pod(_key_of(obj))
+            elif kind == "Node":
+                name = _meta(obj).get("name")
+                info = self._infos.get(name) if isinstance(name, str) else None
+                if info is not None:
+                    # Pods bound to a vanished node stay known: the node may come back.
+                    info.set_node(None)
+                    self.nodes.pop(info.name, None)
+                    if not info.pods:
+                        del self._infos[info.name]
+            elif kind in WORKLOAD_KINDS:
+                self._delete_workload(kind, obj)
+
+    def add_pod(self, pod: RawObj, node_name: str) -> None:
+        """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
+        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        bound = {**pod, "spec": {**spec, "nodeName": node_name}}
+        self.upsert(bound)
+
+    def copy(self) -> Snapshot:
+        """An independent snapshot sharing only the immutable pieces (for simulation)."""
+        with self._lock:
+            other = Snapshot()
+            other._infos = {name: info._copy() for name, info in self._infos.items()}
+            other.nodes = {name: other._infos[name] for name in self.nodes}
+            for attr in WORKLOAD_KINDS.values():
+                setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
+            other._pods = dict(self._pods)
+            other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
+            for ns, indexes in self._indexes.items():
+                copied: OrderedDict[str, _SelectorIndex] = OrderedDict()
+                for fp, index in indexes.items():
+                    dup = _SelectorIndex(index.matches)
+                    dup.per_node = dict(index.per_node)
+                    copied[fp] = dup
+                other._indexes[ns] = copied
+            other._requests_cache = self._requests_cache
+            return other
+
+    # ---- reading --------------------------------------------------------------
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def has_pod(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._pods
+
+    def pods_in(self, namespace: str) -> list[RawObj]:
+        """The (light) bound pods of one namespace."""
+        return [e.pod for e in self._by_ns.get(namespace, {}).values()]
+
+    def match_counts(self, namespace: str, selector: RawObj | None) -> Mapping[str, int]:
+        """Node name -> number of non-terminating pods of `namespace` matching `selector`.
+
+        Nodes with no match are absent. The mapping is live: later pod changes
+        update it, so read it within one decision.
+        """
+        fp = selector_fingerprint(selector)
+        with self._lock:
+            indexes = self._indexes.setdefault(namespace, OrderedDict())
+            index = indexes.get(fp)
+            if index is not None:
+                indexes.move_to_end(fp)
+                return index.per_node
+            index = _SelectorIndex(_compile(selector))
+            matches = index.matches
+            per_node = index.per_node
+            for entry in self._by_ns.get(namespace, {}).values():
+                if not entry.terminating and matches(entry.labels):
+                    per_node[entry.node] = per_node.get(entry.node, 0) + 1
+            indexes[fp] = index
+            if len(indexes) > MAX_SELECTORS_PER_NAMESPACE:
+                indexes.popitem(last=False)
+            return per_node
+
+    # ---- internals ------------------------------------------------------------
+
+    def _info(self, name: str) -> NodeInfo:
+        info = self._infos.get(name)
+        if info is None:
+            info = self._infos[name] = NodeInfo(name)
+        return info
+
+    def _upsert_node(self, node: RawObj) -> None:
+        name = _meta(node).get("name")
+        if not isinstance(name, str) or not name:
+            return
+        info = self._info(name)
+        info.set_node(node)
+        self.nodes[name] = info
+
+    def _upsert_pod(self, pod: RawObj) -> None:
+        meta = _meta(pod)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        ns = pod_namespace(pod)
+        key = (sys.intern(ns), name)
+        self._remove_pod(key)
+        node = _node_name_of(pod)
+        status = pod.get("status")
+        phase = status.get("phase") if isinstance(status, dict) else None
+        if not node or phase in TERMINAL_PHASES:
+            return
+        node = sys.intern(node)
+        labels = _intern_labels(meta.get("labels"))
+        light_meta: RawObj = {"name": name, "namespace": key[0], "labels": labels}
+        if isinstance(meta.get("uid"), str):
+            light_meta["uid"] = meta["uid"]
+        terminating = meta.get("deletionTimestamp") is not None
+        if terminating:
+            light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
+        light: RawObj = {"metadata": light_meta, "spec": {"nodeName": node}}
+        requests = self._shared_requests(_pod_requests(pod))
+        entry = _PodEntry(key, light, node, labels, terminating, requests)
+        self._pods[key] = entry
+        self._by_ns.setdefault(key[0], {})[key] = entry
+        self._info(node)._add(key, light, requests)
+        if not terminating:
+            for index in self._indexes.get(key[0], {}).values():
+                if index.matches(labels):
+                    index.bump(node, 1)
+
+    def _remove_pod(self, key: PodKey) -> None:
+        entry = self._pods.pop(key, None)
+        if entry is None:
+            return
+        in_ns = self._by_ns.get(key[0])
+        if in_ns is not None:
+            in_ns.pop(key, None)
+            if not in_ns:
+                del self._by_ns[key[0]]
+        info = self._infos.get(entry.node)
+        if info is not None:
+            info._remove(key, entry.requests)
+            if info.node is None and not info.pods:
+                del self._infos[entry.node]
+        if not entry.terminating:
+            for index in self._indexes.get(key[0], {}).values():
+                if index.matches(entry.labels):
+                    index.bump(entry.node, -1)
+
+    def _shared_requests(self, requests: Mapping[str, int]) -> dict[str, int]:
+        # Most pods ask for one of a few request sets: share one dict per set.
+        sig = tuple(sorted(requests.items()))
+        shared = self._requests_cache.get(sig)
+        if shared is None:
+            shared = self._requests_cache[sig] = dict(sig)
+        return shared
+
+    def _upsert_workload(self, kind: str, obj: RawObj) -> None:
+        meta = _meta(obj)
+        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else "default"
+        store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != meta.get("name")]
+        items.append(obj)
+        store[ns] = items
+
+    def _delete_workload(self, kind: str, obj: RawObj) -> None:
+        meta = _meta(obj)
+        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else "default"
+        store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != meta.get("name")]
+        if items:
+            store[ns] = items
+        else:
+            store.pop(ns, None)
