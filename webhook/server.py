@@ -1,0 +1,130 @@
+"""The Flask app: `create_app(settings=None, *, source=None)`.
+
+Routes: POST /validate, POST /mutate (AdmissionReview in and out), GET /healthz,
+GET /readyz (503 until the cluster source has synced), GET /metrics. Everything an
+app needs lives in `app.extensions["topospread"]`; importing this module does
+nothing, and gunicorn builds the app in each worker after forking, so a cluster
+source's background threads start there.
+
+Concerns are composed at the edge (as Kyverno's handlers are): request size cap
+and error bodies, then metrics, then admission.handle_review.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from webhook.admission import MAX_BODY_BYTES, ReviewContext, answer_review, error_status
+from webhook.config import Settings
+from webhook.kube import RawObj
+from webhook.metrics import CONTENT_TYPE_LATEST, Metrics
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.cluster.source import ClusterSource
+
+__all__ = ["EXTENSION", "Services", "create_app"]
+
+EXTENSION = "topospread"
+
+log = logging.getLogger("topospread.server")
+
+
+@dataclass
+class Services:
+    """Per-app state: settings, the cluster source (None: no cluster state), metrics."""
+
+    settings: Settings
+    source: ClusterSource | None
+    metrics: Metrics
+
+    def ready(self) -> bool:
+        return self.source is None or self.source.synced()
+
+    def stop(self) -> None:
+        if self.source is not None:
+            self.source.stop()
+
+
+def _json(doc: RawObj, status: int) -> Response:
+    body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return Response(body, status=status, mimetype="application/json")
+
+
+def _review(services: Services, operation: Any) -> Response:
+    body = request.get_data(cache=False)
+    source = services.source
+    if source is None:
+        ctx = ReviewContext(settings=services.settings)
+        answer = answer_review(body, operation, ctx)
+    else:
+        from webhook.cluster.source import read_snapshot
+
+        # Hold the read side for the whole review: a placement sees one consistent state.
+        with read_snapshot(source) as snapshot:
+            ctx = ReviewContext(
+                settings=services.settings,
+                server_version=source.server_version(),
+                snapshot=snapshot,
+            )
+            answer = answer_review(body, operation, ctx)
+    services.metrics.decisions.labels(operation, answer.decision).inc()
+    return _json(answer.doc, answer.status)
+
+
+def create_app(settings: Settings | None = None, *, source: ClusterSource | None = None) -> Flask:
+    """Build the webhook app; starts `source` (idempotent for the sources we ship)."""
+    app = Flask("webhook")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    services = Services(settings=settings or Settings(), source=source, metrics=Metrics())
+    app.extensions[EXTENSION] = services
+    if source is not None:
+        try:
+            source.start()
+        except Exception:
+            # The process still serves: /readyz says 503 until the source syncs.
+            log.exception("the cluster source failed to start")
+
+    @app.post("/validate")
+    def validate() -> Response:
+        return _review(services, "validate")
+
+    @app.post("/mutate")
+    def mutate() -> Response:
+        return _review(services, "mutate")
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        if services.ready():
+            return Response("ok\n", mimetype="text/plain")
+        return Response("cluster state not synced yet\n", status=503, mimetype="text/plain")
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        code = exc.code or 500
+        message = exc.description or exc.name
+        if code == 413:
+            message = f"request body larger than {MAX_BODY_BYTES} bytes"
+        return _json(error_status(code, message), code)
+
+    @app.after_request
+    def count(response: Response) -> Response:
+        # The route, not the raw path: arbitrary URLs must not grow the label set.
+        route = request.url_rule.rule if request.url_rule is not None else "other"
+        services.metrics.requests.labels(route, str(response.status_code)).inc()
+        return response
+
+    return app
