@@ -268,7 +268,7 @@ def _webhook(opt: Install, name: str, path: str, rules: list[RawObj], policy: st
                 {
                     "key": "kubernetes.io/metadata.name",
                     "operator": "NotIn",
-                    "values": sorted({"kube-system", opt.namespace}),
+                    "values": ["kube-system", opt.namespace],
                 }
             ]
         },
