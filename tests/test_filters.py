@@ -346,3 +346,9 @@ def test_malformed_pod_and_node_do_not_raise() -> None:
         "TaintToleration",
         "NodeResourcesFit",
     ]
+
+
+def test_node_info_without_a_node_object() -> None:
+    """A NodeInfo known only from its pods has no unschedulable flag, taints or allocatable."""
+    statuses = run_filters(make_pod().requests(cpu="1").obj(), FakeNodeInfo(None))  # type: ignore[arg-type]
+    assert all(s.ok for s in statuses.values())

@@ -18,6 +18,9 @@ fail the Filter with the NodeAffinity reason, which is the same verdict.
 CAVEAT: a node that reports status.allocatable is read as upstream does, so a
 missing `pods` entry allows no pod at all; a node without status.allocatable
 is treated as having unlimited resources and no pod cap.
+CAVEAT: node objects are read as immutable values: what the filters need from
+a node (unschedulable, taints, name, allocatable) is cached by object identity,
+so an update must replace the Node object, not edit it in place.
 """
 
 from __future__ import annotations
@@ -148,7 +151,8 @@ def _node_facts(node_info: NodeInfoLike) -> _NodeFacts:
     if entry is not None and entry[0] is node:
         return entry[1]
     if not isinstance(node, dict):
-        node = {}
+        # A NodeInfo known only from its pods: nothing to read, nothing to cache.
+        return (False, None, "", getattr(node_info, "allocatable", None))
     spec = node.get("spec")
     if not isinstance(spec, dict):
         spec = {}
@@ -165,7 +169,7 @@ def _node_facts(node_info: NodeInfoLike) -> _NodeFacts:
     )
     if len(_FACTS_CACHE) >= _FACTS_CACHE_LIMIT:
         _FACTS_CACHE.clear()
-    _FACTS_CACHE[id(node_info.node)] = (node_info.node, facts)
+    _FACTS_CACHE[id(node)] = (node, facts)
     return facts
 
 
