@@ -252,11 +252,13 @@ def _rejection(original: RawObj, patch: list[RawObj], ctx: MutationContext) -> s
 STEPS: tuple[Step, ...] = (merge_match_label_keys,)
 
 
-def mutate(obj: RawObj, ctx: MutationContext, steps: Sequence[Step] = STEPS) -> MutationResult:
-    """Run the steps on a deep copy of `obj`, diff once, check the patch."""
+def mutate(
+    obj: RawObj, ctx: MutationContext, steps: Sequence[Step] | None = None
+) -> MutationResult:
+    """Run the steps (default STEPS) on a deep copy of `obj`, diff once, check the patch."""
     mutated = copy.deepcopy(obj)
     warnings: list[str] = []
-    for step in steps:
+    for step in STEPS if steps is None else steps:
         warnings.extend(step(mutated, ctx))
     patch: list[RawObj] = jsonpatch.make_patch(obj, mutated).patch
     if not patch:
