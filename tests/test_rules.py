@@ -7,9 +7,11 @@ P = "spec.topologySpreadConstraints"; ZONE/DNS/SA as in tests/builders.py.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,7 +28,12 @@ from tests.builders import (
     workload,
 )
 from webhook.config import SpreadArgs
-from webhook.rules import validate_constraints, validate_object, validate_spread_args
+from webhook.rules import (
+    object_warnings,
+    validate_constraints,
+    validate_object,
+    validate_spread_args,
+)
 
 P = "spec.topologySpreadConstraints"
 WEB = selector({"app": "web"})
@@ -657,3 +664,38 @@ def test_validate_spread_args(
     """kube-scheduler's PodTopologySpreadArgs validation, upstream's strings."""
     args = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting)
     assert validate_spread_args(args) == expected
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def _objects(path: Path) -> list[Any]:
+    objs: list[Any] = []
+    for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        if isinstance(doc, dict) and doc.get("kind") == "List":
+            objs.extend(doc.get("items") or [])
+        elif doc is not None:
+            objs.append(doc)
+    return objs
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "valid").glob("*.yaml")), ids=lambda p: p.stem)
+def test_valid_examples(path: Path) -> None:
+    """The valid example manifests pass every rule and draw no warning."""
+    objs = _objects(path)
+    assert objs
+    for obj in objs:
+        assert errors(obj) == []
+        assert object_warnings(obj) == []
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "invalid").glob("*.yaml")), ids=lambda p: p.stem)
+def test_invalid_examples(path: Path) -> None:
+    """Each invalid example fails exactly as its `# expect:` lines say."""
+    expected = [
+        line.removeprefix("# expect: ")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("# expect: ")
+    ]
+    assert expected
+    assert [e for obj in _objects(path) for e in errors(obj)] == expected
