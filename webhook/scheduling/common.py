@@ -300,6 +300,12 @@ class NodeInclusion:
             self._untainted[info.name] = hit
         return hit
 
+    def trivial(self, c: Constraint) -> bool:
+        """Whether constraint c includes every node that carries the topology keys."""
+        return (c.node_affinity_policy != HONOR or self._matcher is None) and (
+            c.node_taints_policy != HONOR
+        )
+
     def includes(self, c: Constraint, info: NodeInfo) -> bool:
         """matchNodeInclusionPolicies: does `info` take part in constraint c's spread?"""
         if c.node_affinity_policy == HONOR and not self.affinity(info):
@@ -309,7 +315,7 @@ class NodeInclusion:
         return True
 
 
-def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> Mapping[str, int]:
+def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, int]:
     """countPodsMatchSelector for every node: node name -> matching pods of the pod's namespace."""
     if c.counts_nothing:
         return {}
@@ -332,14 +338,14 @@ def distribution(pod: RawObj, snapshot: Snapshot, args: SpreadArgs) -> dict[str,
         return {}
     out: dict[str, dict[str, int]] = {}
     for c in constraints:
-        if c.topology_key in out:
-            continue
-        counts = match_counts(snapshot, pod, c)
-        domains: dict[str, int] = {}
         key = c.topology_key
-        for name, info in snapshot.nodes.items():
-            value = info.labels.get(key)
-            if value is not None:
-                domains[value] = domains.get(value, 0) + counts.get(name, 0)
+        if key in out:
+            continue
+        nodes, values = snapshot.key_index((key,))
+        domains = dict.fromkeys(values[0], 0)
+        for name, n in match_counts(snapshot, pod, c).items():
+            carried = nodes.get(name)
+            if carried is not None:
+                domains[carried[0]] += n
         out[key] = dict(sorted(domains.items()))
     return out

@@ -10,6 +10,7 @@ there are fewer eligible domains than minDomains.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
@@ -21,7 +22,6 @@ from webhook.scheduling.common import (
     NodeInclusion,
     constraints_or_error,
     match_counts,
-    node_has_all_keys,
 )
 from webhook.scheduling.snapshot import NodeInfo, Snapshot, pod_labels
 from webhook.scheduling.status import (
@@ -56,6 +56,20 @@ class PreFilterState:
             return 0
         return self.min_match_num[i]
 
+    @cached_property
+    def checks(self) -> tuple[tuple[str, int, dict[str, int], int], ...]:
+        """Per constraint (key, maxSkew, domain counts, self-match - global minimum):
+        what Filter compares on every node, worked out once."""
+        return tuple(
+            (
+                c.topology_key,
+                c.max_skew,
+                self.tp_value_to_match_num[i],
+                int(self.self_match[i]) - self.global_min(i),
+            )
+            for i, c in enumerate(self.constraints)
+        )
+
 
 def pre_filter(
     pod: RawObj,
@@ -73,17 +87,28 @@ def pre_filter(
         return PreFilterState((), (), (), ())
     inclusion = inclusion or NodeInclusion(pod)
     counts = [match_counts(snapshot, pod, c) for c in constraints]
-    domains: list[dict[str, int]] = [{} for _ in constraints]
-    pairs = list(zip(constraints, counts, domains, strict=True))
-    for name, info in snapshot.nodes.items():
-        labels = info.labels
-        if not node_has_all_keys(labels, constraints):
-            continue
-        for c, per_node, per_domain in pairs:
-            if not inclusion.includes(c, info):
-                continue
-            value = labels[c.topology_key]
-            per_domain[value] = per_domain.get(value, 0) + per_node.get(name, 0)
+    # A node is eligible when it carries every constraint's key (and passes the
+    # constraint's inclusion policies).
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    eligible, domain_values = snapshot.key_index(keys)
+    domains: list[dict[str, int]] = []
+    for c, per_node in zip(constraints, counts, strict=True):
+        j = keys.index(c.topology_key)
+        if inclusion.trivial(c):
+            # Every node carrying the keys takes part: walk only the nodes with matches.
+            per_domain = dict.fromkeys(domain_values[j], 0)
+            for name, n in per_node.items():
+                values = eligible.get(name)
+                if values is not None:
+                    per_domain[values[j]] += n
+        else:
+            per_domain = {}
+            nodes = snapshot.nodes
+            for name, values in eligible.items():
+                info = nodes.get(name)
+                if info is not None and inclusion.includes(c, info):
+                    per_domain[values[j]] = per_domain.get(values[j], 0) + per_node.get(name, 0)
+        domains.append(per_domain)
     labels = pod_labels(pod)
     return PreFilterState(
         constraints=constraints,
@@ -96,12 +121,10 @@ def pre_filter(
 def filter_node(state: PreFilterState, info: NodeInfo) -> Status:
     """Filter: may the pod go to `info` without breaking a DoNotSchedule constraint?"""
     labels = info.labels
-    for i, c in enumerate(state.constraints):
-        value = labels.get(c.topology_key)
+    for key, max_skew, domains, offset in state.checks:
+        value = labels.get(key)
         if value is None:
             return NODE_LABEL_NOT_MATCH
-        match_num = state.tp_value_to_match_num[i].get(value, 0)
-        skew = match_num + state.self_match[i] - state.global_min(i)
-        if skew > c.max_skew:
+        if domains.get(value, 0) + offset > max_skew:
             return CONSTRAINTS_NOT_MATCH
     return SUCCESS

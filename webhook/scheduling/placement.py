@@ -9,8 +9,8 @@ PodTopologySpread alone, and picks the highest score, ties broken by name.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
@@ -24,7 +24,7 @@ from webhook.scheduling.common import (
 from webhook.scheduling.filtering import PreFilterState, filter_node, pre_filter
 from webhook.scheduling.scoring import score_nodes
 from webhook.scheduling.snapshot import Snapshot, pod_namespace
-from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Status
+from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Code, Status
 
 PluginStatus = Status
 
@@ -39,14 +39,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class NodeVerdict:
-    """One node's outcome: every filter plugin's status, and scores when feasible."""
+class NodeVerdict(NamedTuple):
+    """One node's outcome: every filter plugin's status, and scores when feasible.
+
+    Immutable; a NamedTuple because a placement builds one per node (thousands).
+    """
 
     name: str
     feasible: bool
     filters: dict[str, Status]
-    scores: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, int]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,8 +118,19 @@ def pod_ref(pod: RawObj) -> str:
     return f"{pod_namespace(pod)}/{name}"
 
 
-def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> Placement:
-    """Run every filter on every node, score the feasible ones, pick a node."""
+def place(
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs = DEFAULT_ARGS,
+    *,
+    filter_cache: dict[str, dict[str, Status]] | None = None,
+) -> Placement:
+    """Run every filter on every node, score the feasible ones, pick a node.
+
+    filter_cache: node name -> the five filters' statuses, reused and filled;
+    only for callers that place copies differing by name alone and drop a
+    node's entry whenever that node changes (simulate does).
+    """
     from webhook.scheduling.filters import prepare, run_filters
 
     prepared = prepare(pod)
@@ -134,25 +147,31 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     feasible_infos = []
     reasons: dict[str, int] = {}
     nodes = snapshot.nodes
-    for name in sorted(nodes):
-        info = nodes[name]
-        statuses = run_filters(prepared, info)
-        if spread_error is not None:
-            spread = spread_error
-        elif check:
-            spread = filter_node(state, info)  # type: ignore[arg-type]
+    passed = Code.SUCCESS
+    for name in snapshot.node_names():
+        info = nodes.get(name)
+        if info is None:
+            continue  # removed while we were deciding
+        if filter_cache is None:
+            statuses = run_filters(prepared, info)
         else:
-            spread = SUCCESS
-        statuses[PLUGIN_NAME] = spread
-        ok = True
-        for s in statuses.values():
-            if not s.ok:
-                ok = False
-                reason = s.reason or s.code.value
-                reasons[reason] = reasons.get(reason, 0) + 1
-        if ok:
+            cached = filter_cache.get(name)
+            if cached is None:
+                cached = filter_cache[name] = run_filters(prepared, info)
+            statuses = dict(cached)
+        if spread_error is not None:
+            statuses[PLUGIN_NAME] = spread_error
+        elif check:
+            statuses[PLUGIN_NAME] = filter_node(state, info)  # type: ignore[arg-type]
+        else:
+            statuses[PLUGIN_NAME] = SUCCESS
+        failed = [s for s in statuses.values() if s.code is not passed]
+        for s in failed:
+            reason = s.reason or s.code.value
+            reasons[reason] = reasons.get(reason, 0) + 1
+        if not failed:
             feasible_infos.append(info)
-        verdicts.append((name, statuses, ok))
+        verdicts.append((name, statuses, not failed))
 
     scores: Mapping[str, int] = {}
     if feasible_infos:
@@ -200,16 +219,20 @@ def simulate(
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     placements: list[str | None] = []
     first: Placement | None = None
+    # The five filters read the pod's spec and the node, never the pod's name: a
+    # node's verdict only changes when a copy lands on it.
+    filter_cache: dict[str, dict[str, Status]] = {}
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
-        decision = place(copy, work, args)
+        decision = place(copy, work, args, filter_cache=filter_cache)
         if first is None:
             first = decision
         placements.append(decision.selected_node)
         if decision.selected_node is not None:
             work.add_pod(copy, decision.selected_node)
+            filter_cache.pop(decision.selected_node, None)
     assert first is not None
     return Simulation(placements, first, distribution(pod, work, args))

@@ -106,22 +106,28 @@ def pre_score(
     )
 
     counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
-    pairs = [
-        (c, counts[i], per_domain[i])
-        for i, c in enumerate(constraints)
-        if c.topology_key != LABEL_HOSTNAME and per_domain[i]
-    ]
-    if pairs:
-        for name, info in snapshot.nodes.items():
-            labels = info.labels
-            if require_all and not node_has_all_keys(labels, constraints):
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    with_keys = snapshot.key_index(keys)[0] if require_all else None
+    nodes = snapshot.nodes
+    for i, c in enumerate(constraints):
+        domains = per_domain[i]
+        if c.topology_key == LABEL_HOSTNAME or not domains:
+            continue  # hostname counts are read per node at Score
+        key, per_node = c.topology_key, counts[i]
+        if inclusion.trivial(c):
+            # Every node (carrying the keys) takes part: walk only nodes with matches.
+            candidates = [(name, nodes.get(name)) for name in per_node]
+        else:
+            candidates = list(nodes.items())
+        for name, info in candidates:
+            if info is None or (with_keys is not None and name not in with_keys):
                 continue
-            for c, per_node, domains in pairs:
-                if not inclusion.includes(c, info):
-                    continue
-                value = labels.get(c.topology_key, "")
-                if value in domains:
-                    domains[value] += per_node.get(name, 0)
+            if not inclusion.includes(c, info):
+                continue
+            # A node without the key (System defaults only) falls in the "" domain.
+            value = info.labels.get(key, "")
+            if value in domains:
+                domains[value] += per_node.get(name, 0)
     return PreScoreState(
         constraints=constraints,
         ignored_nodes=frozenset(ignored),

@@ -41,8 +41,13 @@ WORKLOAD_KINDS = {
 
 # Selector indexes kept per namespace; the least recently asked is dropped beyond this.
 MAX_SELECTORS_PER_NAMESPACE = 64
+# Topology key sets indexed at once; all are dropped on any Node change anyway.
+MAX_KEY_INDEXES = 64
 
 PodKey = tuple[str, str]
+# (node name -> its values for the keys, for nodes carrying every key;
+#  per key, the distinct values over those nodes)
+KeyIndex = tuple[dict[str, tuple[str, ...]], tuple[tuple[str, ...], ...]]
 
 
 def _meta(obj: Any) -> dict[str, Any]:
@@ -225,6 +230,8 @@ class Snapshot:
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
+        self._sorted_names: list[str] | None = None
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -265,6 +272,8 @@ class Snapshot:
                     # Pods bound to a vanished node stay known: the node may come back.
                     info.set_node(None)
                     self.nodes.pop(info.name, None)
+                    self._key_indexes.clear()
+                    self._sorted_names = None
                     if not info.pods:
                         del self._infos[info.name]
             elif kind in WORKLOAD_KINDS:
@@ -294,6 +303,8 @@ class Snapshot:
                     copied[fp] = dup
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
+            other._key_indexes = dict(self._key_indexes)
+            other._sorted_names = self._sorted_names
             return other
 
     # ---- reading --------------------------------------------------------------
@@ -308,11 +319,42 @@ class Snapshot:
         """The (light) bound pods of one namespace."""
         return [e.pod for e in self._by_ns.get(namespace, {}).values()]
 
-    def match_counts(self, namespace: str, selector: RawObj | None) -> Mapping[str, int]:
+    def node_names(self) -> list[str]:
+        """Names of the known nodes, sorted (cached until a node comes or goes)."""
+        names = self._sorted_names
+        if names is None:
+            names = self._sorted_names = sorted(self.nodes)
+        return names
+
+    def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
+        """The nodes carrying every one of `keys`, with their values, and each key's domains.
+
+        Cached until the next Node change, so a decision reads topology without
+        walking every node.
+        """
+        hit = self._key_indexes.get(keys)
+        if hit is not None:
+            return hit
+        with self._lock:
+            index: dict[str, tuple[str, ...]] = {}
+            for name, info in self.nodes.items():
+                labels = info.labels
+                if all(k in labels for k in keys):
+                    index[name] = tuple(labels[k] for k in keys)
+            domains = tuple(
+                tuple(dict.fromkeys(values[i] for values in index.values()))
+                for i in range(len(keys))
+            )
+            if len(self._key_indexes) >= MAX_KEY_INDEXES:
+                self._key_indexes.clear()
+            hit = self._key_indexes[keys] = (index, domains)
+            return hit
+
+    def match_counts(self, namespace: str, selector: RawObj | None) -> dict[str, int]:
         """Node name -> number of non-terminating pods of `namespace` matching `selector`.
 
-        Nodes with no match are absent. The mapping is live: later pod changes
-        update it, so read it within one decision.
+        Nodes with no match are absent. The answer is a copy, safe to read while
+        the snapshot keeps changing.
         """
         fp = selector_fingerprint(selector)
         with self._lock:
@@ -320,7 +362,7 @@ class Snapshot:
             index = indexes.get(fp)
             if index is not None:
                 indexes.move_to_end(fp)
-                return index.per_node
+                return dict(index.per_node)
             index = _SelectorIndex(_compile(selector))
             matches = index.matches
             per_node = index.per_node
@@ -330,7 +372,7 @@ class Snapshot:
             indexes[fp] = index
             if len(indexes) > MAX_SELECTORS_PER_NAMESPACE:
                 indexes.popitem(last=False)
-            return per_node
+            return dict(per_node)
 
     # ---- internals ------------------------------------------------------------
 
@@ -345,8 +387,13 @@ class Snapshot:
         if not isinstance(name, str) or not name:
             return
         info = self._info(name)
+        before = info.labels if name in self.nodes else None
+        if before is None:
+            self._sorted_names = None
         info.set_node(node)
         self.nodes[name] = info
+        if before != info.labels:
+            self._key_indexes.clear()
 
     def _upsert_pod(self, pod: RawObj) -> None:
         meta = _meta(pod)

@@ -1,0 +1,259 @@
+"""Benchmark of the scheduling model on a large cluster (a script, not a test).
+
+    .venv/bin/python bench/bench_scheduling.py [--nodes 5000] [--pods 150000] [--runs 100]
+
+Generates a snapshot of NODES nodes in 3 zones and PODS pods over 500
+namespaces (10 apps each), writes it as a kubectl-style JSON List, then reports:
+load time, median and p99 of one placement decision for a pod with a
+DoNotSchedule zone constraint and a ScheduleAnyway hostname constraint, the
+PodTopologySpread share of it, `simulate --replicas 100`, the same decision
+with a straightforward count that rescans every pod, and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from webhook.cluster.files import load_snapshot  # noqa: E402
+from webhook.scheduling import common, filtering, scoring  # noqa: E402
+from webhook.scheduling.placement import place, simulate  # noqa: E402
+from webhook.scheduling.snapshot import Snapshot, pod_namespace  # noqa: E402
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+NAMESPACES = 500
+APPS_PER_NAMESPACE = 10
+
+
+def write_snapshot(path: Path, nodes: int, pods: int, seed: int = 1) -> None:
+    """Write the List object by object, so generating it costs little memory."""
+    rng = random.Random(seed)
+    zones = ["zone-a", "zone-b", "zone-c"]
+    with path.open("w", encoding="utf-8") as f:
+        f.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
+        first = True
+
+        def emit(obj: dict[str, Any]) -> None:
+            nonlocal first
+            if not first:
+                f.write(",\n")
+            first = False
+            f.write(json.dumps(obj, separators=(",", ":")))
+
+        for i in range(nodes):
+            name = f"node-{i:05d}"
+            emit(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "labels": {
+                            HOSTNAME: name,
+                            ZONE: zones[i % 3],
+                            "kubernetes.io/os": "linux",
+                        },
+                    },
+                    "spec": {},
+                    "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+                }
+            )
+        for ns in range(NAMESPACES):
+            for app in range(APPS_PER_NAMESPACE):
+                emit(
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "metadata": {"name": f"app-{app}-rs", "namespace": f"ns-{ns}"},
+                        "spec": {"selector": {"matchLabels": {"app": f"app-{app}"}}},
+                    }
+                )
+        per_app = max(1, pods // (NAMESPACES * APPS_PER_NAMESPACE))
+        made = 0
+        for ns in range(NAMESPACES):
+            for app in range(APPS_PER_NAMESPACE):
+                for k in range(per_app):
+                    if made >= pods:
+                        break
+                    made += 1
+                    emit(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {
+                                "name": f"app-{app}-{k:04d}",
+                                "namespace": f"ns-{ns}",
+                                "uid": f"uid-{ns}-{app}-{k}",
+                                "labels": {"app": f"app-{app}", "pod-template-hash": "5d4f8"},
+                            },
+                            "spec": {
+                                "nodeName": f"node-{rng.randrange(nodes):05d}",
+                                "containers": [
+                                    {
+                                        "name": "c",
+                                        "image": "registry.k8s.io/pause:3.9",
+                                        "resources": {
+                                            "requests": {"cpu": "100m", "memory": "128Mi"}
+                                        },
+                                    }
+                                ],
+                            },
+                            "status": {"phase": "Running"},
+                        }
+                    )
+        f.write("\n]}\n")
+
+
+def decision_pod(app: str = "app-3", ns: str = "ns-7") -> dict[str, Any]:
+    selector = {"matchLabels": {"app": app}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{app}-new", "namespace": ns, "labels": {"app": app}},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}],
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": selector,
+                },
+                {
+                    "maxSkew": 1,
+                    "topologyKey": HOSTNAME,
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": selector,
+                },
+            ],
+        },
+    }
+
+
+def timed(fn: Callable[[], Any], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+
+
+def rescan_counts(
+    snapshot: Snapshot, pod: dict[str, Any], c: common.Constraint
+) -> Mapping[str, int]:
+    """The straightforward count: every pod of every node, every decision."""
+    if c.counts_nothing:
+        return {}
+    ns = pod_namespace(pod)
+    out: dict[str, int] = {}
+    for name, info in snapshot.nodes.items():
+        n = 0
+        for p in info.pods:
+            meta = p["metadata"]
+            if meta.get("deletionTimestamp") is None and meta.get("namespace") == ns:
+                if c.matches(meta.get("labels") or {}):
+                    n += 1
+        if n:
+            out[name] = n
+    return out
+
+
+def spread_only(pod: dict[str, Any], snap: Snapshot) -> None:
+    """PodTopologySpread alone: PreFilter + Filter on every node, then scoring."""
+    state = filtering.pre_filter(pod, snap)
+    assert not isinstance(state, common.Status)
+    feasible = [info for info in snap.nodes.values() if filtering.filter_node(state, info).ok]
+    scoring.score_nodes(pod, snap, common.DEFAULT_ARGS, feasible)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--rescan-runs", type=int, default=5)
+    opts = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "snapshot.json"
+        t = time.perf_counter()
+        write_snapshot(path, opts.nodes, opts.pods)
+        size_mb = os.path.getsize(path) / 1e6
+        print(
+            f"generated {opts.nodes} nodes, {opts.pods} pods: {size_mb:.0f} MB JSON "
+            f"in {time.perf_counter() - t:.1f} s"
+        )
+        t = time.perf_counter()
+        snap = load_snapshot(path)
+        load_s = time.perf_counter() - t
+    print(f"load_snapshot: {load_s:.2f} s ({snap.pod_count()} pods bound, {len(snap.nodes)} nodes)")
+
+    pod = decision_pod()
+    first = place(pod, snap)  # builds the selector index once
+    print(
+        f"decision: selected {first.selected_node}, "
+        f"{len(first.feasible)}/{len(first.nodes)} feasible"
+    )
+
+    samples = timed(lambda: place(pod, snap), opts.runs)
+    print(
+        f"place() one decision: median {statistics.median(samples):.1f} ms, "
+        f"p99 {p99(samples):.1f} ms over {opts.runs} runs"
+    )
+    spread = timed(lambda: spread_only(pod, snap), opts.runs)
+    print(
+        f"  of which PodTopologySpread (prefilter+filter+score): median "
+        f"{statistics.median(spread):.1f} ms, p99 {p99(spread):.1f} ms"
+    )
+
+    t = time.perf_counter()
+    sim = simulate(pod, snap, replicas=opts.replicas)
+    sim_s = time.perf_counter() - t
+    placed = sum(1 for p in sim.placements if p)
+    print(
+        f"simulate --replicas {opts.replicas}: {sim_s:.2f} s ({placed} placed, "
+        f"zone distribution after {sim.distribution.get(ZONE)})"
+    )
+
+    # The same decision with counts rescanned from every pod each time.
+    indexed = common.match_counts
+    filtering.match_counts = rescan_counts  # type: ignore[assignment]
+    scoring.match_counts = rescan_counts  # type: ignore[assignment]
+    try:
+        rescan = timed(lambda: place(pod, snap), opts.rescan_runs)
+        assert place(pod, snap).to_json() == first.to_json()
+    finally:
+        filtering.match_counts = indexed
+        scoring.match_counts = indexed
+    ratio = statistics.median(rescan) / statistics.median(samples)
+    print(
+        f"rescan-every-pod place(): median {statistics.median(rescan):.1f} ms over "
+        f"{opts.rescan_runs} runs; indexed is {ratio:.1f}x faster"
+    )
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS: {rss_mb:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
