@@ -122,7 +122,7 @@ class FakeApiServer:
         self._httpd.daemon_threads = True
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 

@@ -263,11 +263,16 @@ class LiveSource:
         self._stop.clear()
         for resource in self._resources:
             t = threading.Thread(
-                target=self._run, args=(resource,), name=f"watch-{resource.kind}", daemon=True
+                target=self._run,
+                args=(resource,),
+                name=f"topospread-watch-{resource.kind}",
+                daemon=True,
             )
             self._threads.append(t)
         self._threads.append(
-            threading.Thread(target=self._version_loop, name="server-version", daemon=True)
+            threading.Thread(
+                target=self._version_loop, name="topospread-server-version", daemon=True
+            )
         )
         for t in self._threads:
             t.start()
@@ -462,6 +467,8 @@ class LiveSource:
             self._open.add(resp)
         progressed = complete = False
         try:
+            if self._stop.is_set():
+                return rv, False  # stop() ran while this request was being sent
             if resp.status == 410:
                 raise _Gone(resource.path)
             if not 200 <= resp.status < 300:
