@@ -80,7 +80,9 @@ def _review(services: Services, operation: Any) -> Response:
 def create_app(settings: Settings | None = None, *, source: ClusterSource | None = None) -> Flask:
     """Build the webhook app; starts `source` (idempotent for the sources we ship)."""
     app = Flask("webhook")
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    # One byte over the cap: a chunked body is cut at this length without an error, and
+    # parse_review answers 413 for anything longer than MAX_BODY_BYTES.
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES + 1
     services = Services(settings=settings or Settings(), source=source, metrics=Metrics())
     app.extensions[EXTENSION] = services
     if source is not None:
