@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from enum import Enum
 from typing import Any
 
@@ -134,7 +135,7 @@ class FieldError:
 
     type: ErrorType
     field: str
-    bad_value: Any = field(default=OMIT, compare=False)
+    bad_value: Any = dataclass_field(default=OMIT, compare=False)
     detail: str = ""
 
     def body(self) -> str:
