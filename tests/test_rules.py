@@ -699,3 +699,16 @@ def test_invalid_examples(path: Path) -> None:
     ]
     assert expected
     assert [e for obj in _objects(path) for e in errors(obj)] == expected
+
+
+def test_public_surface() -> None:
+    """The names other modules import from webhook.rules stay put."""
+    import webhook.rules
+
+    assert sorted(webhook.rules.__all__) == [
+        "MERGE_SINCE",
+        "object_warnings",
+        "validate_constraints",
+        "validate_object",
+        "validate_spread_args",
+    ]
