@@ -29,6 +29,9 @@ proc_name = "topospread"
 accesslog = None
 errorlog = "-"
 loglevel = "info"
+# gunicorn 25.1+ opens a control socket at one fixed path per user: a second server on
+# the same machine (tests, several webhooks) would fight over it. Nothing here uses it.
+control_socket_disable = True
 
 
 def on_starting(server: Any) -> None:
@@ -75,6 +78,7 @@ OPTIONS: dict[str, Any] = {
     "accesslog": accesslog,
     "errorlog": errorlog,
     "loglevel": loglevel,
+    "control_socket_disable": control_socket_disable,
     "on_starting": on_starting,
     "child_exit": child_exit,
     "worker_exit": worker_exit,

@@ -63,7 +63,9 @@ class WebhookApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
 
     def load_config(self) -> None:
         for key, value in self.options.items():
-            self.cfg.set(key, value)
+            # Settings this gunicorn does not know (older releases) are skipped.
+            if key in self.cfg.settings:
+                self.cfg.set(key, value)
 
     def load(self) -> Flask:
         return self.factory()
@@ -127,6 +129,15 @@ def cli_serve(args: argparse.Namespace) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     _metrics_dir(workers)
+    where = (
+        "the live cluster" if args.kubeconfig or args.in_cluster
+        else str(args.snapshot or f"the demo snapshot {demo_snapshot_path()}")
+    )
+    log.info(
+        "cluster state from %s; matchLabelKeysMerge: %s",
+        where,
+        settings.match_label_keys_merge,
+    )
 
     def factory() -> Flask:
         from webhook.server import create_app
