@@ -1,0 +1,224 @@
+"""`topospread simulate` and placement.simulate: output shapes, replicas, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector, workload
+from webhook.cli import main
+from webhook.scheduling.placement import place, simulate
+from webhook.scheduling.snapshot import Snapshot
+
+DATA = Path(__file__).parent / "data" / "snapshots"
+SMALL = str(DATA / "small.json")
+WEB = str(DATA / "web-pod.json")
+PLUGINS = [
+    "NodeUnschedulable",
+    "NodeName",
+    "NodeAffinity",
+    "TaintToleration",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    """small.json: zone-a holds 3 web pods, zone-b 1 (node-c), node-e has no zone.
+
+    Only zone-b passes (1 + 1 - 1 <= 1); node-d has no web pod, so the hostname
+    score prefers it (raw 0 vs 1 -> 100 vs 0).
+    """
+    code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", WEB)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert list(doc) == ["pod", "nodes", "selectedNode", "placements", "distribution"]
+    assert doc["pod"] == "default/web"
+    assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
+    for n in doc["nodes"]:
+        assert list(n["filters"]) == PLUGINS
+    by_name = {n["name"]: n for n in doc["nodes"]}
+    assert by_name["node-a"]["feasible"] is False
+    assert by_name["node-a"]["filters"]["PodTopologySpread"] == {
+        "code": "Unschedulable",
+        "reason": "node(s) didn't match pod topology spread constraints",
+    }
+    assert by_name["node-e"]["filters"]["PodTopologySpread"] == {
+        "code": "UnschedulableAndUnresolvable",
+        "reason": "node(s) didn't match pod topology spread constraints (missing required label)",
+    }
+    assert by_name["node-a"]["scores"] == {}
+    assert by_name["node-c"]["scores"] == {"PodTopologySpread": 0}
+    assert by_name["node-d"]["scores"] == {"PodTopologySpread": 100}
+    assert doc["selectedNode"] == "node-d"
+    assert doc["placements"] == ["node-d"]
+    # distribution is counted once the pod is placed
+    assert doc["distribution"][ZONE] == {"zone-a": 3, "zone-b": 2}
+
+
+def test_replicas_place_copies_one_after_another(capsys: pytest.CaptureFixture[str]) -> None:
+    """Worked by hand: d (zone-b, empty node), c (tie c/d at 100, by name), b (zones
+    even at 3/3; b and d score 100, by name), d (zone-b again, d has fewer)."""
+    code, out, _ = run(capsys, "--snapshot", SMALL, "-o", "json", "--replicas", "4", WEB)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["selectedNode"] == "node-d"
+    assert doc["placements"] == ["node-d", "node-c", "node-b", "node-d"]
+    assert doc["distribution"] == {
+        ZONE: {"zone-a": 4, "zone-b": 4},
+        HOSTNAME: {"node-a": 2, "node-b": 2, "node-c": 2, "node-d": 2, "node-e": 0},
+    }
+
+
+def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--snapshot", SMALL, "--replicas", "2", WEB)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Pod default/web: 2/5 nodes feasible, selected node-d"
+    assert lines[1].split() == ["NODE", "FEASIBLE", "SCORE", "WHY", "NOT"]
+    assert lines[5].split()[:3] == ["node-d*", "yes", "100"]
+    assert "missing required label" in lines[6]
+    assert "Placements (2/2 placed):" in out
+    assert "topology.kubernetes.io/zone  (skew 0)" in out
+
+
+def test_a_workload_file_stands_for_its_pod_template(tmp_path: Path, capsys) -> None:
+    pod = json.loads(Path(WEB).read_text())
+    path = tmp_path / "deploy.yaml"
+    path.write_text(yaml.safe_dump(workload("Deployment", pod, name="web")))
+    code, out, _ = run(capsys, "--snapshot", SMALL, "-o", "json", str(path))
+    assert code == 0
+    assert json.loads(out)["selectedNode"] == "node-d"
+
+
+def test_invalid_pod_is_evaluated_with_warnings(tmp_path: Path, capsys) -> None:
+    """maxSkew 0 is rejected by the API but simulate still evaluates it, as the scheduler would."""
+    pod = (
+        make_pod()
+        .name("bad")
+        .label("app", "web")
+        .spread(0, ZONE, DNS, selector({"app": "web"}))
+        .obj()
+    )
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(pod))
+    code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", str(path))
+    assert code == 0
+    assert "warning: spec.topologySpreadConstraints[0].maxSkew" in err
+    # 0 + 1 - 1 > 0 in zone-b, worse elsewhere: no node passes.
+    assert json.loads(out)["selectedNode"] is None
+
+
+@pytest.mark.parametrize(
+    ("files", "argv", "fragment"),
+    [
+        pytest.param(
+            {"snap.json": json.dumps({"kind": "Pod"})},
+            [],
+            "must be one List",
+            id="snapshot not a List",
+        ),
+        pytest.param(
+            {"pod.yaml": "kind: Pod\n---\nkind: Pod\n"}, [], "exactly one Pod", id="two documents"
+        ),
+        pytest.param({"pod.yaml": "metadata: {name: x}\n"}, [], "has no kind", id="no kind"),
+        pytest.param(
+            {"pod.yaml": "kind: Service\n"}, [], "cannot simulate a Service", id="not a pod"
+        ),
+        pytest.param(
+            {"pod.yaml": "kind: Pod\nspec: [1]\n"}, [], "must be objects", id="spec a list"
+        ),
+        pytest.param({}, ["--replicas", "0"], "--replicas must be at least 1", id="zero replicas"),
+        pytest.param({"pod.yaml": "{{{"}, [], "not valid YAML", id="pod file unreadable"),
+    ],
+)
+def test_bad_input_exits_2_without_traceback(tmp_path: Path, capsys, files, argv, fragment) -> None:
+    snap, pod = SMALL, WEB
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        if name.startswith("snap"):
+            snap = str(tmp_path / name)
+        else:
+            pod = str(tmp_path / name)
+    code, out, err = run(capsys, "--snapshot", snap, *argv, pod)
+    assert code == 2
+    assert fragment in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_missing_snapshot_file_exits_2(tmp_path: Path, capsys) -> None:
+    code, _, err = run(capsys, "--snapshot", str(tmp_path / "none.json"), WEB)
+    assert code == 2 and "no such file" in err
+
+
+def _three_hosts() -> Snapshot:
+    return Snapshot.from_objects([make_node().name(n).hostname().obj() for n in ("n1", "n2", "n3")])
+
+
+def test_min_domains_blog_example_leaves_two_replicas_pending() -> None:
+    """v1.27 blog: 3 nodes, minDomains 5: 3 pods go to 3 nodes, the other 2 wait."""
+    pod = (
+        make_pod()
+        .name("p")
+        .label("foo", "bar")
+        .spread(1, HOSTNAME, DNS, selector({"foo": "bar"}), minDomains=5)
+        .obj()
+    )
+    snap = _three_hosts()
+    sim = simulate(pod, snap, replicas=5)
+    assert sim.placements == ["n1", "n2", "n3", None, None]
+    assert sim.distribution == {HOSTNAME: {"n1": 1, "n2": 1, "n3": 1}}
+    assert snap.pod_count() == 0  # the caller's snapshot is untouched
+
+
+def test_copies_get_distinct_names() -> None:
+    pod = (
+        make_pod()
+        .name("web")
+        .label("foo", "bar")
+        .spread(1, HOSTNAME, SA, selector({"foo": "bar"}))
+        .obj()
+    )
+    snap = _three_hosts()
+    sim = simulate(pod, snap, replicas=3)
+    assert sim.placements == ["n1", "n2", "n3"]
+    work = snap.copy()
+    for name, node in zip(["web", "web-2", "web-3"], sim.placements, strict=True):
+        work.add_pod({**pod, "metadata": {**pod["metadata"], "name": name}}, node)  # type: ignore[arg-type]
+    assert work.pod_count() == 3
+
+
+def test_no_node_at_all_gives_no_selection() -> None:
+    placement = place(make_pod().name("p").obj(), Snapshot())
+    assert placement.selected_node is None and placement.nodes == []
+
+
+def test_reasons_count_every_failing_plugin() -> None:
+    """A node failing two plugins counts under both reasons."""
+    objs = [
+        make_node().name("a").unschedulable().obj(),
+        make_node().name("b").zone("z").obj(),
+    ]
+    pod = (
+        make_pod()
+        .name("p")
+        .label("foo", "bar")
+        .spread(1, ZONE, DNS, selector({"foo": "bar"}))
+        .obj()
+    )
+    placement = place(pod, Snapshot.from_objects(objs))
+    assert placement.reasons == {
+        "node(s) didn't match pod topology spread constraints (missing required label)": 1,
+        "node(s) were unschedulable": 1,
+    }
+    assert placement.selected_node == "b"
