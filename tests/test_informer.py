@@ -18,8 +18,10 @@ from kubernetes.client import Configuration
 from tests.builders import ZONE, make_node, make_pod
 from tests.fake_apiserver import COLLECTIONS, FakeApiServer
 from webhook.cluster.informer import RESOURCES, Backoff, LiveSource, parse_server_version
+from webhook.cluster.source import snapshot_objects
 from webhook.cluster.trim import trim
 from webhook.errors import ConfigError
+from webhook.scheduling.snapshot import Snapshot
 
 RawObj = dict[str, Any]
 WAIT = 10.0
@@ -466,3 +468,66 @@ def test_backoff_doubles_up_to_the_cap_within_its_jitter_band() -> None:
     assert [high.next() for _ in range(5)] == [1.0, 2.0, 4.0, 5.0, 5.0]
     high.reset()
     assert high.next() == 1.0
+
+
+# ---- with the real Snapshot ----------------------------------------------------------
+
+
+def snapshot_view(snap: Snapshot) -> dict[str, Any]:
+    """What the model reads of a Snapshot: nodes, pods per node, requests, workloads.
+
+    A request summing to zero may be absent or 0 in NodeInfo.requested: both read as 0.
+    """
+    return {
+        "nodes": {
+            name: (
+                sorted(p["metadata"]["name"] for p in info.pods),
+                {k: v for k, v in info.requested.items() if v},
+                info.labels,
+            )
+            for name, info in snap.nodes.items()
+        },
+        "pods": snap.pod_count(),
+        **{
+            attr: {ns: sorted(o["metadata"]["name"] for o in objs) for ns, objs in by_ns.items()}
+            for attr, by_ns in (
+                ("services", snap.services),
+                ("replicasets", snap.replicasets),
+                ("statefulsets", snap.statefulsets),
+                ("replicationcontrollers", snap.replicationcontrollers),
+            )
+        },
+    }
+
+
+def real_converged(source: LiveSource, server: FakeApiServer) -> bool:
+    everything = [o for kind in COLLECTIONS for o in server.current(kind)]
+    expected = snapshot_view(Snapshot.from_objects(snapshot_objects(everything)))
+    with source.reading() as snap:
+        return isinstance(snap, Snapshot) and snapshot_view(snap) == expected
+
+
+def test_events_and_relists_keep_the_real_snapshot_equal_to_a_fresh_one(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """Default Snapshot: binds, moves, deletes, a new node and a 410 re-list all land."""
+    seed(server)
+    source = started(make_source, snapshot_factory=None)
+    check = lambda: wait_until(lambda: real_converged(source, server), "the real snapshot")  # noqa: E731
+    check()
+    moved = server.current("Pod")[0]
+    moved["spec"]["nodeName"] = "n2"
+    moved["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    server.modify(moved)
+    server.add(node("n3", zone="c"))
+    server.add(pod("on-new-node", node="n3", app="web"))
+    check()
+    server.hold_watches("Pod")
+    server.delete(pod("p4"))
+    server.add(pod("missed", node="n1", app="web"))
+    server.compact("Pod")
+    server.release_watches("Pod")
+    check()
+    server.delete(node("n3"))
+    server.delete(service("web"))
+    check()

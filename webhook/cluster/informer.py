@@ -257,9 +257,7 @@ class LiveSource:
             from kubernetes.client import ApiClient
 
             self._api = ApiClient(self._configuration)
-        factory = self._factory or default_snapshot_factory()
-        self._snapshot = factory([])
-        self._stores = {r.kind: {} for r in self._resources}
+        self._reset()
         self._stop.clear()
         for resource in self._resources:
             t = threading.Thread(
@@ -304,6 +302,26 @@ class LiveSource:
         """Hold off updates while the caller reads the snapshot (None until synced)."""
         with self._lock.read():
             yield self.snapshot()
+
+    # ---- feeding by hand ---------------------------------------------------------------
+
+    def _reset(self) -> None:
+        factory = self._factory or default_snapshot_factory()
+        self._snapshot = factory([])
+        self._stores = {r.kind: {} for r in self._resources}
+        self._listed = set()
+
+    def apply_event(self, kind: str, event: RawObj) -> None:
+        """Apply one watch event ({"type", "object"}) as if `kind`'s watch sent it.
+
+        For benchmarks and tools that replay recorded events without a server;
+        the state is created on first use when start() has not run.
+        """
+        if self._snapshot is None:
+            self._reset()
+        resource = next(r for r in self._resources if r.kind == kind)
+        with self._lock.write():
+            self._apply(resource, event, "")
 
     # ---- introspection ---------------------------------------------------------------
 

@@ -21,14 +21,14 @@ model filters nodes for the incoming pod (read from the AdmissionReview) and
 only counts existing pods by labels, namespace, node and phase.
 
 Memory: strings that repeat across objects (namespaces, node names, label
-keys and values, quantities) are interned, and identical pod sub-structures
-(labels, owner references, container lists, status) are shared between pods.
-A trimmed object is therefore read-only by contract: copy before editing.
+keys and values, quantities) are interned, so the many copies a watch stream
+decodes collapse into one. Sharing whole sub-structures between pods was
+tried and dropped: the Snapshot keeps its own light view of a pod, so the
+trimmed pod is garbage once applied and sharing only cost CPU.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -58,39 +58,6 @@ def _interned_map(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     return {_intern(k): _intern(v) for k, v in value.items()}
-
-
-class _Shared:
-    """Canonical copies of identical read-only sub-structures, so pods can share them.
-
-    Pods of one ReplicaSet carry the same labels, owner reference, container
-    requests and status; keeping one copy of each saves most of a pod's weight.
-    Bounded: when full, the older half is forgotten (sharing is an optimisation,
-    never needed for correctness).
-    """
-
-    def __init__(self, limit: int = 8192) -> None:
-        self._limit = limit
-        self._items: dict[str, Any] = {}
-
-    def get(self, value: Any) -> Any:
-        if not value:
-            return value
-        try:
-            key = json.dumps(value, sort_keys=True, separators=(",", ":"))
-        except (TypeError, ValueError):
-            return value
-        found = self._items.get(key)
-        if found is not None:
-            return found
-        if len(self._items) >= self._limit:
-            for old in list(self._items)[: self._limit // 2]:
-                del self._items[old]
-        self._items[key] = value
-        return value
-
-
-_shared = _Shared()
 
 
 def _metadata(meta: Any) -> RawObj:
@@ -167,15 +134,14 @@ def _resize_statuses(statuses: Any, containers: Any) -> list[RawObj]:
                 spec_requests[c.get("name")] = req or {}
     kept: list[RawObj] = []
     for status in statuses:
+        if not isinstance(status, dict) or not isinstance(status.get("resources"), dict):
+            continue  # no status resources: the scheduler reads the spec alone
         requests, allocated = _status_requests(status)
-        if requests is None and allocated is None:
-            continue
         spec = spec_requests.get(status.get("name"), {})
-        if (requests is None or requests == spec) and (allocated is None or allocated == spec):
-            continue
+        if (requests or {}) == spec and (allocated is None or allocated == spec):
+            continue  # max(spec, spec, spec) is the spec, resize infeasible or not
         out: RawObj = {"name": _intern(status.get("name"))}
-        if requests is not None:
-            out["resources"] = {"requests": _interned_map(requests)}
+        out["resources"] = {"requests": _interned_map(requests)} if requests else {}
         if allocated is not None:
             out["allocatedResources"] = _interned_map(allocated)
         kept.append(out)
@@ -187,14 +153,14 @@ def _pod(obj: RawObj, out: RawObj) -> None:
     if isinstance(meta, dict):
         labels = meta.get("labels")
         if labels:
-            out["metadata"]["labels"] = _shared.get(_interned_map(labels))
+            out["metadata"]["labels"] = _interned_map(labels)
         owners = meta.get("ownerReferences")
         if isinstance(owners, list) and owners:
             trimmed = [
                 {k: _intern(o[k]) for k in _OWNER_FIELDS if k in o} if isinstance(o, dict) else o
                 for o in owners
             ]
-            out["metadata"]["ownerReferences"] = _shared.get(trimmed)
+            out["metadata"]["ownerReferences"] = trimmed
         if meta.get("deletionTimestamp") is not None:
             out["metadata"]["deletionTimestamp"] = meta["deletionTimestamp"]
 
@@ -205,12 +171,12 @@ def _pod(obj: RawObj, out: RawObj) -> None:
             new_spec["nodeName"] = _intern(spec["nodeName"])
         for key, init in (("containers", False), ("initContainers", True)):
             if spec.get(key):
-                new_spec[key] = _shared.get(_containers(spec[key], init))
+                new_spec[key] = _containers(spec[key], init)
         if spec.get("overhead"):
-            new_spec["overhead"] = _shared.get(_interned_map(spec["overhead"]))
+            new_spec["overhead"] = _interned_map(spec["overhead"])
         pod_level = _requests(spec.get("resources"))
         if pod_level is not None:
-            new_spec["resources"] = _shared.get(pod_level)
+            new_spec["resources"] = pod_level
     out["spec"] = new_spec
 
     status = obj.get("status")
@@ -236,7 +202,7 @@ def _pod(obj: RawObj, out: RawObj) -> None:
             if resize:
                 new_status["conditions"] = resize
         if new_status:
-            out["status"] = _shared.get(new_status)
+            out["status"] = new_status
 
 
 def _node(obj: RawObj, out: RawObj) -> None:
