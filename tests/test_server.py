@@ -146,6 +146,17 @@ def test_review_answers_echo_uid(client: FlaskClient, path: str) -> None:
     assert doc["response"]["allowed"] is True
 
 
+def test_content_type_is_not_required(client: FlaskClient) -> None:
+    """The body is read raw whatever the Content-Type (curl --data sends a form type)."""
+    resp = client.post(
+        "/validate",
+        data=json.dumps(pod_review()),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert resp.status_code == 200
+    assert resp.get_json()["response"]["uid"] == UID
+
+
 def test_validate_denies_invalid_pod(client: FlaskClient) -> None:
     """An invalid pod is a 200 answer with allowed false (not an HTTP error)."""
     resp = client.post("/validate", json=pod_review(max_skew=0))
