@@ -351,10 +351,14 @@ def test_dropped_connection_mid_event_loses_no_update(
     """Half an event then a hang-up: the source re-watches from its last whole event."""
     seed(server)
     source = started(make_source)
+    before = server.add(pod("before-drop", app="web"))
+    assert_converges(source, server)
     server.drop_next_event("Pod")
     server.add(pod("after-drop", app="web"))
     assert_converges(source, server)
-    assert len(server.requests_for("Pod", watch=True)) == 2
+    watches = server.requests_for("Pod", watch=True)
+    assert len(watches) == 2
+    assert watches[1].query["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert len(server.requests_for("Pod", watch=False)) == 1
 
 

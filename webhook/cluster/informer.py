@@ -126,6 +126,15 @@ class Backoff:
         self._attempt = 0
 
 
+class _Cursor:
+    """Where one kind's watch resumes: the last resourceVersion applied (None: list
+    first), and whether the current attempt applied anything."""
+
+    def __init__(self) -> None:
+        self.rv: str | None = None
+        self.progressed = False
+
+
 class _Gone(Exception):
     """The resourceVersion asked for is compacted away (410): list again."""
 
@@ -404,14 +413,15 @@ class LiveSource:
 
     def _run(self, resource: Resource) -> None:
         backoff = Backoff(self.backoff_initial, self.backoff_cap)
-        rv: str | None = None
+        cursor = _Cursor()
         while not self._stop.is_set():
+            cursor.progressed = False
             try:
-                if rv is None:
-                    rv = self._list(resource)
+                if cursor.rv is None:
+                    cursor.rv = self._list(resource)
                     backoff.reset()
-                rv, progressed = self._watch(resource, rv)
-                if progressed:
+                self._watch(resource, cursor)
+                if cursor.progressed:
                     backoff.reset()
                     continue
                 # A watch that ended without a single event: do not spin on it.
@@ -419,16 +429,16 @@ class LiveSource:
                 continue
             except _Gone:
                 self._count("relists")
-                log.info("%s: resourceVersion %s expired, listing again", resource.kind, rv)
-                if rv is None:
-                    # The list itself hit 410 (an expired continue token): retry it later.
-                    self._stop.wait(backoff.next())
-                rv = None
-                continue
+                log.info("%s: resourceVersion %s expired, listing again", resource.kind, cursor.rv)
+                listing = cursor.rv is None
+                cursor.rv = None
+                if not listing:
+                    continue
+                # The list itself hit 410 (an expired continue token): retry it later.
             except _Relist as exc:
                 self._count("relists")
                 log.warning("%s: watch error, listing again: %s", resource.kind, exc)
-                rv = None
+                cursor.rv = None
             except _TRANSIENT as exc:
                 self._count("errors")
                 if not self._stop.is_set():
@@ -436,6 +446,9 @@ class LiveSource:
             except Exception:  # noqa: BLE001 - never let a watch thread die
                 self._count("errors")
                 log.exception("%s: unexpected error, retrying", resource.kind)
+            if cursor.progressed:
+                # A long healthy watch that broke: come back quickly, then slow down.
+                backoff.reset()
             self._stop.wait(backoff.next())
 
     def _list(self, resource: Resource) -> str:
@@ -468,10 +481,13 @@ class LiveSource:
             self._listed.add(resource.kind)
         return rv
 
-    def _watch(self, resource: Resource, rv: str) -> tuple[str, bool]:
-        """Watch from `rv` until the stream ends; return the last rv seen and whether
-        any event arrived. Raises _Gone on 410, _Relist on other ERROR events."""
+    def _watch(self, resource: Resource, cursor: _Cursor) -> None:
+        """Watch from cursor.rv until the stream ends, moving the cursor past every
+        event applied (so an error midway loses no progress). Raises _Gone on 410,
+        _Relist on other ERROR events, transport errors as they come."""
         self._count("watches")
+        rv = cursor.rv
+        assert rv is not None
         # Spread watch restarts over time, as client-go does ([timeout, 2*timeout)).
         timeout = int(self.watch_timeout * (1 + random.random()))
         query = {
@@ -483,10 +499,10 @@ class LiveSource:
         resp = self._get(resource.path, query, timeout + 30)
         with self._open_lock:
             self._open.add(resp)
-        progressed = complete = False
+        complete = False
         try:
             if self._stop.is_set():
-                return rv, False  # stop() ran while this request was being sent
+                return  # stop() ran while this request was being sent
             if resp.status == 410:
                 raise _Gone(resource.path)
             if not 200 <= resp.status < 300:
@@ -497,8 +513,8 @@ class LiveSource:
                 events = [json.loads(line) for line in lines]
                 with self._lock.write():
                     for event in events:
-                        rv = self._apply(resource, event, rv)
-                progressed = True
+                        rv = cursor.rv = self._apply(resource, event, rv)
+                        cursor.progressed = True
             else:
                 complete = True
         finally:
@@ -509,7 +525,6 @@ class LiveSource:
             else:
                 # Unread bytes may remain: never hand this connection back to the pool.
                 resp.close()
-        return rv, progressed
 
     def _apply(self, resource: Resource, event: Any, rv: str) -> str:
         """Apply one watch event (write lock held); return the resourceVersion after it."""
