@@ -332,6 +332,7 @@ def test_rule_crash_allows_with_warning(
     with caplog.at_level(logging.ERROR, logger="topospread.admission"):
         result = answer_review(body(review(bad_pod())), "validate", CTX)
     assert result.status == 200
+    assert result.decision == "internal_error"
     assert result.doc["response"]["allowed"] is True
     assert result.doc["response"]["warnings"] == [
         "spec.topologySpreadConstraints: not validated by topospread because of an internal "
@@ -357,7 +358,7 @@ def test_mutation_crash_allows_without_patch(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(webhook.mutation, "STEPS", (boom,))
     result = answer_review(body(review(bad_pod())), "mutate", CTX)
-    assert result.decision == "allowed"
+    assert result.decision == "internal_error"
     assert "patch" not in result.doc["response"]
     assert result.doc["response"]["warnings"] == [
         "spec.topologySpreadConstraints: not mutated by topospread because of an internal "

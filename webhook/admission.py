@@ -35,6 +35,7 @@ __all__ = [
     "MAX_WARNINGS_TOTAL_RUNES",
     "Review",
     "ReviewContext",
+    "Verdict",
     "Answer",
     "allowed_response",
     "answer_review",
@@ -390,9 +391,18 @@ def validate_stored(
     return validate_object(obj, old=old, server_version=server_version)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What validation found: errors, warnings, and whether a rule failed unexpectedly."""
+
+    errors: list[FieldError]
+    warnings: list[str]
+    failed: bool = False
+
+
 def review_object(
     obj: RawObj, ctx: ReviewContext, *, old: RawObj | None = None, stored: bool = True
-) -> tuple[list[FieldError], list[str]]:
+) -> Verdict:
     """Validation errors and warnings for one object.
 
     `stored`: the object as a validating webhook receives it (see validate_stored);
@@ -404,28 +414,30 @@ def review_object(
 
     errors: list[FieldError] = []
     warnings: list[str] = []
+    failed = False
     validate = validate_stored if stored else validate_object
     try:
         errors = list(validate(obj, old=old, server_version=ctx.server_version))
     except Exception:
         log.exception("validation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
         warnings.append(_internal_warning(obj, "validated"))
+        failed = True
     try:
         warnings.extend(object_warnings(obj))
     except Exception:
         log.exception("warnings failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
-    return errors, warnings
+    return Verdict(errors, warnings, failed)
 
 
-def _validate(review: Review, ctx: ReviewContext) -> RawObj:
+def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
     if not _reviewed(review):
-        return allowed_response(review)
+        return allowed_response(review), False
     obj = _with_kind(review)
     old = review.old if review.operation == "UPDATE" else None
-    errors, warnings = review_object(obj, ctx, old=old)
-    if errors:
-        return denied_response(review, errors, warnings)
-    return allowed_response(review, warnings)
+    verdict = review_object(obj, ctx, old=old)
+    if verdict.errors:
+        return denied_response(review, verdict.errors, verdict.warnings), verdict.failed
+    return allowed_response(review, verdict.warnings), verdict.failed
 
 
 def mutate_reviewed(
@@ -456,12 +468,12 @@ def mutate_reviewed(
         return mutate(obj, mctx)
     except Exception:
         log.exception("mutation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
-        return MutationResult([], [_internal_warning(obj, "mutated")], obj)
+        return MutationResult([], [_internal_warning(obj, "mutated")], obj, failed=True)
 
 
-def _mutate(review: Review, ctx: ReviewContext) -> RawObj:
+def _mutate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
     if not _reviewed(review):
-        return allowed_response(review)
+        return allowed_response(review), False
     result = mutate_reviewed(
         _with_kind(review),
         ctx,
@@ -470,10 +482,11 @@ def _mutate(review: Review, ctx: ReviewContext) -> RawObj:
         dry_run=review.dry_run,
         old=review.old if review.operation == "UPDATE" else None,
     )
-    return allowed_response(review, result.warnings, result.patch)
+    return allowed_response(review, result.warnings, result.patch), result.failed
 
 
-_HANDLERS: dict[str, Callable[[Review, ReviewContext], RawObj]] = {
+# Each handler answers a parsed review: the AdmissionReview and whether something failed.
+_HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
     "validate": _validate,
     "mutate": _mutate,
 }
@@ -489,10 +502,12 @@ class Answer:
     decision: str
 
 
-def _decision(doc: RawObj) -> str:
+def _decision(doc: RawObj, failed: bool) -> str:
     response = doc["response"]
     if not response["allowed"]:
         return "denied"
+    if failed:
+        return "internal_error"
     return "patched" if "patch" in response else "allowed"
 
 
@@ -510,12 +525,12 @@ def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answ
         log.exception("unexpected failure parsing an AdmissionReview")
         return Answer(400, error_status(400, "malformed AdmissionReview"), "malformed")
     try:
-        doc = _HANDLERS[operation](review, ctx)
+        doc, failed = _HANDLERS[operation](review, ctx)
     except Exception:
         log.exception("unexpected failure answering review %s", review.uid)
         warning = "topospread: internal error; the request was allowed unchecked"
         return Answer(200, allowed_response(review, [warning]), "internal_error")
-    return Answer(200, doc, _decision(doc))
+    return Answer(200, doc, _decision(doc, failed))
 
 
 def handle_review(body: bytes, operation: Operation, ctx: ReviewContext) -> tuple[int, RawObj]:

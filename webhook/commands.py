@@ -140,7 +140,8 @@ def check_objects(path: str, objs: list[RawObj], ctx: ReviewContext) -> list[Che
     for obj in objs:
         result = CheckResult(path, obj)
         if obj["kind"] in HANDLED_KINDS:
-            result.errors, result.warnings = review_object(obj, ctx, stored=False)
+            verdict = review_object(obj, ctx, stored=False)
+            result.errors, result.warnings = verdict.errors, verdict.warnings
         results.append(result)
     return results
 

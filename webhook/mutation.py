@@ -75,6 +75,8 @@ class MutationResult:
     patch: list[RawObj]
     warnings: list[str]
     mutated: RawObj
+    # A step raised: nothing was changed and the warnings say so.
+    failed: bool = False
 
 
 # A step edits the object (already a private deep copy) in place and returns warnings.
