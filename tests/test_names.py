@@ -327,3 +327,18 @@ def test_go_json_and_render_value() -> None:
 def test_selector_selects(sel: dict[str, object], labels: dict[str, str], selects: bool) -> None:
     """LabelSelectorAsSelector semantics on a valid selector."""
     assert selector_selects(sel, labels) is selects
+
+
+def test_go_json_never_fails() -> None:
+    """Too deep or self-referencing values (YAML anchors) render as their shape."""
+    deep: list[object] = []
+    node = deep
+    for _ in range(5000):
+        child: list[object] = []
+        node.append(child)
+        node = child
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    assert go_json(deep) == "[...]"
+    assert go_json(looped) == "{...}"
+    assert go_json({1: "a", "b": 2}) == '{"1":"a","b":2}'

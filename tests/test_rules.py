@@ -712,3 +712,25 @@ def test_public_surface() -> None:
         "validate_object",
         "validate_spread_args",
     ]
+
+
+def test_deep_and_looped_values() -> None:
+    """A value nested thousands deep, or looped by a YAML anchor, is reported, not raised."""
+    deep: list[Any] = []
+    node = deep
+    for _ in range(5000):
+        child: list[Any] = []
+        node.append(child)
+        node = child
+    looped = yaml.safe_load("a: &x [*x]")["a"]
+    obj = pod()
+    # Set directly: the builder deep-copies, which these values would defeat.
+    obj["spec"]["topologySpreadConstraints"] = [
+        constraint(deep, looped, DNS, {"matchLabels": {"a": looped}})
+    ]
+    assert errors(obj) == [
+        f"{P}[0].maxSkew: Invalid value: [...]: must be an integer",
+        f"{P}[0].topologyKey: Invalid value: [...]: must be a string",
+        f"{P}[0].labelSelector.matchLabels: Invalid value: [...]: must be a string",
+    ]
+    assert object_warnings(obj) == []

@@ -82,14 +82,22 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
+def _dumps(value: Any, sort_keys: bool) -> str:
+    return json.dumps(
+        value, ensure_ascii=False, sort_keys=sort_keys, separators=(",", ":"), default=str
+    )
+
+
 def go_json(value: Any) -> str:
     """Render a value as Go's json.Marshal does: compact, map keys sorted, HTML-safe escapes."""
     try:
-        text = json.dumps(
-            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
-        )
-    except (TypeError, ValueError):  # keys of mixed types (from YAML) cannot be sorted
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        try:
+            text = _dumps(value, sort_keys=True)
+        except TypeError:  # keys of mixed types (from YAML) cannot be sorted
+            text = _dumps(value, sort_keys=False)
+    except (RecursionError, TypeError, ValueError):
+        # Absurdly deep or self-referencing (YAML anchors) input: show its shape, never fail.
+        text = {list: "[...]", dict: "{...}"}.get(type(value), "...")
     text = _scrub(text)
     for raw, escaped in (
         ("<", "\\u003c"),
