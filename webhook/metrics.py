@@ -54,7 +54,8 @@ class Metrics:
         """The text /metrics serves."""
         if multiprocess_dir() is not None:
             registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
+            # prometheus_client.multiprocess carries no type annotations.
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             return bytes(generate_latest(registry))
         return bytes(generate_latest(self._own))
 
@@ -62,4 +63,4 @@ class Metrics:
 def mark_process_dead(pid: int) -> None:
     """Tell prometheus_client a worker is gone (gunicorn's child_exit hook)."""
     if multiprocess_dir() is not None:
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]  # untyped module
