@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 
@@ -66,7 +66,8 @@ def settings_from_dict(raw: Any) -> Settings:
     constraints = spread_raw.get("defaultConstraints") or []
     if not isinstance(constraints, list) or not all(isinstance(c, dict) for c in constraints):
         raise ConfigError("podTopologySpread.defaultConstraints: must be a list of constraints")
-    defaulting_type = spread_raw.get("defaultingType") or "System"
+    # Checked below with the scheduler's own rules (System | List), hence the cast.
+    defaulting_type = cast(DefaultingType, spread_raw.get("defaultingType") or "System")
     spread = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting_type)
     from webhook.rules import validate_spread_args
 
