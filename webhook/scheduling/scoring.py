@@ -137,22 +137,51 @@ def pre_score(
     )
 
 
+def raw_scores(state: PreScoreState, infos: Sequence[NodeInfo]) -> dict[str, int]:
+    """Score for each node: the raw (not yet normalised) score, node name -> score.
+
+    Per constraint, a node carrying the key earns count * weight + (maxSkew - 1),
+    summed in constraint order as upstream adds its float64s, then rounded.
+    """
+    plan = []
+    for i, c in enumerate(state.constraints):
+        weight, rest = state.weights[i], c.max_skew - 1
+        if c.topology_key == LABEL_HOSTNAME:
+            plan.append((c.topology_key, None, state.node_counts[i], weight, rest))
+        else:
+            by_domain = {
+                value: score_for_count(count, c.max_skew, weight)
+                for value, count in state.tp_value_to_pod_counts[i].items()
+            }
+            plan.append((c.topology_key, by_domain, None, weight, rest))
+    ignored = state.ignored_nodes
+    rounded: dict[float, int] = {}
+    out: dict[str, int] = {}
+    for info in infos:
+        name = info.name
+        if name in ignored:
+            out[name] = 0
+            continue
+        labels = info.labels
+        score = 0.0
+        for key, by_domain, per_node, weight, rest in plan:
+            value = labels.get(key)
+            if value is None:
+                continue
+            if per_node is not None:
+                score += per_node.get(name, 0) * weight + rest
+            else:
+                score += by_domain.get(value, rest)  # type: ignore[union-attr]
+        hit = rounded.get(score)
+        if hit is None:
+            hit = rounded[score] = go_round(score)
+        out[name] = hit
+    return out
+
+
 def score_node(state: PreScoreState, info: NodeInfo) -> int:
     """Score: the raw (not yet normalised) score of one feasible node."""
-    if info.name in state.ignored_nodes:
-        return 0
-    score = 0.0
-    labels = info.labels
-    for i, c in enumerate(state.constraints):
-        value = labels.get(c.topology_key)
-        if value is None:
-            continue
-        if c.topology_key == LABEL_HOSTNAME:
-            count = state.node_counts[i].get(info.name, 0)
-        else:
-            count = state.tp_value_to_pod_counts[i].get(value, 0)
-        score += score_for_count(count, c.max_skew, state.weights[i])
-    return go_round(score)
+    return raw_scores(state, [info])[info.name]
 
 
 def normalize_scores(state: PreScoreState, raw: Mapping[str, int]) -> dict[str, int]:
@@ -193,4 +222,4 @@ def score_nodes(
         return state
     if state is None:
         return {info.name: 0 for info in feasible}
-    return normalize_scores(state, {info.name: score_node(state, info) for info in feasible})
+    return normalize_scores(state, raw_scores(state, feasible))
