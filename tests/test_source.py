@@ -319,11 +319,25 @@ def test_file_source_loads_a_list_file_on_start(tmp_path: Path, fmt: str) -> Non
     assert source.server_version() == (1, 30)
 
 
-def test_file_source_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
-    source = FileSource(tmp_path / "missing.json")
-    with pytest.raises(InputError, match="no such file"):
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ('{"kind": "List", "items": [', "not valid JSON"),
+        (json.dumps(make_pod().obj()), "must be one List"),
+    ],
+    ids=["missing", "truncated JSON", "not a List"],
+)
+def test_file_source_unusable_file_is_an_input_error(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "snapshot.json"
+    if content is not None:
+        path.write_text(content)
+    source = FileSource(path)
+    with pytest.raises(InputError, match=message):
         source.start()
-    assert source.synced() is False
+    assert source.synced() is False and source.snapshot() is None
 
 
 def test_snapshot_objects_trims_and_skips_kinds_the_model_does_not_read() -> None:

@@ -166,10 +166,11 @@ class StaticSource:
 
 
 def snapshot_objects(objects: Iterable[RawObj]) -> Iterator[RawObj]:
-    """The objects a Snapshot holds, trimmed as a live source would trim them.
+    """`objects` trimmed as a live source trims them; kinds the model does not
+    read (Deployments, ConfigMaps, ...) are skipped.
 
-    Kinds the model does not read (Deployments, ConfigMaps, ...) are skipped,
-    so a file and a live cluster yield the same state.
+    For building a Snapshot from objects at hand: Snapshot.from_objects(
+    snapshot_objects(objs)) holds what a LiveSource watching them would hold.
     """
     for obj in objects:
         kind = obj.get("kind")
@@ -180,8 +181,11 @@ def snapshot_objects(objects: Iterable[RawObj]) -> Iterator[RawObj]:
 class FileSource(StaticSource):
     """A snapshot file (the `List` that `kubectl get ... -A -o json` prints), loaded once.
 
-    start() loads the file (synchronously: it is local); load() does the same
-    and may be called earlier to fail fast on an unreadable file (InputError).
+    Read with files.load_snapshot, as every CLI command reads `--snapshot`: the
+    same files are accepted everywhere, and a JSON List is decoded item by item
+    so a 150,000-pod file never exists whole in memory. start() loads the file
+    (synchronously: it is local); load() does the same and may be called earlier
+    to fail fast on an unusable file (InputError).
     """
 
     def __init__(
@@ -189,18 +193,20 @@ class FileSource(StaticSource):
         path: str | Path,
         version: tuple[int, int] | None = None,
         *,
-        snapshot_factory: SnapshotFactory | None = None,
+        loader: Callable[[Path], Snapshot] | None = None,
     ) -> None:
         super().__init__(None, version)
         self.path = Path(path)
-        self._factory = snapshot_factory
+        self._loader = loader
 
     def load(self) -> Snapshot:
-        """Read and trim the file, build the Snapshot, mark the source synced."""
-        from webhook.cluster.files import load_objects
+        """Read the file, build the Snapshot, mark the source synced."""
+        loader = self._loader
+        if loader is None:
+            from webhook.cluster.files import load_snapshot
 
-        factory = self._factory or default_snapshot_factory()
-        snapshot = factory(snapshot_objects(load_objects(self.path)))
+            loader = load_snapshot
+        snapshot = loader(self.path)
         self.replace(snapshot)
         return snapshot
 
