@@ -224,7 +224,8 @@ class FakeApiServer:
             self._cond.notify_all()
 
     def fail_next(self, kind: str, *statuses: int) -> None:
-        """Answer the next requests (list or watch) on `kind` with these HTTP statuses."""
+        """Answer the next requests (list or watch) on `kind` with these HTTP statuses;
+        0 lets that request through (fail_next("Pod", 0, 410): the second one fails)."""
         with self._cond:
             self._failures[kind].extend(statuses)
 
@@ -253,7 +254,7 @@ class FakeApiServer:
             self.requests.append(request)
             kind = request.kind
             if kind is not None and self._failures[kind]:
-                return self._failures[kind].popleft()
+                return self._failures[kind].popleft() or None
         return None
 
     def _page(self, kind: str, limit: int, token: str | None) -> tuple[int, RawObj]:

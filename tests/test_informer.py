@@ -226,6 +226,18 @@ def test_list_errors_are_retried_until_the_list_succeeds(
     assert_converges(source, server)
 
 
+def test_expired_continue_token_restarts_the_list_from_the_first_page(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """410 on the second page: the list starts over without a token and completes."""
+    seed(server)
+    server.fail_next("Pod", 0, 410)
+    source = started(make_source, page_size=2)
+    assert_converges(source, server)
+    tokens = ["continue" in r.query for r in server.requests_for("Pod", watch=False)]
+    assert tokens == [False, True, False, True, True]
+
+
 # ---- watch events --------------------------------------------------------------------
 
 KIND_CASES: list[tuple[str, Callable[[], RawObj], Callable[[RawObj], RawObj]]] = [
