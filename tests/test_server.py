@@ -16,7 +16,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.builders import DNS, ZONE, RawObj, make_pod, review, selector
-from webhook.admission import MAX_BODY_BYTES
+from webhook.admission import MAX_BODY_BYTES, MAX_DEPTH
 from webhook.cluster.source import StaticSource
 from webhook.server import EXTENSION, create_app
 
@@ -67,6 +67,13 @@ BAD_BODIES: list[tuple[str, bytes, int, str]] = [
     ("invalid UTF-8", b'{"kind": "Admission\xff\xfeReview"}', 400, "not valid UTF-8"),
     ("NaN constant", b'{"kind": "AdmissionReview", "x": NaN}', 400, "not JSON"),
     ("nested too deeply", deep(100_000), 400, "nested too deeply"),
+    ("nested past the bound", deep(MAX_DEPTH + 1), 400, "nested too deeply"),
+    (
+        "deep inside the object",
+        json.dumps(pod_review()).encode().replace(b'"web"', b"[" * 100 + b'"web"' + b"]" * 100, 1),
+        400,
+        "nested too deeply",
+    ),
     ("a JSON list", b"[]", 400, "expected a JSON object"),
     ("a JSON string", b'"review"', 400, "expected a JSON object"),
     ("wrong kind", json.dumps({**pod_review(), "kind": "Pod"}).encode(), 400, "kind must be"),
@@ -91,8 +98,9 @@ BAD_BODIES: list[tuple[str, bytes, int, str]] = [
     ("request.kind a string", json.dumps(with_request(kind="Pod")).encode(), 400, "request.kind"),
     (
         "object kind differs",
-        json.dumps(with_request(kind={"group": "apps", "version": "v1", "kind": "Deployment"}))
-        .encode(),
+        json.dumps(
+            with_request(kind={"group": "apps", "version": "v1", "kind": "Deployment"})
+        ).encode(),
         400,
         "does not match",
     ),
@@ -118,6 +126,19 @@ def test_malformed_body_gets_json_status(
     assert doc["status"] == "Failure"
     assert doc["code"] == code
     assert words in doc["message"], doc["message"]
+
+
+def test_nesting_up_to_the_bound_is_answered(client: FlaskClient) -> None:
+    """An object nested as deep as the bound allows is reviewed normally (no 400, no 5xx)."""
+    doc = pod_review()
+    node: Any = "x"
+    for _ in range(MAX_DEPTH - 8):
+        node = [node]
+    doc["request"]["object"]["metadata"]["annotations"] = {"deep": node}
+    for path in ("/validate", "/mutate"):
+        resp = client.post(path, json=doc)
+        assert resp.status_code == 200
+        assert resp.get_json()["response"]["uid"] == UID
 
 
 def test_chunked_body_over_the_cap_is_refused(client: FlaskClient) -> None:
@@ -264,9 +285,9 @@ def test_unknown_paths_share_one_metrics_label(client: FlaskClient) -> None:
     """Arbitrary URLs do not grow the label set."""
     client.get("/a")
     client.get("/b")
-    assert 'topospread_http_requests_total{code="404",path="other"} 2.0' in client.get(
-        "/metrics"
-    ).text
+    assert (
+        'topospread_http_requests_total{code="404",path="other"} 2.0' in client.get("/metrics").text
+    )
 
 
 def test_apps_do_not_share_state() -> None:

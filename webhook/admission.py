@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "ADMISSION_VERSIONS",
     "MAX_BODY_BYTES",
+    "MAX_DEPTH",
     "MAX_WARNING_RUNES",
     "MAX_WARNINGS_TOTAL_RUNES",
     "Review",
@@ -70,6 +71,11 @@ MAX_WARNING_RUNES = 256
 MAX_WARNINGS_TOTAL_RUNES = 4 * 1024
 
 REVIEWED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
+
+# No object we review nests deeper than about 20 levels (a CronJob's pod template is the
+# deepest). The bound keeps every recursive walk (copies, diffs, rules) far from Python's
+# recursion limit, whatever a body holds.
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -112,17 +118,32 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _too_deep(doc: Any, limit: int) -> bool:
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def _decode(body: bytes) -> Any:
+    too_deep = _fail(f"the body is nested too deeply (more than {MAX_DEPTH} levels)")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        raise _fail("the body is nested too deeply") from None
+        raise too_deep from None
     except ValueError as exc:
         raise _fail(f"the body is not JSON: {exc}") from None
+    if isinstance(doc, dict | list) and _too_deep(doc, MAX_DEPTH):
+        raise too_deep
+    return doc
 
 
 def _opt_str(request: RawObj, key: str) -> str:
