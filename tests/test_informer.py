@@ -422,6 +422,18 @@ def test_server_version_is_read_from_the_api_server(
     assert source.server_version() == (1, 30)
 
 
+def test_fetch_server_version_asks_now_without_start(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """A blocking fetch works before start() and starts no thread."""
+    server.version = {"major": "", "minor": "", "gitVersion": "v1.29.4-eks-036c24b"}
+    source = make_source()
+    assert source.fetch_server_version() == (1, 29)
+    assert source.server_version() == (1, 29)
+    assert [r.path for r in server.requests] == ["/version"]
+    assert source.synced() is False
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [

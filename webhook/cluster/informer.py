@@ -262,10 +262,7 @@ class LiveSource:
         """Create the connection pool and start the watch threads; idempotent."""
         if self._threads:
             return
-        if self._api is None:
-            from kubernetes.client import ApiClient
-
-            self._api = ApiClient(self._configuration)
+        self._client()
         self._reset()
         self._stop.clear()
         for resource in self._resources:
@@ -350,11 +347,19 @@ class LiveSource:
 
     # ---- HTTP ------------------------------------------------------------------------
 
+    def _client(self) -> ApiClient:
+        """The ApiClient, created on first use (after the fork: it owns a socket pool)."""
+        if self._api is None:
+            from kubernetes.client import ApiClient
+
+            self._api = ApiClient(self._configuration)
+        return self._api
+
     def _get(
         self, path: str, query: dict[str, Any], read_timeout: float
     ) -> urllib3.BaseHTTPResponse:
-        assert self._api is not None
-        configuration = self._api.configuration
+        api = self._client()
+        configuration = api.configuration
         headers = {"Accept": "application/json", "User-Agent": "topospread"}
         for setting in configuration.auth_settings().values():
             if setting.get("in") == "header" and setting.get("value"):
@@ -362,7 +367,7 @@ class LiveSource:
         url = configuration.host.rstrip("/") + path
         if query:
             url += "?" + urlencode(query)
-        response: urllib3.BaseHTTPResponse = self._api.rest_client.pool_manager.request(
+        response: urllib3.BaseHTTPResponse = api.rest_client.pool_manager.request(
             "GET",
             url,
             headers=headers,
