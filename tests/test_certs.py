@@ -443,15 +443,14 @@ def test_reloader_hot_path_does_not_stat_inside_the_interval(
 
 
 def test_reloader_checks_once_the_interval_has_passed(
-    tmp_path: Path, two_pairs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, two_pairs: tuple[Path, Path]
 ) -> None:
     """Once the interval is over, the next context() looks at the files and reloads."""
     a, b = two_pairs
     live = tmp_path / "live"
     shutil.copytree(a, live)
     clock = [1000.0]
-    monkeypatch.setattr(certs.time, "monotonic", lambda: clock[0])
-    reloader = certs.CertReloader(live, check_interval=5)
+    reloader = certs.CertReloader(live, check_interval=5, clock=lambda: clock[0])
     first = reloader.context()
     shutil.copy(b / "tls.key", live / "tls.key")
     shutil.copy(b / "tls.crt", live / "tls.crt")
@@ -502,6 +501,29 @@ def test_reloader_keeps_the_old_context_on_a_broken_pair(
     assert reloader.check() is False
     assert reloader.context() is first
     assert handshake(reloader.context(), client_context(a / "ca.crt")) == der(a / "tls.crt")
+
+
+def test_reloader_does_not_reread_files_that_already_failed(
+    tmp_path: Path, two_pairs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken pair is read once; later checks only stat until the files change again."""
+    a, b = two_pairs
+    live = tmp_path / "live"
+    shutil.copytree(a, live)
+    reloader = certs.CertReloader(live, check_interval=0)
+    shutil.copy(b / "tls.crt", live / "tls.crt")
+    builds: list[str] = []
+    real = certs._server_context
+    monkeypatch.setattr(
+        certs, "_server_context", lambda *args: builds.append(args[0]) or real(*args)
+    )
+    for _ in range(5):
+        reloader.context()
+    assert len(builds) == 1
+    shutil.copy(b / "tls.key", live / "tls.key")
+    reloader.context()
+    assert len(builds) == 2
+    assert reloader.generation == 1
 
 
 def test_reloader_recovers_when_the_pair_is_completed(

@@ -22,6 +22,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -446,12 +447,14 @@ class CertReloader:
         *,
         client_ca: str | None = None,
         check_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cert_dir = os.fspath(cert_dir)
         self.cert_file = os.path.join(self.cert_dir, TLS_CERT)
         self.key_file = os.path.join(self.cert_dir, TLS_KEY)
         self.client_ca = client_ca
         self.check_interval = check_interval
+        self._clock = clock
         self._paths: tuple[str, ...] = (self.cert_file, self.key_file) + (
             (client_ca,) if client_ca is not None else ()
         )
@@ -466,7 +469,7 @@ class CertReloader:
                 f"cannot load a TLS certificate and key from {self.cert_dir}: {exc}"
             ) from exc
         self._stamp = stamp
-        self._next_check = time.monotonic() + check_interval
+        self._next_check = clock() + check_interval
 
     @property
     def generation(self) -> int:
@@ -481,12 +484,12 @@ class CertReloader:
 
     def context(self) -> ssl.SSLContext:
         """The current server context; cheap."""
-        if time.monotonic() < self._next_check:
+        if self._clock() < self._next_check:
             return self._context
         if not self._lock.acquire(blocking=False):
             return self._context
         try:
-            self._next_check = time.monotonic() + self.check_interval
+            self._next_check = self._clock() + self.check_interval
             self._maybe_reload()
         finally:
             self._lock.release()
@@ -495,23 +498,26 @@ class CertReloader:
     def check(self) -> bool:
         """Look at the files now, whatever the interval; True when a new context was loaded."""
         with self._lock:
-            self._next_check = time.monotonic() + self.check_interval
+            self._next_check = self._clock() + self.check_interval
             return self._maybe_reload()
 
     def _maybe_reload(self) -> bool:
         stamp = _stamp(self._paths)
-        if stamp is None or stamp == self._stamp:
+        # Unchanged, missing, or the very files that already failed to load: nothing to read.
+        if stamp is None or stamp == self._stamp or stamp == self._failed_stamp:
             return False
         try:
             ctx = self._build()
         except (OSError, ssl.SSLError, ValueError) as exc:
-            if stamp != self._failed_stamp:
-                log.warning(
-                    "new certificate files in %s are not usable yet, still serving the "
-                    "previous ones: %s",
-                    self.cert_dir,
-                    exc,
-                )
+            log.warning(
+                "new certificate files in %s are not usable yet, still serving the "
+                "previous ones: %s",
+                self.cert_dir,
+                exc,
+            )
+            # Give up on these files only if they held still while we read them; a swap
+            # in between may have mixed two pairs, which is worth another look.
+            if _stamp(self._paths) == stamp:
                 self._failed_stamp = stamp
             return False
         # Stat again: when the files moved while we loaded them, this pair may be mixed;
