@@ -23,11 +23,11 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="topospread" \
       org.opencontainers.image.description="Admission webhook for Pod topology spread constraints" \
       org.opencontainers.image.licenses="Apache-2.0"
+# The root filesystem is read-only in the cluster: gunicorn's control socket and
+# worker files go to /tmp (an emptyDir there).
 ENV PATH=/opt/topospread/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    # The root filesystem is read-only in the cluster: gunicorn's control socket and
-    # worker files go to /tmp (an emptyDir there).
     HOME=/tmp \
     XDG_RUNTIME_DIR=/tmp
 COPY --from=build /opt/topospread /opt/topospread

@@ -330,6 +330,21 @@ def test_deployment_security_context_is_restricted(rendered: list[RawObj]) -> No
     assert {v["name"]: v for v in pod["volumes"]}[tmp]["emptyDir"]["medium"] == "Memory"
 
 
+def test_termination_grace_covers_the_prestop_pause_and_gunicorn_drain(
+    rendered: list[RawObj],
+) -> None:
+    """preStop sleeps while endpoints update; the grace period outlasts it plus the drain."""
+    from webhook import gunicorn_conf
+
+    pod = one(rendered, "Deployment")["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    command = c["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep"
+    pause = int(command[1])
+    assert pause > 0
+    assert pod["terminationGracePeriodSeconds"] > pause + gunicorn_conf.graceful_timeout
+
+
 def test_deployment_sets_requests_and_a_memory_limit(rendered: list[RawObj]) -> None:
     """requests for cpu and memory, a memory limit."""
     (c,) = one(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]

@@ -158,6 +158,9 @@ def _deployment(opt: Install) -> RawObj:
             "timeoutSeconds": 2,
             "failureThreshold": 3,
         },
+        # Endpoints take a moment to drop a terminating pod: keep accepting meanwhile,
+        # then gunicorn drains in-flight requests on SIGTERM.
+        "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
         "resources": copy.deepcopy(opt.resources),
         "securityContext": {
             "allowPrivilegeEscalation": False,
