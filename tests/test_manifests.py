@@ -237,6 +237,22 @@ def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
     assert by_kind(rendered, "Role") == [] and by_kind(rendered, "RoleBinding") == []
 
 
+def test_cluster_role_grants_what_the_live_source_watches(rendered: list[RawObj]) -> None:
+    """Every collection LiveSource lists and watches is granted, and no other."""
+    from webhook.cluster.informer import RESOURCES
+
+    watched = set()
+    for resource in RESOURCES:
+        parts = resource.path.strip("/").split("/")
+        # /api/v1/<resource> (core) or /apis/<group>/<version>/<resource>
+        watched.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
+    role = one(rendered, "ClusterRole")
+    granted = {
+        (g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+    }
+    assert granted == watched
+
+
 def test_cluster_role_binding_grants_the_role_to_the_pods_service_account(
     rendered: list[RawObj],
 ) -> None:
@@ -384,13 +400,11 @@ def test_secret_is_a_tls_secret_from_the_cert_dir_without_the_ca_key(
 
 
 def test_every_namespaced_object_lands_in_the_chosen_namespace(
-    cert_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--namespace tools moves every namespaced object and every reference to it."""
-    certs.generate("topospread", "tools", cert_dir.parent / "tools")
-    objs = run_manifests(
-        capsys, "--namespace", "tools", "--cert-dir", str(cert_dir.parent / "tools")
-    )
+    certs.generate("topospread", "tools", tmp_path)
+    objs = run_manifests(capsys, "--namespace", "tools", "--cert-dir", str(tmp_path))
     cluster_scoped = {
         "Namespace",
         "ClusterRole",
