@@ -223,10 +223,32 @@ def test_serve_refuses_to_start(
     assert words in capsys.readouterr().err
 
 
-def test_serve_refuses_bad_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ("injectDefaults: maybe\n", "injectDefaults"),
+        ("tls: {verifyClients: yes please}\n", "tls.verifyClients"),
+        ("tls: [verifyClients]\n", "tls: must be a mapping"),
+        ("tls: {verifyClients: true}\n", "ca.crt does not exist"),
+    ],
+)
+def test_serve_refuses_bad_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str, words: str
+) -> None:
     """A config file that cannot be used stops serve with exit 2."""
-    config = tmp_path / "config.yaml"
-    config.write_text("injectDefaults: maybe\n")
-    code = main(["serve", "--config", str(config), "--cert-dir", str(tmp_path)])
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    code = main(["serve", "--config", str(path), "--cert-dir", str(tmp_path)])
     assert code == 2
-    assert "injectDefaults" in capsys.readouterr().err
+    assert words in capsys.readouterr().err
+
+
+def test_client_verification_uses_the_cert_dir_ca(tmp_path: Path) -> None:
+    """tls.verifyClients: true makes serve require client certificates signed by ca.crt."""
+    from webhook.config import settings_from_dict
+    from webhook.serve import _client_ca
+
+    generate("topospread", "topospread", tmp_path, days=2)
+    settings = settings_from_dict({"tls": {"verifyClients": True}})
+    assert _client_ca(settings, str(tmp_path)) == str(tmp_path / "ca.crt")
+    assert _client_ca(settings_from_dict({}), str(tmp_path)) is None
