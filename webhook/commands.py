@@ -70,6 +70,11 @@ def _namespace(obj: RawObj) -> str:
     return ns if isinstance(ns, str) else ""
 
 
+def _title(obj: RawObj) -> str:
+    """`Deployment.apps "web"`, as kube-apiserver names an object."""
+    return f"{qualified_kind(_group(obj), str(obj.get('kind')))} {go_quote(object_name(obj))}"
+
+
 @dataclass
 class CheckResult:
     """The verdict on one object of one file."""
@@ -91,17 +96,14 @@ class CheckResult:
     def valid(self) -> bool:
         return not self.errors
 
-    def title(self) -> str:
-        """`Deployment.apps "web"`, as kube-apiserver names an object."""
-        return f"{qualified_kind(_group(self.obj), self.kind)} {go_quote(self.name)}"
-
     def lines(self) -> list[str]:
+        title = _title(self.obj)
         if self.valid:
-            out = [f"{self.file}: {self.title()} is valid"]
+            out = [f"{self.file}: {title} is valid"]
         else:
             status = invalid_status(_group(self.obj), self.kind, self.name, self.errors)
             out = [f"{self.file}: {status['message']}"]
-        return out + [f"{self.file}: {self.title()}: warning: {w}" for w in self.warnings]
+        return out + [f"{self.file}: {title}: warning: {w}" for w in self.warnings]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,17 +148,24 @@ def check_objects(path: str, objs: list[RawObj], ctx: ReviewContext) -> list[Che
     return results
 
 
-def cli_check(args: argparse.Namespace) -> int:
-    """`topospread check [-o text|json] FILE...`: 0 all valid, 1 any invalid, 2 unreadable."""
-    ctx = _context(args)
-    results: list[CheckResult] = []
+def _load_all(paths: list[str]) -> tuple[list[tuple[str, list[RawObj]]], bool]:
+    """The objects of every readable file, and whether some file was not."""
+    loaded = []
     unreadable = False
-    for path in args.files:
+    for path in paths:
         objs = _load(path, sys.stderr)
         if objs is None:
             unreadable = True
-            continue
-        results.extend(check_objects(path, objs, ctx))
+        else:
+            loaded.append((path, objs))
+    return loaded, unreadable
+
+
+def cli_check(args: argparse.Namespace) -> int:
+    """`topospread check [-o text|json] FILE...`: 0 all valid, 1 any invalid, 2 unreadable."""
+    ctx = _context(args)
+    loaded, unreadable = _load_all(args.files)
+    results = [r for path, objs in loaded for r in check_objects(path, objs, ctx)]
     if args.output == "json":
         print(json.dumps([r.to_json() for r in results], indent=2, ensure_ascii=False))
     else:
@@ -175,18 +184,13 @@ def cli_check(args: argparse.Namespace) -> int:
 def cli_mutate(args: argparse.Namespace) -> int:
     """`topospread mutate FILE...`: the objects as the mutating webhook leaves them (YAML)."""
     ctx = _context(args)
+    loaded, unreadable = _load_all(args.files)
     out: list[RawObj] = []
-    unreadable = False
-    for path in args.files:
-        objs = _load(path, sys.stderr)
-        if objs is None:
-            unreadable = True
-            continue
+    for path, objs in loaded:
         for obj in objs:
             result = mutate_reviewed(obj, ctx, namespace=_namespace(obj) or "default")
-            title = CheckResult(path, obj).title()
             for warning in result.warnings:
-                print(f"{path}: {title}: warning: {warning}", file=sys.stderr)
+                print(f"{path}: {_title(obj)}: warning: {warning}", file=sys.stderr)
             out.append(result.mutated)
     if unreadable:
         return 2
