@@ -511,11 +511,39 @@ def test_checked_in_kustomize_tree_equals_the_rendering() -> None:
     on_disk = {
         str(p.relative_to(KUSTOMIZE)): p.read_text(encoding="utf-8")
         for p in KUSTOMIZE.rglob("*")
-        if p.is_file()
+        # own-certs/certs/ is where a user puts keys (git-ignored), not part of the tree.
+        if p.is_file() and not p.relative_to(KUSTOMIZE).as_posix().startswith("own-certs/certs/")
     }
     assert sorted(on_disk) == sorted(expected)
     for rel, text in expected.items():
         assert on_disk[rel] == text, f"{rel} is stale: python -m webhook.manifests deploy/kustomize"
+
+
+def test_kustomize_own_certs_overlay_builds_the_secret_and_fills_every_ca_bundle() -> None:
+    """own-certs: a kubernetes.io/tls Secret from certs/, its ca.crt copied into caBundles."""
+    overlay = yaml.safe_load((KUSTOMIZE / "own-certs" / "kustomization.yaml").read_text())
+    dep = one(manifests.render(), "Deployment")
+    mounted = [
+        v["secret"]["secretName"]
+        for v in dep["spec"]["template"]["spec"]["volumes"]
+        if "secret" in v
+    ]
+    (gen,) = overlay["secretGenerator"]
+    assert [gen["name"]] == mounted
+    assert gen["type"] == "kubernetes.io/tls"
+    assert gen["namespace"] == "topospread"
+    assert gen["files"] == ["tls.crt=certs/tls.crt", "tls.key=certs/tls.key", "ca.crt=certs/ca.crt"]
+    assert overlay["generatorOptions"] == {"disableNameSuffixHash": True}
+    (repl,) = overlay["replacements"]
+    assert repl["source"] == {"kind": "Secret", "name": gen["name"], "fieldPath": "data.[ca.crt]"}
+    assert sorted(t["select"]["kind"] for t in repl["targets"]) == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    for t in repl["targets"]:
+        assert t["fieldPaths"] == ["webhooks.*.clientConfig.caBundle"]
+        assert t["options"] == {"create": True}
+    assert "certs/" in (KUSTOMIZE / "own-certs" / ".gitignore").read_text().split()
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)

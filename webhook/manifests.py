@@ -499,10 +499,10 @@ def _kustomization(body: RawObj) -> str:
 
 
 def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
-    """Relative path -> text of the kustomize tree: base/ and the cert-manager overlay.
+    """Relative path -> text of the kustomize tree: base/ and two overlays.
 
-    The base has no caBundle and no Secret: either the cert-manager overlay provides both,
-    or `topospread manifests --cert-dir` renders a complete install instead.
+    The base has no caBundle and no Secret: the overlay cert-manager/ has cert-manager
+    provide both, own-certs/ builds them from the files `topospread certs` wrote.
     """
     header = _HEADER.format(root)
     base = render(Install())
@@ -537,6 +537,40 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     ]
     out["cert-manager/kustomization.yaml"] = header + _kustomization(
         {"resources": ["../base", "certificates.yaml"], "patches": patches}
+    )
+    # Own certificates: `topospread certs --out own-certs/certs` fills certs/, the Secret is
+    # generated from it, and its ca.crt (already base64) is copied into every caBundle.
+    secret = f"{NAME}-certs"
+    out["own-certs/.gitignore"] = "# Keys never go into git.\ncerts/\n"
+    out["own-certs/kustomization.yaml"] = header + _kustomization(
+        {
+            "resources": ["../base"],
+            "generatorOptions": {"disableNameSuffixHash": True},
+            "secretGenerator": [
+                {
+                    "name": secret,
+                    "namespace": NAME,
+                    "type": "kubernetes.io/tls",
+                    "files": [f"{n}=certs/{n}" for n in (TLS_CERT, TLS_KEY, CA_CERT)],
+                }
+            ],
+            "replacements": [
+                {
+                    "source": {"kind": "Secret", "name": secret, "fieldPath": "data.[ca.crt]"},
+                    "targets": [
+                        {
+                            "select": {"kind": kind},
+                            "fieldPaths": ["webhooks.*.clientConfig.caBundle"],
+                            "options": {"create": True},
+                        }
+                        for kind in (
+                            "ValidatingWebhookConfiguration",
+                            "MutatingWebhookConfiguration",
+                        )
+                    ],
+                }
+            ],
+        }
     )
     return out
 
