@@ -413,3 +413,30 @@ def test_settings_reach_the_mutation() -> None:
     )
     ctx = ReviewContext(settings=Settings(match_label_keys_merge="apiserver"))
     assert "patch" not in answer(review(pod), "mutate", ctx)["response"]
+
+
+def test_public_names_are_pinned() -> None:
+    """The names other modules and the CLI import; a change here is an interface change."""
+    import webhook.mutation
+    import webhook.server
+
+    assert set(admission.__all__) >= {
+        "answer_review",
+        "handle_review",
+        "review_object",
+        "mutate_reviewed",
+        "validate_stored",
+        "ReviewContext",
+    }
+    assert set(webhook.mutation.__all__) >= {
+        "STEPS",
+        "Step",
+        "MutationContext",
+        "MutationResult",
+        "mutate",
+        "mutate_object",
+        "MERGED_KEYS_ANNOTATION",
+    }
+    assert webhook.server.__all__ == ["EXTENSION", "Services", "create_app"]
+    assert all(hasattr(admission, n) for n in admission.__all__)
+    assert all(hasattr(webhook.mutation, n) for n in webhook.mutation.__all__)
