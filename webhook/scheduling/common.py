@@ -11,7 +11,7 @@ are all on.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,11 +255,6 @@ def constraints_or_error(
 
 
 # ---- nodes -----------------------------------------------------------------------
-
-
-def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
-    """nodeLabelsMatchSpreadConstraints: every constraint's topology key is a node label."""
-    return all(c.topology_key in labels for c in constraints)
 
 
 class NodeInclusion:

@@ -206,22 +206,33 @@ def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str,
     """The status of each of FILTER_PLUGINS for the pod on this node, in that order.
 
     Several NodeResourcesFit reasons are joined with ", " as upstream's
-    Status.Message() renders them.
+    Status.Message() renders them. The dict is new on every call: callers may add to it.
     """
-    prepared = pod if isinstance(pod, PreparedPod) else prepare(pod)
-    unschedulable, taints, name, allocatable = _node_facts(node_info)
-    affinity = _OK
-    if prepared.affinity is not None and not prepared.affinity(node_info.node or {}):
-        affinity = _NODE_AFFINITY
-    reasons = _fit_reasons(prepared, node_info, allocatable)
+    prepared = pod if pod.__class__ is PreparedPod else prepare(pod)  # type: ignore[arg-type]
+    node = node_info.node
+    entry = _FACTS_CACHE.get(id(node))
+    unschedulable, taints, name, allocatable = (
+        entry[1] if entry is not None and entry[0] is node else _node_facts(node_info)
+    )
+    fit = _OK
+    if allocatable is not None and (
+        prepared.checks or len(node_info.pods) >= allocatable.get("pods", 0)
+    ):
+        reasons = _fit_reasons(prepared, node_info, allocatable)
+        if reasons:
+            fit = Status(Code.UNSCHEDULABLE, ", ".join(reasons))
     return {
         "NodeUnschedulable": (
             _UNSCHEDULABLE if unschedulable and not prepared.tolerates_unschedulable else _OK
         ),
         "NodeName": _NODE_NAME if prepared.node_name and prepared.node_name != name else _OK,
-        "NodeAffinity": affinity,
+        "NodeAffinity": (
+            _NODE_AFFINITY
+            if prepared.affinity is not None and not prepared.affinity(node or {})
+            else _OK
+        ),
         "TaintToleration": _taint_status(prepared, taints) if taints else _OK,
-        "NodeResourcesFit": (Status(Code.UNSCHEDULABLE, ", ".join(reasons)) if reasons else _OK),
+        "NodeResourcesFit": fit,
     }
 
 

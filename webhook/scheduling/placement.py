@@ -165,13 +165,18 @@ def place(
             statuses[PLUGIN_NAME] = filter_node(state, info)  # type: ignore[arg-type]
         else:
             statuses[PLUGIN_NAME] = SUCCESS
-        failed = [s for s in statuses.values() if s.code is not passed]
-        for s in failed:
-            reason = s.reason or s.code.value
-            reasons[reason] = reasons.get(reason, 0) + 1
-        if not failed:
+        for s in statuses.values():
+            if s.code is not passed:
+                break
+        else:
             feasible_infos.append(info)
-        verdicts.append((name, statuses, not failed))
+            verdicts.append((name, statuses, True))
+            continue
+        for s in statuses.values():
+            if s.code is not passed:
+                reason = s.reason or s.code.value
+                reasons[reason] = reasons.get(reason, 0) + 1
+        verdicts.append((name, statuses, False))
 
     scores: Mapping[str, int] = {}
     if feasible_infos:
@@ -181,14 +186,15 @@ def place(
     selected: str | None = None
     best = -1
     out: list[NodeVerdict] = []
+    make = tuple.__new__  # NodeVerdict(...) without the keyword-handling detour
     for name, statuses, ok in verdicts:
         if ok:
             s = scores.get(name, 0)
             if s > best:
                 best, selected = s, name
-            out.append(NodeVerdict(name, True, statuses, {PLUGIN_NAME: s}))
+            out.append(make(NodeVerdict, (name, True, statuses, {PLUGIN_NAME: s})))
         else:
-            out.append(NodeVerdict(name, False, statuses, {}))
+            out.append(make(NodeVerdict, (name, False, statuses, {})))
     return Placement(
         pod=pod_ref(pod),
         nodes=out,

@@ -23,7 +23,6 @@ from webhook.scheduling.common import (
     go_div,
     go_round,
     match_counts,
-    node_has_all_keys,
 )
 from webhook.scheduling.snapshot import NodeInfo, Snapshot
 from webhook.scheduling.status import MAX_NODE_SCORE, Status
@@ -88,16 +87,26 @@ def pre_score(
     require_all = not (pc.defaulted and pc.system_defaulted)
     inclusion = inclusion or NodeInclusion(pod)
 
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    with_keys = snapshot.key_index(keys)[0] if require_all else None
     ignored: set[str] = set()
     per_domain: list[dict[str, int]] = [{} for _ in constraints]
+    # (constraint index, position of its key) for the constraints counted per domain
+    zonal = [
+        (i, keys.index(c.topology_key))
+        for i, c in enumerate(constraints)
+        if c.topology_key != LABEL_HOSTNAME
+    ]
     for info in feasible:
-        labels = info.labels
-        if require_all and not node_has_all_keys(labels, constraints):
-            ignored.add(info.name)
-            continue
-        for i, c in enumerate(constraints):
-            if c.topology_key != LABEL_HOSTNAME:
-                per_domain[i].setdefault(labels.get(c.topology_key, ""), 0)
+        if with_keys is not None:
+            values = with_keys.get(info.name)
+            if values is None:
+                ignored.add(info.name)
+                continue
+        else:
+            values = tuple(info.labels.get(k, "") for k in keys)
+        for i, j in zonal:
+            per_domain[i].setdefault(values[j], 0)
     weights = tuple(
         topology_normalizing_weight(
             len(feasible) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
@@ -106,8 +115,6 @@ def pre_score(
     )
 
     counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
-    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
-    with_keys = snapshot.key_index(keys)[0] if require_all else None
     nodes = snapshot.nodes
     for i, c in enumerate(constraints):
         domains = per_domain[i]
@@ -186,23 +193,19 @@ def score_node(state: PreScoreState, info: NodeInfo) -> int:
 
 def normalize_scores(state: PreScoreState, raw: Mapping[str, int]) -> dict[str, int]:
     """NormalizeScore: raw scores of the feasible nodes -> 0..100, least crowded highest."""
-    scores = {name: INVALID_SCORE if name in state.ignored_nodes else s for name, s in raw.items()}
-    min_score = INT64_MAX
-    max_score = 0
-    for name, s in scores.items():
-        if name in state.ignored_nodes:
-            continue
-        min_score = min(min_score, s)
-        max_score = max(max_score, s)
-    out: dict[str, int] = {}
-    for name, s in scores.items():
-        if s == INVALID_SCORE:
-            out[name] = 0
-        elif max_score == 0:
-            out[name] = MAX_NODE_SCORE
-        else:
-            out[name] = go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
-    return out
+    ignored = state.ignored_nodes
+    scores = {name: INVALID_SCORE if name in ignored else s for name, s in raw.items()}
+    counted = [s for name, s in scores.items() if name not in ignored]
+    min_score = min(counted, default=INT64_MAX)
+    max_score = max(0, max(counted, default=0))
+    if max_score == 0:
+        return {name: 0 if s == INVALID_SCORE else MAX_NODE_SCORE for name, s in scores.items()}
+    return {
+        name: 0
+        if s == INVALID_SCORE
+        else go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
+        for name, s in scores.items()
+    }
 
 
 def score_nodes(
