@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook import certs
@@ -323,6 +323,70 @@ def test_unusable_ca_is_replaced_and_the_leaf_follows(
     assert (result.ca_created, result.leaf_issued) == (True, True)
     assert files(tmp_path)["ca.crt"] != before["ca.crt"]
     load(tmp_path / "tls.crt").verify_directly_issued_by(load(tmp_path / "ca.crt"))
+
+
+def _write_ca(d: Path, key: object, *, password: bytes | None = None) -> None:
+    """An outside CA (no SubjectKeyIdentifier) with the given key, valid five years."""
+    d.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outside-ca")])
+    algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())  # type: ignore[attr-defined]
+        .serial_number(7)
+        .not_valid_before(now - DAY)
+        .not_valid_after(now + 5 * 365 * DAY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, algorithm)  # type: ignore[arg-type]
+    )
+    encryption = (
+        serialization.BestAvailableEncryption(password)
+        if password
+        else serialization.NoEncryption()
+    )
+    (d / "ca.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (d / "ca.key").write_bytes(
+        key.private_bytes(  # type: ignore[attr-defined]
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
+        )
+    )
+
+
+def test_an_outside_rsa_ca_is_kept_and_signs_the_leaf(tmp_path: Path) -> None:
+    """A valid RSA CA without SubjectKeyIdentifier is reused, not replaced."""
+    _write_ca(tmp_path, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    before = (tmp_path / "ca.crt").read_bytes(), (tmp_path / "ca.key").read_bytes()
+    result = certs.issue(SERVICE, NAMESPACE, tmp_path)
+    assert (result.ca_created, result.leaf_issued) == (False, True)
+    assert ((tmp_path / "ca.crt").read_bytes(), (tmp_path / "ca.key").read_bytes()) == before
+    load(tmp_path / "tls.crt").verify_directly_issued_by(load(tmp_path / "ca.crt"))
+
+
+@pytest.mark.parametrize(
+    ("key", "password", "message"),
+    [
+        pytest.param(ec.generate_private_key(ec.SECP256R1()), b"secret", "encrypted", id="enc"),
+        pytest.param(ed25519.Ed25519PrivateKey.generate(), None, "Ed25519", id="ed25519"),
+    ],
+)
+def test_a_valid_ca_this_tool_cannot_sign_with_is_never_overwritten(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: object,
+    password: bytes | None,
+    message: str,
+) -> None:
+    """Encrypted or unsupported CA key: exit 2 naming the problem, the CA left as it was."""
+    _write_ca(tmp_path, key, password=password)
+    before = (tmp_path / "ca.crt").read_bytes(), (tmp_path / "ca.key").read_bytes()
+    rc = main(["certs", "--service", SERVICE, "--namespace", NAMESPACE, "--out", str(tmp_path)])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert ((tmp_path / "ca.crt").read_bytes(), (tmp_path / "ca.key").read_bytes()) == before
+    assert not (tmp_path / "tls.crt").exists()
 
 
 def test_cli_certs_writes_files_and_exits_zero(

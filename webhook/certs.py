@@ -29,7 +29,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.errors import ConfigError, InputError
@@ -101,6 +101,10 @@ def needs_rotation(cert_pem: bytes, at: dt.datetime) -> bool:
     return not (cert.not_valid_before_utc <= moment < cert.not_valid_after_utc)
 
 
+# A CA found on disk may be RSA; the keys this module makes are ECDSA P-256.
+_SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
 def _new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -165,7 +169,7 @@ def _make_leaf(
     service: str,
     namespace: str,
     ca_cert: x509.Certificate,
-    ca_key: ec.EllipticCurvePrivateKey,
+    ca_key: _SigningKey,
     days: int,
     now: dt.datetime,
 ) -> tuple[x509.Certificate, bytes]:
@@ -173,7 +177,11 @@ def _make_leaf(
     dns = service_dns_names(service, namespace)
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in (*dns, *DEV_DNS_NAMES)]
     sans += [x509.IPAddress(ip) for ip in DEV_IPS]
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    try:
+        ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+        aki = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski)
+    except x509.ExtensionNotFound:
+        aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
     not_after = min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc)
     cert = (
         x509.CertificateBuilder()
@@ -210,9 +218,7 @@ def _make_leaf(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
-        )
+        .add_extension(aki, critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return cert, _key_pem(key)
@@ -239,12 +245,17 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 @dataclass(frozen=True)
 class _CA:
     cert: x509.Certificate
-    key: ec.EllipticCurvePrivateKey
+    key: _SigningKey
     pem: bytes
 
 
 def _load_ca(out: Path, now: dt.datetime) -> _CA | None:
-    """The CA in `out` when it is complete, a CA, matches its key, and is not near expiry."""
+    """The CA in `out` when it is complete, a CA, matches its key, and is not near expiry.
+
+    None when it is missing, broken or expiring (a new one is made); InputError when it is
+    a good CA this tool cannot sign with (encrypted or unsupported key): never overwrite
+    that without --force.
+    """
     try:
         pem = (out / CA_CERT).read_bytes()
         key_pem = (out / CA_KEY).read_bytes()
@@ -252,25 +263,32 @@ def _load_ca(out: Path, now: dt.datetime) -> _CA | None:
         return None
     try:
         cert = x509.load_pem_x509_certificate(pem)
+    except ValueError:
+        return None
+    try:
         key = serialization.load_pem_private_key(key_pem, password=None)
-    except (ValueError, TypeError):
+    except TypeError as exc:
+        raise InputError(
+            f"{out / CA_KEY} is encrypted; decrypt it, or replace the CA with --force"
+        ) from exc
+    except ValueError:
         return None
-    if not isinstance(key, ec.EllipticCurvePrivateKey):
-        return None
-    if key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    ) != cert.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    ):
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    if key.public_key().public_bytes(der, spki) != cert.public_key().public_bytes(der, spki):
         return None
     try:
         if not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
             return None
-        cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
     except x509.ExtensionNotFound:
         return None
     if needs_rotation(pem, now + _lookahead(cert, CA_LOOKAHEAD)):
         return None
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise InputError(
+            f"{out / CA_KEY} is a {type(key).__name__}; an ECDSA or RSA CA key is needed "
+            "(or replace the CA with --force)"
+        )
     return _CA(cert=cert, key=key, pem=pem)
 
 
@@ -313,6 +331,7 @@ class GenerateResult:
 
 
 def check_names(service: str, namespace: str, days: int) -> None:
+    """Raise InputError unless the Service and namespace names and the day count are usable."""
     if not (len(service) <= 63 and _DNS1035_LABEL.match(service)):
         raise InputError(
             f"--service {service!r}: a Service name must be a DNS-1035 label "
