@@ -368,6 +368,22 @@ def test_deployment_sets_requests_and_a_memory_limit(rendered: list[RawObj]) -> 
     assert "memory" in c["resources"]["limits"]
 
 
+def test_image_flag_sets_the_container_image(
+    cert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--image replaces the default topospread:VERSION."""
+    default = one(
+        run_manifests(capsys, "--namespace", "topospread", "--cert-manager"), "Deployment"
+    )
+    (c,) = default["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == f"topospread:{__version__}"
+    objs = run_manifests(
+        capsys, "--namespace", "topospread", "--cert-dir", str(cert_dir), "--image", "r.io/t:9"
+    )
+    (c,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == "r.io/t:9"
+
+
 def test_namespace_enforces_restricted_pod_security(rendered: list[RawObj]) -> None:
     """The webhook's own namespace runs under the restricted Pod Security Standard."""
     ns = one(rendered, "Namespace")
