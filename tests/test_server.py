@@ -255,6 +255,21 @@ def test_source_is_started_and_version_reaches_the_rules() -> None:
     assert response["allowed"] is False
 
 
+def test_failing_version_lookup_still_answers(caplog: pytest.LogCaptureFixture) -> None:
+    """A source that cannot tell the version: reviews use the newest rules, no 5xx."""
+
+    class NoVersion(StaticSource):
+        def server_version(self) -> tuple[int, int] | None:
+            raise OSError("connection refused")
+
+    client = create_app(source=NoVersion(SnapshotStub())).test_client()  # type: ignore[arg-type]
+    with caplog.at_level("ERROR", logger="topospread.server"):
+        resp = client.post("/validate", json=pod_review(max_skew=0))
+    assert resp.status_code == 200
+    assert resp.get_json()["response"]["allowed"] is False
+    assert "connection refused" in caplog.text
+
+
 def test_failing_source_start_leaves_server_up_unready() -> None:
     """A source that fails to start: /healthz 200, /readyz 503, no crash."""
 

@@ -56,6 +56,15 @@ def _json(doc: RawObj, status: int) -> Response:
     return Response(body, status=status, mimetype="application/json")
 
 
+def _server_version(source: ClusterSource) -> tuple[int, int] | None:
+    """The API server version, None (rules of the newest release) when it cannot be had."""
+    try:
+        return source.server_version()
+    except Exception:
+        log.exception("the cluster source failed to tell the API server version")
+        return None
+
+
 def _review(services: Services, operation: Any) -> Response:
     body = request.get_data(cache=False)
     source = services.source
@@ -69,7 +78,7 @@ def _review(services: Services, operation: Any) -> Response:
         with read_snapshot(source) as snapshot:
             ctx = ReviewContext(
                 settings=services.settings,
-                server_version=source.server_version(),
+                server_version=_server_version(source),
                 snapshot=snapshot,
             )
             answer = answer_review(body, operation, ctx)
