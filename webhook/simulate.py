@@ -10,8 +10,11 @@ nowhere), 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from webhook.cluster.files import load_objects, load_snapshot
@@ -96,6 +99,20 @@ def render_table(sim: Simulation) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a snapshot is millions of acyclic objects
+    that every full collection would walk again (a 150,000-pod simulation runs about
+    twice as fast without it); plain reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def cli_simulate(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -107,10 +124,11 @@ def cli_simulate(
         print(f"topospread simulate: --replicas must be at least 1, got {replicas}", file=err)
         return 2
     settings = load_settings(getattr(args, "config", None))
-    snapshot = load_snapshot(args.snapshot)
-    pod = read_pod(args.pod_file)
-    _warn_invalid(pod, err)
-    sim = simulate(pod, snapshot, settings.spread, replicas)
+    with without_cyclic_gc():
+        snapshot = load_snapshot(args.snapshot)
+        pod = read_pod(args.pod_file)
+        _warn_invalid(pod, err)
+        sim = simulate(pod, snapshot, settings.spread, replicas)
     if getattr(args, "output", "table") == "json":
         out.write(json.dumps(sim.to_json(), indent=2) + "\n")
     else:
