@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.builders import DNS, HOSTNAME, SA, ZONE, constraint, expr, make_pod, selector
 from webhook.config import SpreadArgs
@@ -297,3 +299,28 @@ def test_results_are_copies() -> None:
     system = default_constraints_for(web().obj(), SERVED, SpreadArgs())
     system[0]["maxSkew"] = 9
     assert SYSTEM_DEFAULT_CONSTRAINTS[0]["maxSkew"] == 3
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    meta=st.dictionaries(st.sampled_from(["labels", "ownerReferences", "namespace"]), JSON),
+    service_spec=JSON,
+    owner_spec=JSON,
+)
+def test_malformed_objects_never_raise(meta: Any, service_spec: Any, owner_spec: Any) -> None:
+    """Wrong types in the pod or the workloads read as absent; nothing raises."""
+    pod = {"metadata": {"name": "p", **meta}, "spec": {}}
+    objs = FakeSnapshot(
+        services={"default": [{"metadata": {"name": "s"}, "spec": service_spec}]},
+        replicasets={"default": [{"metadata": {"name": "w"}, "spec": owner_spec}]},
+    )
+    got = default_constraints_for(pod, objs, SpreadArgs())
+    assert isinstance(got, list)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.builders import ZONE, make_node, make_pod
 from webhook.scheduling.filters import (
@@ -352,3 +354,36 @@ def test_node_info_without_a_node_object() -> None:
     """A NodeInfo known only from its pods has no unschedulable flag, taints or allocatable."""
     statuses = run_filters(make_pod().requests(cpu="1").obj(), FakeNodeInfo(None))  # type: ignore[arg-type]
     assert all(s.ok for s in statuses.values())
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+POD_SPEC = st.dictionaries(
+    st.sampled_from(
+        [
+            "nodeName",
+            "nodeSelector",
+            "affinity",
+            "tolerations",
+            "containers",
+            "initContainers",
+            "overhead",
+            "resources",
+        ]
+    ),
+    JSON,
+)
+NODE_SPEC = st.dictionaries(st.sampled_from(["unschedulable", "taints"]), JSON)
+
+
+@given(pod_spec=POD_SPEC, node_spec=NODE_SPEC, allocatable=JSON)
+def test_malformed_objects_never_raise(pod_spec: Any, node_spec: Any, allocatable: Any) -> None:
+    """Wrong types anywhere in pod or node give statuses, never an exception."""
+    node = {"metadata": {"name": "n1"}, "spec": node_spec, "status": {"allocatable": allocatable}}
+    statuses = run_filters({"spec": pod_spec}, FakeNodeInfo(node))
+    assert tuple(statuses) == FILTER_PLUGINS

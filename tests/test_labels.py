@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.builders import ZONE, exists, expr, make_node, make_pod, selector
 from webhook.labels import (
@@ -506,3 +508,39 @@ def test_any_toleration_in_the_list_is_enough() -> None:
 def test_find_untolerated_taint(taints: Any, tolerations: Any, want: Any) -> None:
     """Only NoSchedule and NoExecute taints count; the first untolerated one is reported."""
     assert find_untolerated_taint(taints, tolerations) == want
+
+
+# ---- robustness ------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(
+    ["matchLabels", "matchExpressions", "key", "operator", "values", "In", "Exists", "Gt"]
+)
+SHAPED = st.recursive(
+    st.none() | st.text(max_size=6) | st.sampled_from(["In", "NotIn", "Exists", "Gt", "app"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=16,
+)
+
+
+@given(sel=JSON | SHAPED, labels=st.dictionaries(st.text(max_size=6), st.text(max_size=6)))
+def test_malformed_selectors_never_raise(sel: Any, labels: dict[str, str]) -> None:
+    """Any JSON as a selector yields a boolean, never an exception."""
+    assert selector_matches(sel, labels) in (True, False)
+
+
+@given(
+    spec=st.dictionaries(
+        st.sampled_from(["nodeSelector", "affinity", "tolerations", "nodeName"]), JSON | SHAPED
+    )
+)
+def test_malformed_pods_never_raise_in_affinity(spec: dict[str, Any]) -> None:
+    pod = {"spec": spec}
+    assert node_matches_pod_affinity(pod, NODE) in (True, False)
+    assert find_untolerated_taint([taint("k")], spec.get("tolerations")) in (None, taint("k"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.builders import make_node, make_pod
 from webhook.scheduling.resources import (
@@ -328,3 +330,41 @@ def test_infeasible_resize_counts_what_runs() -> None:
 )
 def test_node_allocatable(node: Any, want: Any) -> None:
     assert node_allocatable(node) == want
+
+
+@given(st.text(alphabet="0123456789.+-eEinumkKMGTP ", max_size=12))
+def test_quantity_text_never_raises(text: str) -> None:
+    """Any text in the quantity alphabet parses or is refused; huge exponents stay cheap."""
+    got = parse_quantity(text)
+    assert got is None or abs(got) <= (2**63 - 1) * N
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "containers",
+                        "initContainers",
+                        "resources",
+                        "requests",
+                        "cpu",
+                        "overhead",
+                        "restartPolicy",
+                        "name",
+                        "status",
+                    ]
+                ),
+                inner,
+                max_size=3,
+            )
+        ),
+        max_leaves=12,
+    )
+)
+def test_pod_requests_never_raise(spec: Any) -> None:
+    got = pod_requests({"spec": spec, "status": spec})
+    assert got["pods"] == 1

@@ -79,7 +79,10 @@ def _namespace(pod: RawObj) -> str:
 def _string_map(value: Any) -> dict[str, str] | None:
     if not isinstance(value, dict):
         return None
-    return {k: "" if v is None else v for k, v in value.items() if isinstance(k, str)}
+    out = {k: "" if v is None else v for k, v in value.items()}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in out.items()):
+        return None  # not a map of strings: read as no selector
+    return out
 
 
 def _in_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[RawObj]:
@@ -136,7 +139,12 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     expressions: list[RawObj] = []
     owner = _controller_of(pod)
     if owner is not None:
-        attribute = _OWNER_KINDS.get((owner.get("apiVersion"), owner.get("kind")))  # type: ignore[arg-type]
+        api_version, kind = owner.get("apiVersion"), owner.get("kind")
+        attribute = (
+            _OWNER_KINDS.get((api_version, kind))
+            if isinstance(api_version, str) and isinstance(kind, str)
+            else None
+        )
         name = owner.get("name")
         found = (
             _find(_in_namespace(snapshot, attribute, namespace), name)

@@ -67,6 +67,10 @@ _NODE_OPS = {**_LABEL_OPS, "Gt": _GT, "Lt": _LT}
 _Requirement = tuple[str, int, Any]  # (key, operator, frozenset of values | int bound | None)
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def match_nothing(_labels: Any) -> bool:
     return False
 
@@ -202,7 +206,7 @@ def _selector_requirements(sel: Any) -> list[_Requirement] | None:
     for expression in expressions:
         if not isinstance(expression, dict):
             return None
-        op = _LABEL_OPS.get(expression.get("operator"))  # type: ignore[arg-type]
+        op = _LABEL_OPS.get(_text(expression.get("operator")))
         if op is None:
             return None
         req = _requirement(expression.get("key", ""), op, expression.get("values"))
@@ -247,6 +251,8 @@ def selector_from_set(labels: Mapping[str, str] | None) -> LabelMatcher:
     """labels.SelectorFromSet: every key equal, no validation; empty matches everything."""
     if not labels:
         return match_everything
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return match_nothing  # not a map of strings: the object could not have decoded
     return _requirements_matcher([(k, _IN, frozenset((v,))) for k, v in labels.items()])
 
 
@@ -270,7 +276,7 @@ def _node_term_matcher(term: Any) -> NodeMatcher | None:
         for expression in expressions:
             if not isinstance(expression, dict):
                 return match_nothing
-            op = _NODE_OPS.get(expression.get("operator"))  # type: ignore[arg-type]
+            op = _NODE_OPS.get(_text(expression.get("operator")))
             if op is None:
                 return match_nothing
             req = _requirement(expression.get("key", ""), op, expression.get("values"))
@@ -385,10 +391,6 @@ def node_matches_pod_affinity(pod: RawObj, node: RawObj) -> bool:
 # ---- taints and tolerations ----------------------------------------------------------
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def toleration_tolerates(
     toleration: Any, taint: Any, *, comparison_operators: bool = False
 ) -> bool:
@@ -442,7 +444,7 @@ def find_untolerated_taint(
     if not taints or not isinstance(taints, list):
         return None
     for taint in taints:
-        if not isinstance(taint, dict) or taint.get("effect") not in effects:
+        if not isinstance(taint, dict) or _text(taint.get("effect")) not in effects:
             continue
         if not taint_tolerated(taint, tolerations):
             return taint
