@@ -15,12 +15,18 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from webhook.admission import MAX_BODY_BYTES, ReviewContext, answer_review, error_status
+from webhook.admission import (
+    MAX_BODY_BYTES,
+    Operation,
+    ReviewContext,
+    answer_review,
+    error_status,
+)
 from webhook.config import Settings
 from webhook.kube import RawObj
 from webhook.metrics import CONTENT_TYPE_LATEST, Metrics
@@ -65,7 +71,7 @@ def _server_version(source: ClusterSource) -> tuple[int, int] | None:
         return None
 
 
-def _review(services: Services, operation: Any) -> Response:
+def _review(services: Services, operation: Operation) -> Response:
     body = request.get_data(cache=False)
     source = services.source
     if source is None:
