@@ -33,6 +33,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
     "MAX_WARNING_RUNES",
+    "Operation",
     "MAX_WARNINGS_TOTAL_RUNES",
     "Review",
     "ReviewContext",
