@@ -1,0 +1,640 @@
+"""Admission latency under load (a script, not a test): `make bench-load`.
+
+    .venv/bin/python bench/bench_load.py [--duration 10] [--rates 100,500,1000]
+                                         [--variants] [--json OUT]
+
+Starts the real server, `topospread serve` over TLS with certificates made by
+`topospread certs` in a temporary directory, on 127.0.0.1 and a free port, as a
+separate process, and drives it from separate client processes over keep-alive
+connections with a mix of AdmissionReviews (pods with 0, 1 and 2 constraints,
+Deployments, a CronJob, invalid objects, a dry-run placement, malformed bodies) sent
+to /validate and /mutate:
+
+  - open loop at fixed offered rates: client processes with a fixed pool of
+    persistent http.client.HTTPSConnection each; request i is due at start + i/rate,
+    and its latency counts from that moment, so time spent waiting for a free
+    connection is counted (no coordinated omission);
+  - saturation: wrk (Debian package `wrk`) with a Lua script cycling through the
+    same mix, or closed-loop Python clients when wrk is not installed.
+
+For every phase: requests/s, p50/p99/p99.9 latency, and server CPU per request,
+read from /proc (utime+stime of the gunicorn master and its workers) before and
+after. The same phases run against a floor: the same gunicorn + TLS stack, built
+the same way serve builds it, answering a fixed allowed AdmissionReview without
+parsing. `--variants` also tries worker classes and counts (500 req/s and
+saturation only).
+
+Every phase stops by itself; only 127.0.0.1 is ever contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import shutil
+import signal
+import socket
+import ssl
+import subprocess  # nosec B404 - runs our own server and wrk, with fixed argument lists
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.builders import (  # noqa: E402
+    DNS,
+    HOSTNAME,
+    SA,
+    ZONE,
+    exists,
+    expr,
+    make_pod,
+    review,
+    selector,
+    workload,
+)
+
+HOST = "127.0.0.1"
+SERVICE, NAMESPACE = "topospread", "bench"
+CLIENT_PROCESSES = 2
+CONNECTIONS_PER_PROCESS = 4
+WRK_CONNECTIONS = 16
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Where the server and the floor are started from: serve's own code paths, with
+# gunicorn's OPTIONS overridden for the worker class variants.
+_SERVE = """
+import sys
+from webhook import gunicorn_conf
+gunicorn_conf.OPTIONS.update(worker_class=sys.argv[1], threads=int(sys.argv[2]))
+from webhook.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+_FLOOR = """
+import sys
+from webhook import gunicorn_conf
+from webhook.certs import CertReloader
+from webhook.serve import WebhookApplication
+
+cert_dir, bind, workers, worker_class, threads = sys.argv[1:6]
+BODY = (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":'
+        b'{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true}}')
+
+
+def app(environ, start_response):
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    environ["wsgi.input"].read(length)
+    start_response("200 OK", [("Content-Type", "application/json"),
+                              ("Content-Length", str(len(BODY)))])
+    return [BODY]
+
+
+reloader = CertReloader(cert_dir)
+options = {**gunicorn_conf.OPTIONS, "bind": [bind], "workers": int(workers),
+           "worker_class": worker_class, "threads": int(threads),
+           "certfile": reloader.cert_file, "keyfile": reloader.key_file,
+           "ssl_context": reloader.gunicorn_ssl_context}
+WebhookApplication(options, lambda: app).run()
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# The request mix
+
+
+def request_mix() -> list[tuple[str, bytes, int]]:
+    """(path, body, expected status) in the proportions sent; cycled through in order."""
+    web = selector({"app": "web"})
+    zero = make_pod().name("zero").label("app", "web").obj()
+    one = make_pod().name("one").label("app", "web").spread(1, ZONE, DNS, web).obj()
+    two = (
+        make_pod()
+        .name("two")
+        .labels({"app": "web", "pod-template-hash": "7f9c"})
+        .spread(1, ZONE, DNS, web, matchLabelKeys=["pod-template-hash"])
+        .spread(2, HOSTNAME, SA, selector(None, expr("app", "In", "web", "api")))
+        .obj()
+    )
+    invalid = make_pod().name("bad").spread(0, "", "Sometimes", exists("app")).obj()
+    deploy = workload(
+        "Deployment",
+        make_pod().label("app", "web").spread(1, ZONE, SA, web, matchLabelKeys=["app"]).obj(),
+        name="web",
+    )
+    cron = workload(
+        "CronJob",
+        make_pod().label("job", "x").spread(1, ZONE, DNS, exists("job")).obj(),
+        name="nightly",
+    )
+    dry = make_pod().name("dry").label("app", "web").spread(1, ZONE, DNS, web).obj()
+
+    def body(doc: Any) -> bytes:
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    # Weights out of 20, roughly what a cluster sends: most pods carry no or one constraint.
+    weighted: list[tuple[int, str, bytes, int]] = [
+        (4, "/validate", body(review(zero)), 200),
+        (3, "/validate", body(review(one)), 200),
+        (2, "/validate", body(review(two)), 200),
+        (1, "/validate", body(review(deploy)), 200),
+        (1, "/validate", body(review(invalid)), 200),
+        (3, "/mutate", body(review(zero)), 200),
+        (2, "/mutate", body(review(two)), 200),
+        (1, "/mutate", body(review(deploy, "UPDATE", old=deploy)), 200),
+        (1, "/mutate", body(review(cron)), 200),
+        (1, "/mutate", body(review(dry, dry_run=True)), 200),
+        (1, "/validate", b'{"kind":"AdmissionReview","request":[]}', 400),
+    ]
+    mix = [(path, data, status) for n, path, data, status in weighted for _ in range(n)]
+    # A fixed interleaving, so every short window sees the whole mix.
+    random.Random(7).shuffle(mix)  # nosec B311 - shuffles the order of requests, no security
+    return mix
+
+
+# ---------------------------------------------------------------------------------------
+# Processes and their CPU time
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime and stime: fields 14 and 15 of proc(5), counted from after the name.
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its children (gunicorn master and workers)."""
+    return _cpu_seconds(pid) + sum(_cpu_seconds(c) for c in _children(pid))
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine spent busy (every process, every core), /proc/stat."""
+    parts = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    values = [int(x) for x in parts]
+    idle = values[3] + values[4]
+    return (sum(values[:8]) - idle) / CLK_TCK
+
+
+def client_context(ca_file: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=ca_file)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+@dataclass
+class Server:
+    name: str
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=25)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_server(
+    kind: str, cert_dir: str, workdir: Path, workers: int, worker_class: str, threads: int
+) -> Server:
+    """`topospread serve` (kind "webhook") or the floor app on the same stack (kind "floor")."""
+    port = free_port()
+    bind = f"{HOST}:{port}"
+    name = f"{kind}-{worker_class}-w{workers}-t{threads}"
+    if kind == "webhook":
+        argv = [sys.executable, "-c", _SERVE, worker_class, str(threads), "serve"]
+        argv += ["--cert-dir", cert_dir, "--bind", bind, "--workers", str(workers)]
+    else:
+        argv = [sys.executable, "-c", _FLOOR, cert_dir, bind, str(workers), worker_class]
+        argv += [str(threads)]
+    log = workdir / f"{name}.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)  # nosec B603
+    server = Server(name, proc, port, log)
+    ctx = client_context(os.path.join(cert_dir, "ca.crt"))
+    path = "/readyz" if kind == "webhook" else "/"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} exited: see {log}\n{log.read_text()[-2000:]}")
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            conn = http.client.HTTPSConnection(HOST, port, context=ctx, timeout=2)
+            conn.request("GET" if kind == "webhook" else "POST", path, body=b"{}")
+            if conn.getresponse().status == 200:
+                conn.close()
+                # Let every worker finish booting before measuring.
+                time.sleep(1.0)
+                return server
+        time.sleep(0.2)
+    server.stop()
+    raise SystemExit(f"{name} not ready after 60 s: see {log}")
+
+
+# ---------------------------------------------------------------------------------------
+# Python clients (open loop, or closed loop for saturation without wrk)
+
+
+@dataclass
+class Outcome:
+    latencies: list[float] = field(default_factory=list)
+    unexpected: int = 0
+    errors: int = 0
+    cpu: float = 0.0
+    tls: str = ""
+
+
+def _client_process(
+    index: int,
+    port: int,
+    ca_file: str,
+    mix: list[tuple[str, bytes, int]],
+    rate: float | None,
+    start: float,
+    duration: float,
+    out: Any,
+) -> None:
+    """One client process: CONNECTIONS_PER_PROCESS threads, one persistent connection each.
+
+    With `rate`, request i (across all processes) is due at start + i/rate and this process
+    sends those with i % CLIENT_PROCESSES == index; latency counts from the due time.
+    Without, each thread sends back to back (closed loop).
+    """
+    ctx = client_context(ca_file)
+    lock = threading.Lock()
+    counter = iter(range(index, 10**12, CLIENT_PROCESSES))
+    result = Outcome()
+    end = start + duration
+
+    def run() -> None:
+        conn = http.client.HTTPSConnection(HOST, port, context=ctx, timeout=30)
+        headers = {"Content-Type": "application/json"}
+        while True:
+            with lock:
+                i = next(counter)
+            due = start + i / rate if rate else time.monotonic()
+            if due >= end:
+                break
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            path, body, expected = mix[i % len(mix)]
+            try:
+                conn.request("POST", path, body=body, headers=headers)
+                resp = conn.getresponse()
+                resp.read()
+                status = resp.status
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPSConnection(HOST, port, context=ctx, timeout=30)
+                with lock:
+                    result.errors += 1
+                continue
+            done = time.monotonic()
+            with lock:
+                result.latencies.append(done - due)
+                if status != expected:
+                    result.unexpected += 1
+                if not result.tls and conn.sock is not None:
+                    sock: Any = conn.sock
+                    result.tls = f"{sock.version()} {sock.cipher()[0]}"
+        conn.close()
+
+    threads = [threading.Thread(target=run) for _ in range(CONNECTIONS_PER_PROCESS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    usage = os.times()
+    result.cpu = usage.user + usage.system
+    out.put(asdict(result))
+
+
+def python_load(
+    port: int, ca_file: str, mix: list[tuple[str, bytes, int]], rate: float | None, duration: float
+) -> tuple[Outcome, float]:
+    """Run the client processes; their merged outcome and the wall time they covered."""
+    queue: Any = mp.get_context("fork").Queue()
+    # A short lead so every process is running before the first request is due.
+    start = time.monotonic() + 0.5
+    procs = [
+        mp.get_context("fork").Process(
+            target=_client_process, args=(i, port, ca_file, mix, rate, start, duration, queue)
+        )
+        for i in range(CLIENT_PROCESSES)
+    ]
+    for p in procs:
+        p.start()
+    merged = Outcome()
+    for _ in procs:
+        part = queue.get(timeout=duration + 120)
+        merged.latencies += part["latencies"]
+        merged.unexpected += part["unexpected"]
+        merged.errors += part["errors"]
+        merged.cpu += part["cpu"]
+        merged.tls = merged.tls or part["tls"]
+    for p in procs:
+        p.join(timeout=30)
+    wall = max(time.monotonic() - start, duration)
+    return merged, wall
+
+
+# ---------------------------------------------------------------------------------------
+# wrk (saturation)
+
+_WRK_LUA = """
+local mix = {
+%s
+}
+local i = 0
+request = function()
+  i = i + 1
+  local r = mix[(i %% #mix) + 1]
+  return wrk.format("POST", r[1], {["Content-Type"] = "application/json"}, r[2])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'WRKRESULT {"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p99_us": %%d, ' ..
+    '"p999_us": %%d, "status_errors": %%d, "socket_errors": %%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    latency:percentile(99.9), e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+def wrk_script(mix: list[tuple[str, bytes, int]], workdir: Path) -> Path:
+    rows = []
+    for path, body, _ in mix:
+        text = body.decode()
+        assert "]==]" not in text
+        rows.append(f'  {{"{path}", [==[{text}]==]}},')
+    script = workdir / "mix.lua"
+    script.write_text(_WRK_LUA % "\n".join(rows))
+    return script
+
+
+def wrk_load(port: int, script: Path, duration: float) -> tuple[dict[str, Any], float]:
+    wrk = shutil.which("wrk")
+    assert wrk is not None
+    argv = [wrk, "-t1", f"-c{WRK_CONNECTIONS}", f"-d{int(duration)}s", "--timeout", "10s"]
+    argv += ["-s", str(script), f"https://{HOST}:{port}/"]
+    before = os.times()
+    done = subprocess.run(  # nosec B603 - fixed argument list, loopback target
+        argv, capture_output=True, text=True, timeout=duration + 60, check=False
+    )
+    after = os.times()
+    for line in done.stdout.splitlines():
+        if line.startswith("WRKRESULT "):
+            cpu = (after.children_user - before.children_user) + (
+                after.children_system - before.children_system
+            )
+            return json.loads(line.split(" ", 1)[1]), cpu
+    raise SystemExit(f"wrk failed: {done.stdout}\n{done.stderr}")
+
+
+# ---------------------------------------------------------------------------------------
+# Phases
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+@dataclass
+class Phase:
+    server: str
+    load: str
+    offered: float | None
+    achieved: float
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    requests: int
+    bad: int
+    server_cpu_ms_per_req: float
+    client_cpu_s: float
+    other_cpu_s: float
+    wall_s: float
+    tls: str = ""
+
+
+@contextlib.contextmanager
+def measured(server: Server) -> Iterator[dict[str, float]]:
+    cpu0, busy0, t0 = tree_cpu(server.proc.pid), machine_busy(), time.monotonic()
+    box: dict[str, float] = {}
+    yield box
+    box["server_cpu"] = tree_cpu(server.proc.pid) - cpu0
+    box["busy"] = machine_busy() - busy0
+    box["wall"] = time.monotonic() - t0
+
+
+def run_phase(
+    server: Server,
+    ca_file: str,
+    mix: list[tuple[str, bytes, int]],
+    rate: float | None,
+    duration: float,
+    script: Path | None,
+) -> Phase:
+    with measured(server) as m:
+        if rate is None and script is not None:
+            res, client_cpu = wrk_load(server.port, script, duration)
+            n = int(res["requests"])
+            wall = res["duration_us"] / 1e6
+            # The mix holds malformed bodies answered 400 on purpose; wrk counts them.
+            expected_400 = round(n * sum(1 for _, _, s in mix if s != 200) / len(mix))
+            bad = abs(int(res["status_errors"]) - expected_400) + int(res["socket_errors"])
+            if server.name.startswith("floor"):
+                bad = int(res["status_errors"]) + int(res["socket_errors"])
+            p50, p99, p999 = (res[k] / 1e3 for k in ("p50_us", "p99_us", "p999_us"))
+            load, tls = f"wrk -c{WRK_CONNECTIONS} closed loop", ""
+        else:
+            outcome, wall = python_load(server.port, ca_file, mix, rate, duration)
+            lat = sorted(outcome.latencies)
+            n = len(lat)
+            floor = server.name.startswith("floor")
+            bad = outcome.errors + (0 if floor else outcome.unexpected)
+            p50, p99, p999 = (percentile(lat, q) * 1e3 for q in (50, 99, 99.9))
+            client_cpu = outcome.cpu
+            conns = CLIENT_PROCESSES * CONNECTIONS_PER_PROCESS
+            load = f"python open loop, {conns} conns" if rate else f"python closed, {conns} conns"
+            tls = outcome.tls
+    server_cpu = m["server_cpu"]
+    return Phase(
+        server=server.name,
+        load=load,
+        offered=rate,
+        achieved=n / wall if wall else 0.0,
+        p50_ms=p50,
+        p99_ms=p99,
+        p999_ms=p999,
+        requests=n,
+        bad=bad,
+        server_cpu_ms_per_req=1e3 * server_cpu / n if n else math.nan,
+        client_cpu_s=client_cpu,
+        other_cpu_s=max(0.0, m["busy"] - server_cpu - client_cpu),
+        wall_s=m["wall"],
+        tls=tls,
+    )
+
+
+def print_phase(p: Phase) -> None:
+    offered = f"{p.offered:>6.0f}" if p.offered else "   sat"
+    print(
+        f"{p.server:<24} {offered} {p.achieved:>8.0f} {p.p50_ms:>7.2f} {p.p99_ms:>8.2f} "
+        f"{p.p999_ms:>8.2f} {p.server_cpu_ms_per_req:>7.3f} {p.requests:>7} {p.bad:>4} "
+        f"{p.client_cpu_s:>6.1f} {p.other_cpu_s:>6.1f}  {p.load}",
+        flush=True,
+    )
+
+
+HEADER = (
+    f"{'server':<24} {'offer':>6} {'req/s':>8} {'p50ms':>7} {'p99ms':>8} {'p99.9ms':>8} "
+    f"{'cpu ms':>7} {'n':>7} {'bad':>4} {'cliCPU':>6} {'other':>6}  load"
+)
+
+
+def bench_server(
+    kind: str,
+    args: argparse.Namespace,
+    cert_dir: str,
+    workdir: Path,
+    mix: list[tuple[str, bytes, int]],
+    script: Path | None,
+    workers: int,
+    worker_class: str,
+    threads: int,
+    rates: list[float],
+) -> list[Phase]:
+    server = start_server(kind, cert_dir, workdir, workers, worker_class, threads)
+    ca_file = os.path.join(cert_dir, "ca.crt")
+    phases = []
+    try:
+        # Warm-up, not reported: imports, first connections, caches.
+        run_phase(server, ca_file, mix, 200.0, 2.0, None)
+        for rate in rates:
+            phases.append(run_phase(server, ca_file, mix, rate, args.duration, None))
+            print_phase(phases[-1])
+        phases.append(run_phase(server, ca_file, mix, None, args.duration, script))
+        print_phase(phases[-1])
+    finally:
+        server.stop()
+    return phases
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
+    parser.add_argument("--rates", default="100,500,1000", help="offered req/s, comma separated")
+    parser.add_argument("--workers", type=int, default=None, help="default: serve's default")
+    parser.add_argument("--variants", action="store_true", help="also try worker classes")
+    parser.add_argument("--no-wrk", action="store_true", help="closed-loop Python saturation")
+    parser.add_argument("--json", metavar="OUT", help="write every phase as JSON here")
+    args = parser.parse_args(argv)
+    args.duration = min(max(args.duration, 2.0), 60.0)
+    rates = [float(r) for r in args.rates.split(",") if r]
+
+    from webhook.gunicorn_conf import OPTIONS
+
+    workers = args.workers or int(OPTIONS["workers"])
+    worker_class, threads = str(OPTIONS["worker_class"]), int(OPTIONS["threads"])
+    mix = request_mix()
+    print(
+        f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f} at start; "
+        f"mix of {len(mix)} requests ({sum(len(b) for _, b, _ in mix) // len(mix)} bytes "
+        "mean body)",
+        flush=True,
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="topospread-bench-"))
+    cert_dir = str(workdir / "certs")
+    try:
+        subprocess.run(  # nosec B603 - our own CLI, fixed arguments
+            [sys.executable, "-m", "webhook.cli", "certs", "--service", SERVICE,
+             "--namespace", NAMESPACE, "--out", cert_dir],
+            check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        script = None if args.no_wrk or shutil.which("wrk") is None else wrk_script(mix, workdir)
+        if script is None:
+            print("wrk not found (apt-get install wrk): saturation by Python clients", flush=True)
+        print(HEADER, flush=True)
+        phases: list[Phase] = []
+        common = (args, cert_dir, workdir, mix, script)
+        phases += bench_server("webhook", *common, workers, worker_class, threads, rates)
+        phases += bench_server("floor", *common, workers, worker_class, threads, rates)
+        if args.variants:
+            for cls, w, t in [
+                ("sync", 2, 1),
+                ("sync", 4, 1),
+                ("gthread", 2, 1),
+                ("gthread", 3, 2),
+                ("gthread", 4, 4),
+            ]:
+                phases += bench_server("webhook", *common, w, cls, t, [500.0])
+        webhook = [p for p in phases if p.server.startswith("webhook") and p.offered is None]
+        floor = [p for p in phases if p.server.startswith("floor") and p.offered is None]
+        if webhook and floor:
+            w, f = webhook[0], floor[0]
+            print(
+                f"saturation: webhook {w.achieved:.0f} req/s, floor {f.achieved:.0f} req/s, "
+                f"ratio {w.achieved / f.achieved:.2f}; server CPU per request "
+                f"{w.server_cpu_ms_per_req:.3f} ms vs {f.server_cpu_ms_per_req:.3f} ms "
+                f"(x{w.server_cpu_ms_per_req / f.server_cpu_ms_per_req:.1f})"
+            )
+        tls = next((p.tls for p in phases if p.tls), "")
+        print(f"TLS negotiated: {tls}; load average {os.getloadavg()[0]:.2f} at end")
+        if args.json:
+            Path(args.json).write_text(json.dumps([asdict(p) for p in phases], indent=1))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
