@@ -61,6 +61,7 @@ def verdict(pod: Any, node_info: FakeNodeInfo, plugin: str) -> tuple[str, str]:
 
 
 NODE = make_node().name("n1").zone("zone-a").obj()
+GPU_NODE = make_node().name("n1").allocatable(pods="3", **{"example.com/gpu": "2"}).obj()
 SIZED = make_node().name("n1").allocatable(cpu="2", memory="4Gi", pods="3").obj()
 
 # (case, plugin, pod, node info, (code, reason))
@@ -188,25 +189,60 @@ CASES: list[tuple[str, str, Any, Any, tuple[str, str]]] = [
         (UNSCHEDULABLE, "Insufficient cpu"),
     ),
     (
-        "insufficient memory",
+        "more memory than the node has at all: unresolvable",
         "NodeResourcesFit",
         make_pod().requests(memory="5Gi").obj(),
         info(SIZED),
-        (UNSCHEDULABLE, "Insufficient memory"),
+        (UNRESOLVABLE, "Insufficient memory"),
     ),
     (
-        "insufficient ephemeral-storage: allocatable omits it",
+        "ephemeral-storage the allocatable omits: none, unresolvable",
         "NodeResourcesFit",
         make_pod().requests(**{"ephemeral-storage": "1Gi"}).obj(),
         info(SIZED),
-        (UNSCHEDULABLE, "Insufficient ephemeral-storage"),
+        (UNRESOLVABLE, "Insufficient ephemeral-storage"),
     ),
     (
-        "insufficient extended resource",
+        "extended resource the node does not list: unresolvable",
         "NodeResourcesFit",
         make_pod().requests(**{"example.com/gpu": "1"}).obj(),
         info(SIZED),
+        (UNRESOLVABLE, "Insufficient example.com/gpu"),
+    ),
+    (
+        "extended resource taken by bound pods: resolvable",
+        "NodeResourcesFit",
+        make_pod().requests(**{"example.com/gpu": "1"}).obj(),
+        info(GPU_NODE, make_pod().name("a").requests(**{"example.com/gpu": "2"}).obj()),
         (UNSCHEDULABLE, "Insufficient example.com/gpu"),
+    ),
+    (
+        "extended resource within what is free",
+        "NodeResourcesFit",
+        make_pod().requests(**{"example.com/gpu": "1"}).obj(),
+        info(GPU_NODE, make_pod().name("a").requests(**{"example.com/gpu": "1"}).obj()),
+        OK,
+    ),
+    (
+        "hugepages the node does not list, no extended resource asked: left to DRA",
+        "NodeResourcesFit",
+        make_pod().requests(**{"hugepages-2Mi": "2Mi"}).obj(),
+        info(SIZED),
+        OK,
+    ),
+    (
+        "hugepages the node does not list, beside an extended resource: checked",
+        "NodeResourcesFit",
+        make_pod().requests(**{"hugepages-2Mi": "2Mi", "example.com/gpu": "1"}).obj(),
+        info(GPU_NODE),
+        (UNRESOLVABLE, "Insufficient hugepages-2Mi"),
+    ),
+    (
+        "hugepages the node lists, exceeded",
+        "NodeResourcesFit",
+        make_pod().requests(**{"hugepages-2Mi": "4Mi"}).obj(),
+        info(make_node().name("n1").allocatable(pods="3", **{"hugepages-2Mi": "2Mi"}).obj()),
+        (UNRESOLVABLE, "Insufficient hugepages-2Mi"),
     ),
     (
         "pod count below the cap",
@@ -234,7 +270,14 @@ CASES: list[tuple[str, str, Any, Any, tuple[str, str]]] = [
         "NodeResourcesFit",
         make_pod().requests(cpu="3", memory="5Gi").obj(),
         info(SIZED, *[make_pod().name(f"p{i}").obj() for i in range(3)]),
-        (UNSCHEDULABLE, "Too many pods, Insufficient cpu, Insufficient memory"),
+        (UNRESOLVABLE, "Too many pods, Insufficient cpu, Insufficient memory"),
+    ),
+    (
+        "several reasons, none beyond the node's total: resolvable",
+        "NodeResourcesFit",
+        make_pod().requests(cpu="2").obj(),
+        info(SIZED, *[make_pod().name(f"p{i}").requests(cpu="1m").obj() for i in range(3)]),
+        (UNSCHEDULABLE, "Too many pods, Insufficient cpu"),
     ),
     (
         "requests of bound pods count",
@@ -254,7 +297,7 @@ CASES: list[tuple[str, str, Any, Any, tuple[str, str]]] = [
             },
         },
         info(SIZED),
-        (UNSCHEDULABLE, "Insufficient cpu"),
+        (UNRESOLVABLE, "Insufficient cpu"),
     ),
 ]
 
@@ -303,7 +346,7 @@ def test_all_five_run_without_short_circuit() -> None:
         "NodeName": (UNRESOLVABLE, "node(s) didn't match the requested node name"),
         "NodeAffinity": (UNRESOLVABLE, "node(s) didn't match Pod's node affinity/selector"),
         "TaintToleration": (UNRESOLVABLE, "node(s) had untolerated taint {t: v}"),
-        "NodeResourcesFit": (UNSCHEDULABLE, "Insufficient cpu"),
+        "NodeResourcesFit": (UNRESOLVABLE, "Insufficient cpu"),
     }
     assert passes_filters(prepare(pod), info(node)) is False
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.builders import make_node, make_pod
 from webhook.scheduling.resources import (
+    is_extended_resource_name,
     is_scalar_resource_name,
     milli_value,
     node_allocatable,
@@ -117,6 +118,20 @@ def test_milli_and_unit_values_round_up(text: str, milli: int, units: int) -> No
 )
 def test_is_scalar_resource_name(name: str, want: bool) -> None:
     assert is_scalar_resource_name(name) is want
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("example.com/gpu", True),
+        ("hugepages-2Mi", False),
+        ("kubernetes.io/foo", False),
+        ("cpu", False),
+        ("requests.example.com/gpu", False),
+    ],
+)
+def test_is_extended_resource_name(name: str, want: bool) -> None:
+    assert is_extended_resource_name(name) is want
 
 
 def container(name: str, restart: str | None = None, **requests: str) -> dict[str, Any]:

@@ -5,7 +5,9 @@
     NodeName           spec.nodeName, when the pod names a node
     NodeAffinity       nodeSelector AND required node affinity
     TaintToleration    NoSchedule / NoExecute taints the pod does not tolerate
-    NodeResourcesFit   pod count and requested resources against allocatable
+    NodeResourcesFit   pod count and requested resources against allocatable;
+                       Unschedulable, or UnschedulableAndUnresolvable when a request
+                       exceeds the node's whole allocatable (preemption cannot help)
 
 Every plugin runs on every node (no short-circuit) so a caller can explain
 every reason. Per-pod work (parsing selectors, tolerations, requests) happens
@@ -18,6 +20,10 @@ fail the Filter with the NodeAffinity reason, which is the same verdict.
 CAVEAT: a node that reports status.allocatable is read as upstream does, so a
 missing `pods` entry allows no pod at all; a node without status.allocatable
 is treated as having unlimited resources and no pod cap.
+CAVEAT: DRA is not modelled: an extended resource that a DeviceClass maps to
+devices is still checked against allocatable here (no DeviceClass is known);
+the one DRAExtendedResource rule kept is upstream's skip of a scalar resource
+the node does not list when the pod requests no extended resource at all.
 CAVEAT: node objects are read as immutable values: what the filters need from
 a node (unschedulable, taints, name, allocatable) is cached by object identity,
 so an update must replace the Node object, not edit it in place.
@@ -35,7 +41,11 @@ from webhook.labels import (
     find_untolerated_taint,
     taint_tolerated,
 )
-from webhook.scheduling.resources import node_allocatable, pod_requests
+from webhook.scheduling.resources import (
+    is_extended_resource_name,
+    node_allocatable,
+    pod_requests,
+)
 from webhook.scheduling.status import Code, Status
 
 __all__ = [
@@ -105,6 +115,9 @@ class PreparedPod:
     # (resource, amount) pairs NodeResourcesFit compares, in upstream's order:
     # cpu, memory, ephemeral-storage when positive, then scalar resources when non-zero.
     checks: tuple[tuple[str, int], ...]
+    # Whether any extended resource is requested: without one, a scalar resource the
+    # node does not list is left to DRA (see _fit_reasons).
+    requests_extended: bool
 
 
 def prepare(pod: RawObj) -> PreparedPod:
@@ -134,6 +147,9 @@ def prepare(pod: RawObj) -> PreparedPod:
         affinity=compile_node_affinity(pod) if isinstance(pod, dict) else None,
         requests=requests,
         checks=tuple(checks),
+        requests_extended=any(
+            is_extended_resource_name(name) for name, _ in checks if name not in _FIXED_RESOURCES
+        ),
     )
 
 
@@ -188,18 +204,29 @@ def _taint_status(prepared: PreparedPod, taints: Any) -> Status:
 
 def _fit_reasons(
     prepared: PreparedPod, node_info: NodeInfoLike, allocatable: dict[str, int] | None
-) -> list[str]:
+) -> tuple[list[str], bool]:
+    """fitsRequest: the reasons, and whether any is unresolvable (the pod asks for more
+    than the node's whole allocatable, so no preemption can help)."""
     if allocatable is None:
-        return []
+        return [], False
     reasons = []
+    unresolvable = False
     if len(node_info.pods) + 1 > allocatable.get("pods", 0):
         reasons.append(REASON_TOO_MANY_PODS)
     if prepared.checks:
         requested = node_info.requested
         for name, amount in prepared.checks:
-            if amount > allocatable.get(name, 0) - requested.get(name, 0):
+            total = allocatable.get(name)
+            if total is None and name not in _FIXED_RESOURCES and not prepared.requests_extended:
+                # DRAExtendedResource (GA): with no extended resource requested there is
+                # no device class mapping, and a scalar resource the node does not list
+                # is left to the DynamicResources plugin.
+                continue
+            total = total or 0
+            if amount > total - requested.get(name, 0):
                 reasons.append("Insufficient " + name)
-    return reasons
+                unresolvable = unresolvable or amount > total
+    return reasons, unresolvable
 
 
 def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str, Status]:
@@ -218,9 +245,10 @@ def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str,
     if allocatable is not None and (
         prepared.checks or len(node_info.pods) >= allocatable.get("pods", 0)
     ):
-        reasons = _fit_reasons(prepared, node_info, allocatable)
+        reasons, unresolvable = _fit_reasons(prepared, node_info, allocatable)
         if reasons:
-            fit = Status(Code.UNSCHEDULABLE, ", ".join(reasons))
+            code = Code.UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+            fit = Status(code, ", ".join(reasons))
     return {
         "NodeUnschedulable": (
             _UNSCHEDULABLE if unschedulable and not prepared.tolerates_unschedulable else _OK
@@ -239,7 +267,7 @@ def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str,
 def fit_reasons(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> list[str]:
     """NodeResourcesFit's reasons one by one (empty when the pod fits)."""
     prepared = pod if isinstance(pod, PreparedPod) else prepare(pod)
-    return _fit_reasons(prepared, node_info, _node_facts(node_info)[3])
+    return _fit_reasons(prepared, node_info, _node_facts(node_info)[3])[0]
 
 
 def passes_filters(prepared: PreparedPod, node_info: NodeInfoLike) -> bool:
@@ -253,4 +281,4 @@ def passes_filters(prepared: PreparedPod, node_info: NodeInfoLike) -> bool:
         return False
     if prepared.affinity is not None and not prepared.affinity(node_info.node or {}):
         return False
-    return not _fit_reasons(prepared, node_info, allocatable)
+    return not _fit_reasons(prepared, node_info, allocatable)[0]

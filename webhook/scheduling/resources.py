@@ -28,6 +28,7 @@ from webhook.kube import RawObj
 
 __all__ = [
     "NANO",
+    "is_extended_resource_name",
     "is_scalar_resource_name",
     "milli_value",
     "node_allocatable",
@@ -176,6 +177,19 @@ _QUALIFIED_NAME = re.compile(
 
 
 @lru_cache(maxsize=1024)
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: not native (has a '/', no kubernetes.io/ prefix),
+    not a quota "requests." name, and "requests.<name>" is a qualified name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    quota_name = "requests." + name
+    prefix, _, short = quota_name.rpartition("/")
+    if "/" in prefix or len(prefix) > 253 or len(short) > 63:
+        return False
+    return _QUALIFIED_NAME.match(quota_name) is not None
+
+
+@lru_cache(maxsize=1024)
 def is_scalar_resource_name(name: str) -> bool:
     """schedutil.IsScalarResourceName: extended, hugepages-*, kubernetes.io/-prefixed
     native, or attachable-volumes-* resources."""
@@ -183,15 +197,7 @@ def is_scalar_resource_name(name: str) -> bool:
         return True
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
         return True
-    # Extended: not native (has a '/'), not a quota "requests." name, and
-    # "requests.<name>" is a qualified name.
-    if "/" not in name or name.startswith("requests."):
-        return False
-    quota_name = "requests." + name
-    prefix, _, short = quota_name.rpartition("/")
-    if "/" in prefix or len(prefix) > 253 or len(short) > 63:
-        return False
-    return _QUALIFIED_NAME.match(quota_name) is not None
+    return is_extended_resource_name(name)
 
 
 def _accounted(name: str) -> bool:
