@@ -22,6 +22,7 @@ from webhook.config import load_settings
 from webhook.errors import InputError
 from webhook.kube import HANDLED_KINDS, RawObj, pod_template
 from webhook.scheduling.placement import Placement, Simulation, simulate
+from webhook.scheduling.snapshot import as_dict
 from webhook.scheduling.status import PLUGIN_NAME
 
 
@@ -41,7 +42,7 @@ def read_pod(path: str) -> RawObj:
         raise InputError(f"{path}: the {kind}'s metadata and spec must be objects")
     if kind == "Pod":
         return obj
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = as_dict(obj.get("metadata"))
     pod_meta = dict(template.metadata)
     pod_meta.setdefault("name", meta.get("name") or "pod")
     if meta.get("namespace") and "namespace" not in pod_meta:

@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
-from webhook.scheduling.snapshot import NodeInfo, Snapshot, pod_labels, pod_namespace
+from webhook.scheduling.snapshot import NodeInfo, Snapshot, as_dict, pod_labels, pod_namespace
 from webhook.scheduling.status import Code, Status
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -98,8 +98,13 @@ def go_div(a: int, b: int) -> int:
 # ---- constraints -----------------------------------------------------------------
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _int32(value: Any, field: str) -> int:
+    """`value` as a Go int32, or ConstraintError (what decoding the pod would refuse)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConstraintError(f"{field} must be a 32-bit integer, got {value!r}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ConstraintError(f"{field} must be a 32-bit integer, got {value!r}")
+    return value
 
 
 def selector_problem(selector: Any) -> str | None:
@@ -182,17 +187,12 @@ def parse_constraint(
         raise ConstraintError(problem)
     if merge_keys:
         selector = merge_match_label_keys(selector, raw.get("matchLabelKeys"), pod_labels_)
-    max_skew = raw.get("maxSkew")
-    if not _is_int(max_skew) or not INT32_MIN <= max_skew <= INT32_MAX:
-        raise ConstraintError(f"maxSkew must be a 32-bit integer, got {max_skew!r}")
+    max_skew = _int32(raw.get("maxSkew"), "maxSkew")
     key = raw.get("topologyKey")
     if not isinstance(key, str):
         raise ConstraintError(f"topologyKey must be a string, got {key!r}")
-    min_domains = raw.get("minDomains")
-    if min_domains is None:
-        min_domains = 1
-    elif not _is_int(min_domains) or not INT32_MIN <= min_domains <= INT32_MAX:
-        raise ConstraintError(f"minDomains must be a 32-bit integer, got {min_domains!r}")
+    raw_min = raw.get("minDomains")
+    min_domains = 1 if raw_min is None else _int32(raw_min, "minDomains")
     affinity = raw.get("nodeAffinityPolicy")
     taints = raw.get("nodeTaintsPolicy")
     return Constraint(
@@ -215,8 +215,7 @@ def pod_constraints(
 
     Raises ConstraintError for constraints kube-scheduler could not parse.
     """
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-    raw_list = spec.get("topologySpreadConstraints")
+    raw_list = as_dict(pod.get("spec")).get("topologySpreadConstraints")
     system = args.defaulting_type == "System"
     labels = pod_labels(pod)
     if raw_list:
@@ -267,8 +266,7 @@ class NodeInclusion:
     def __init__(self, pod: RawObj) -> None:
         from webhook.labels import compile_node_affinity
 
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-        tolerations = spec.get("tolerations")
+        tolerations = as_dict(pod.get("spec")).get("tolerations")
         self._tolerations: list[RawObj] = tolerations if isinstance(tolerations, list) else []
         self._matcher = compile_node_affinity(pod)
         self._affinity: dict[str, bool] = {}
@@ -279,12 +277,11 @@ class NodeInclusion:
             return True
         hit = self._affinity.get(info.name)
         if hit is None:
-            hit = self._affinity[info.name] = bool(self._matcher(info.node or {}))
+            hit = self._affinity[info.name] = bool(self._matcher(info.node))
         return hit
 
     def untainted(self, info: NodeInfo) -> bool:
-        spec = (info.node or {}).get("spec")
-        taints = spec.get("taints") if isinstance(spec, dict) else None
+        taints = as_dict(info.node.get("spec")).get("taints")
         if not taints:
             return True
         hit = self._untainted.get(info.name)

@@ -23,7 +23,7 @@ from webhook.scheduling.common import (
 )
 from webhook.scheduling.filtering import PreFilterState, filter_node, pre_filter
 from webhook.scheduling.scoring import score_nodes
-from webhook.scheduling.snapshot import Snapshot, pod_namespace
+from webhook.scheduling.snapshot import Snapshot, as_dict, pod_namespace
 from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Code, Status
 
 PluginStatus = Status
@@ -113,7 +113,7 @@ class Simulation:
 
 def pod_ref(pod: RawObj) -> str:
     """ "namespace/name" of a pod (generateName stands in for a missing name)."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    meta = as_dict(pod.get("metadata"))
     name = meta.get("name") or meta.get("generateName") or ""
     return f"{pod_namespace(pod)}/{name}"
 
@@ -165,16 +165,16 @@ def place(
             statuses[PLUGIN_NAME] = filter_node(state, info)  # type: ignore[arg-type]
         else:
             statuses[PLUGIN_NAME] = SUCCESS
-        for s in statuses.values():
-            if s.code is not passed:
+        for status in statuses.values():
+            if status.code is not passed:
                 break
         else:
             feasible_infos.append(info)
             verdicts.append((name, statuses, True))
             continue
-        for s in statuses.values():
-            if s.code is not passed:
-                reason = s.reason or s.code.value
+        for status in statuses.values():
+            if status.code is not passed:
+                reason = status.reason or status.code.value
                 reasons[reason] = reasons.get(reason, 0) + 1
         verdicts.append((name, statuses, False))
 
@@ -205,8 +205,7 @@ def place(
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    return {**pod, "metadata": {**meta, "name": name}}
+    return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
 
 
 def simulate(
@@ -221,7 +220,7 @@ def simulate(
         raise ValueError("replicas must be at least 1")
     work = snapshot.copy()
     ns = pod_namespace(pod)
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     placements: list[str | None] = []
     first: Placement | None = None

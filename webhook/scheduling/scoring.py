@@ -121,18 +121,19 @@ def pre_score(
         if c.topology_key == LABEL_HOSTNAME or not domains:
             continue  # hostname counts are read per node at Score
         key, per_node = c.topology_key, counts[i]
+        candidates: list[tuple[str, NodeInfo | None]]
         if inclusion.trivial(c):
             # Every node (carrying the keys) takes part: walk only nodes with matches.
             candidates = [(name, nodes.get(name)) for name in per_node]
         else:
             candidates = list(nodes.items())
-        for name, info in candidates:
-            if info is None or (with_keys is not None and name not in with_keys):
+        for name, candidate in candidates:
+            if candidate is None or (with_keys is not None and name not in with_keys):
                 continue
-            if not inclusion.includes(c, info):
+            if not inclusion.includes(c, candidate):
                 continue
             # A node without the key (System defaults only) falls in the "" domain.
-            value = info.labels.get(key, "")
+            value = candidate.labels.get(key, "")
             if value in domains:
                 domains[value] += per_node.get(name, 0)
     return PreScoreState(
@@ -150,17 +151,18 @@ def raw_scores(state: PreScoreState, infos: Sequence[NodeInfo]) -> dict[str, int
     Per constraint, a node carrying the key earns count * weight + (maxSkew - 1),
     summed in constraint order as upstream adds its float64s, then rounded.
     """
-    plan = []
+    # (key, per-domain score or None, per-node counts or None, weight, maxSkew - 1)
+    plan: list[tuple[str, dict[str, float] | None, Mapping[str, int] | None, float, int]] = []
     for i, c in enumerate(state.constraints):
         weight, rest = state.weights[i], c.max_skew - 1
         if c.topology_key == LABEL_HOSTNAME:
             plan.append((c.topology_key, None, state.node_counts[i], weight, rest))
         else:
-            by_domain = {
+            domain_scores = {
                 value: score_for_count(count, c.max_skew, weight)
                 for value, count in state.tp_value_to_pod_counts[i].items()
             }
-            plan.append((c.topology_key, by_domain, None, weight, rest))
+            plan.append((c.topology_key, domain_scores, None, weight, rest))
     ignored = state.ignored_nodes
     rounded: dict[float, int] = {}
     out: dict[str, int] = {}
@@ -177,8 +179,8 @@ def raw_scores(state: PreScoreState, infos: Sequence[NodeInfo]) -> dict[str, int
                 continue
             if per_node is not None:
                 score += per_node.get(name, 0) * weight + rest
-            else:
-                score += by_domain.get(value, rest)  # type: ignore[union-attr]
+            elif by_domain is not None:
+                score += by_domain.get(value, rest)
         hit = rounded.get(score)
         if hit is None:
             hit = rounded[score] = go_round(score)

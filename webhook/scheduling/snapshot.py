@@ -50,9 +50,13 @@ PodKey = tuple[str, str]
 KeyIndex = tuple[dict[str, tuple[str, ...]], tuple[tuple[str, ...], ...]]
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else {} (fields of the wrong type read as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _meta(obj: Any) -> dict[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
+    return as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
 
 
 def pod_namespace(pod: RawObj) -> str:
@@ -85,7 +89,7 @@ def selector_fingerprint(selector: RawObj | None) -> str:
 class NodeInfo:
     """One node and what is bound to it.
 
-    name: the node's name; node: the Node object (None only for a node known
+    name: the node's name; node: the Node object ({} only for a node known
     from its pods before its Node arrived, never listed in Snapshot.nodes);
     labels: its labels ({} when absent); pods: the (light) pods bound there,
     terminating ones included as they still hold resources; requested: the sum
@@ -96,7 +100,7 @@ class NodeInfo:
 
     def __init__(self, name: str, node: RawObj | None = None) -> None:
         self.name = name
-        self.node: RawObj | None = None
+        self.node: RawObj = {}
         self.labels: dict[str, str] = {}
         self.pods: list[RawObj] = []
         self.requested: dict[str, int] = {}
@@ -105,9 +109,8 @@ class NodeInfo:
             self.set_node(node)
 
     def set_node(self, node: RawObj | None) -> None:
-        self.node = node
-        labels = _meta(node).get("labels") if node is not None else None
-        self.labels = dict(labels) if isinstance(labels, dict) else {}
+        self.node = node if node is not None else {}
+        self.labels = dict(as_dict(_meta(node).get("labels")))
 
     def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
         self._slots[key] = len(self.pods)
@@ -191,7 +194,7 @@ def _intern_labels(labels: Any) -> dict[str, str]:
         return {}
     intern = sys.intern
     return {
-        intern(k): intern(v) if isinstance(v, str) else v  # type: ignore[misc]
+        intern(k): intern(v) if isinstance(v, str) else v
         for k, v in labels.items()
         if isinstance(k, str)
     }
@@ -281,8 +284,7 @@ class Snapshot:
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-        bound = {**pod, "spec": {**spec, "nodeName": node_name}}
+        bound = {**pod, "spec": {**as_dict(pod.get("spec")), "nodeName": node_name}}
         self.upsert(bound)
 
     def copy(self) -> Snapshot:
@@ -439,7 +441,7 @@ class Snapshot:
         info = self._infos.get(entry.node)
         if info is not None:
             info._remove(key, entry.requests)
-            if info.node is None and not info.pods:
+            if entry.node not in self.nodes and not info.pods:
                 del self._infos[entry.node]
         if not entry.terminating:
             for index in self._indexes.get(key[0], {}).values():
@@ -455,19 +457,23 @@ class Snapshot:
         return shared
 
     def _upsert_workload(self, kind: str, obj: RawObj) -> None:
-        meta = _meta(obj)
-        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else "default"
+        ns, name = _workload_key(obj)
         store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
-        items = [o for o in store.get(ns, []) if _meta(o).get("name") != meta.get("name")]
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
         items.append(obj)
         store[ns] = items
 
     def _delete_workload(self, kind: str, obj: RawObj) -> None:
-        meta = _meta(obj)
-        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else "default"
+        ns, name = _workload_key(obj)
         store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
-        items = [o for o in store.get(ns, []) if _meta(o).get("name") != meta.get("name")]
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
         if items:
             store[ns] = items
         else:
             store.pop(ns, None)
+
+
+def _workload_key(obj: RawObj) -> tuple[str, Any]:
+    meta = _meta(obj)
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default"), meta.get("name")
