@@ -324,3 +324,13 @@ def test_malformed_objects_never_raise(meta: Any, service_spec: Any, owner_spec:
     )
     got = default_constraints_for(pod, objs, SpreadArgs())
     assert isinstance(got, list)
+
+
+def test_public_surface() -> None:
+    """The names other modules import; a change here is a contract change."""
+    import webhook.defaults as mod
+
+    assert {"SYSTEM_DEFAULT_CONSTRAINTS", "default_selector", "default_constraints_for"} <= set(
+        mod.__all__
+    )
+    assert all(hasattr(mod, name) for name in mod.__all__)

@@ -430,3 +430,11 @@ def test_malformed_objects_never_raise(pod_spec: Any, node_spec: Any, allocatabl
     node = {"metadata": {"name": "n1"}, "spec": node_spec, "status": {"allocatable": allocatable}}
     statuses = run_filters({"spec": pod_spec}, FakeNodeInfo(node))
     assert tuple(statuses) == FILTER_PLUGINS
+
+
+def test_public_surface() -> None:
+    """The names other modules import; a change here is a contract change."""
+    import webhook.scheduling.filters
+
+    assert {"FILTER_PLUGINS", "run_filters", "prepare"} <= set(webhook.scheduling.filters.__all__)
+    assert all(hasattr(webhook.scheduling.filters, n) for n in webhook.scheduling.filters.__all__)

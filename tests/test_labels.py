@@ -544,3 +544,16 @@ def test_malformed_pods_never_raise_in_affinity(spec: dict[str, Any]) -> None:
     pod = {"spec": spec}
     assert node_matches_pod_affinity(pod, NODE) in (True, False)
     assert find_untolerated_taint([taint("k")], spec.get("tolerations")) in (None, taint("k"))
+
+
+def test_public_surface() -> None:
+    """The names other modules import; a change here is a contract change."""
+    import webhook.labels
+
+    assert {
+        "selector_matches",
+        "compile_selector",
+        "node_matches_pod_affinity",
+        "taint_tolerated",
+    } <= set(webhook.labels.__all__)
+    assert all(hasattr(webhook.labels, name) for name in webhook.labels.__all__)

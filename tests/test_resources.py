@@ -383,3 +383,11 @@ def test_quantity_text_never_raises(text: str) -> None:
 def test_pod_requests_never_raise(spec: Any) -> None:
     got = pod_requests({"spec": spec, "status": spec})
     assert got["pods"] == 1
+
+
+def test_public_surface() -> None:
+    """The names other modules import; a change here is a contract change."""
+    import webhook.scheduling.resources as mod
+
+    assert {"pod_requests", "node_allocatable", "parse_quantity"} <= set(mod.__all__)
+    assert all(hasattr(mod, name) for name in mod.__all__)

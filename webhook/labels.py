@@ -43,6 +43,7 @@ __all__ = [
     "node_matches_pod_affinity",
     "selector_matches",
     "selector_from_set",
+    "selector_requirements",
     "taint_tolerated",
     "toleration_tolerates",
 ]
