@@ -4,6 +4,9 @@ The config file is YAML. Keys we own:
   podTopologySpread:   exactly kube-scheduler's PodTopologySpreadArgs
                        (defaultConstraints, defaultingType System|List)
   injectDefaults:      bool, default true
+  injectNamespaceSelector: a LabelSelector over Namespace labels; defaults are
+                       injected only into pods of namespaces it selects (absent:
+                       every namespace)
   matchLabelKeysMerge: auto | webhook | apiserver, default auto
   policy.denyUnschedulable: bool, default false
 Other keys are free and kept in `raw`.
@@ -42,6 +45,8 @@ class Settings:
     inject_defaults: bool = True
     match_label_keys_merge: MergeMode = "auto"
     deny_unschedulable: bool = False
+    # None: every namespace; else a metav1.LabelSelector over Namespace labels.
+    inject_namespace_selector: RawObj | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -83,11 +88,19 @@ def settings_from_dict(raw: Any) -> Settings:
     policy = raw.get("policy") or {}
     if not isinstance(policy, dict):
         raise ConfigError("policy: must be a mapping")
+    ns_selector = raw.get("injectNamespaceSelector")
+    if ns_selector is not None:
+        from webhook.names import validate_label_selector
+
+        problems = validate_label_selector(ns_selector, "injectNamespaceSelector")
+        if problems:
+            raise ConfigError("; ".join(f"{e.field}: {e.body()}" for e in problems))
     return Settings(
         spread=spread,
         inject_defaults=_bool(raw, "injectDefaults", True),
         match_label_keys_merge=mode,
         deny_unschedulable=_bool(policy, "denyUnschedulable", False, "policy."),
+        inject_namespace_selector=ns_selector,
         raw=raw,
     )
 
