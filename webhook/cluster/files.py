@@ -61,24 +61,28 @@ def parse_objects(text: str, source: str = "<input>") -> list[RawObj]:
     return [o for i, d in enumerate(docs) for o in _flatten(d, f"{source}#{i}")]
 
 
-def load_objects(path: str | Path) -> list[RawObj]:
-    """Read every object in a file ("-" reads stdin); raise InputError when unreadable."""
+def read_text(path: str | Path) -> str:
+    """A file's text ("-" reads stdin); raise InputError when it cannot be read."""
     import sys
 
     if str(path) == "-":
-        return parse_objects(sys.stdin.read(), "<stdin>")
+        return sys.stdin.read()
     p = Path(path)
     try:
         if p.stat().st_size > MAX_FILE_BYTES:
             raise InputError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text") from exc
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    return parse_objects(text, str(path))
+
+
+def load_objects(path: str | Path) -> list[RawObj]:
+    """Read every object in a file ("-" reads stdin); raise InputError when unreadable."""
+    return parse_objects(read_text(path), "<stdin>" if str(path) == "-" else str(path))
 
 
 # ---- snapshots (owner: scheduling) ----------------------------------------------------
@@ -154,18 +158,8 @@ def load_snapshot(path: str | Path) -> Snapshot:
     StatefulSets, ReplicationControllers); raise InputError when it is not one."""
     from webhook.scheduling.snapshot import Snapshot
 
-    p = Path(path)
-    source = str(path)
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"{source}: larger than {MAX_FILE_BYTES} bytes")
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(f"{source}: no such file") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text") from exc
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read: {exc.strerror}") from exc
+    source = "<stdin>" if str(path) == "-" else str(path)
+    text = read_text(path)
     snapshot = Snapshot()
     if text.lstrip().startswith("{"):
         top = _scan_json_list(text, source, snapshot.upsert)
