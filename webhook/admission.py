@@ -517,11 +517,13 @@ _HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
 @dataclass(frozen=True)
 class Answer:
     """An answered review: HTTP status, JSON document, and the decision for metrics
-    (allowed, denied, patched, malformed or internal_error)."""
+    (allowed, denied, patched, malformed or internal_error), and the parsed review
+    (None when the body was malformed) for metrics and request logs."""
 
     status: int
     doc: RawObj
     decision: str
+    review: Review | None = None
 
 
 def _decision(doc: RawObj, failed: bool) -> str:
@@ -551,8 +553,8 @@ def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answ
     except Exception:
         log.exception("unexpected failure answering review %s", review.uid)
         warning = "topospread: internal error; the request was allowed unchecked"
-        return Answer(200, allowed_response(review, [warning]), "internal_error")
-    return Answer(200, doc, _decision(doc, failed))
+        return Answer(200, allowed_response(review, [warning]), "internal_error", review)
+    return Answer(200, doc, _decision(doc, failed), review)
 
 
 def handle_review(body: bytes, operation: Operation, ctx: ReviewContext) -> tuple[int, RawObj]:
