@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-load fuzz certs clean
+.PHONY: run test lint bench bench-load fuzz audit lock certs clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -36,6 +36,19 @@ bench-load: $(STAMP)
 
 fuzz: $(STAMP)
 	$(PY) -m pytest -q tests/test_fuzz.py --hypothesis-profile=long
+
+# bandit against the reviewed findings in bandit-baseline.json, then pip-audit on the
+# pinned runtime dependencies; --strict fails when a package could not be checked.
+audit: $(STAMP)
+	$(VENV)/bin/bandit -q -r webhook bench/bench_load.py -b bandit-baseline.json
+	$(VENV)/bin/pip-audit --strict --progress-spinner off --disable-pip --require-hashes \
+	  -r requirements.lock
+
+# Re-pin the runtime dependencies of pyproject.toml, with hashes, into requirements.lock.
+lock: $(STAMP)
+	$(PY) -m pip install -q pip-tools
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+	  --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis
