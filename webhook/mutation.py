@@ -11,8 +11,11 @@ validation at that version). A patch the API server would reject is dropped and
 replaced by a warning: under failurePolicy Ignore a failed webhook call is
 forgiven, but a patch that makes the object invalid still blocks the pod.
 
-Steps:
+Steps, in order (each sees what the previous ones did):
+  inject_defaults          default constraints made explicit (webhook/inject.py)
   merge_match_label_keys   matchLabelKeys -> labelSelector, per matchLabelKeysMerge
+  annotate_placement       dry-run placement annotations (webhook/inject.py), last so
+                           the pod is placed as it will be stored
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import jsonpatch
 
 from webhook.config import Settings
 from webhook.field import FieldError
+from webhook.inject import annotate_placement, inject_defaults
 from webhook.kube import RawObj
 
 __all__ = [
@@ -251,7 +255,7 @@ def _rejection(original: RawObj, patch: list[RawObj], ctx: MutationContext) -> s
 # ---------------------------------------------------------------------------------------
 # The pipeline
 
-STEPS: tuple[Step, ...] = (merge_match_label_keys,)
+STEPS: tuple[Step, ...] = (inject_defaults, merge_match_label_keys, annotate_placement)
 
 
 def mutate(
