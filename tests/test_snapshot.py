@@ -60,6 +60,13 @@ def test_from_objects_keeps_nodes_bound_pods_and_workloads() -> None:
             "metadata": {"name": "p", "labels": ["not", "a", "map"]},
             "spec": {"nodeName": "n1"},
         },
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": []},
+        },
+        {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": "x"},
         {"kind": None},
         "not an object",
         None,

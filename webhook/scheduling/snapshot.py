@@ -406,9 +406,8 @@ class Snapshot:
         key = (sys.intern(ns), name)
         self._remove_pod(key)
         node = _node_name_of(pod)
-        status = pod.get("status")
-        phase = status.get("phase") if isinstance(status, dict) else None
-        if not node or phase in TERMINAL_PHASES:
+        phase = as_dict(pod.get("status")).get("phase")
+        if not node or (isinstance(phase, str) and phase in TERMINAL_PHASES):
             return
         node = sys.intern(node)
         labels = _intern_labels(meta.get("labels"))
