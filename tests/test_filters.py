@@ -424,10 +424,17 @@ POD_SPEC = st.dictionaries(
 NODE_SPEC = st.dictionaries(st.sampled_from(["unschedulable", "taints"]), JSON)
 
 
-@given(pod_spec=POD_SPEC, node_spec=NODE_SPEC, allocatable=JSON)
-def test_malformed_objects_never_raise(pod_spec: Any, node_spec: Any, allocatable: Any) -> None:
+@given(
+    pod_spec=POD_SPEC,
+    node_spec=NODE_SPEC,
+    allocatable=JSON,
+    metadata=st.dictionaries(st.sampled_from(["name", "labels"]), JSON),
+)
+def test_malformed_objects_never_raise(
+    pod_spec: Any, node_spec: Any, allocatable: Any, metadata: Any
+) -> None:
     """Wrong types anywhere in pod or node give statuses, never an exception."""
-    node = {"metadata": {"name": "n1"}, "spec": node_spec, "status": {"allocatable": allocatable}}
+    node = {"metadata": metadata, "spec": node_spec, "status": {"allocatable": allocatable}}
     statuses = run_filters({"spec": pod_spec}, FakeNodeInfo(node))
     assert tuple(statuses) == FILTER_PLUGINS
 

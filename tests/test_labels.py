@@ -557,3 +557,14 @@ def test_public_surface() -> None:
         "taint_tolerated",
     } <= set(webhook.labels.__all__)
     assert all(hasattr(webhook.labels, name) for name in webhook.labels.__all__)
+
+
+@given(
+    metadata=st.dictionaries(st.sampled_from(["name", "labels"]), JSON),
+    pod=st.sampled_from(
+        [c[1] for c in AFFINITY_CASES if isinstance(c[1], dict) and "metadata" in c[1]]
+    ),
+)
+def test_malformed_nodes_never_raise_in_affinity(metadata: dict[str, Any], pod: Any) -> None:
+    """A node whose metadata has wrong types is read as having no labels or name."""
+    assert node_matches_pod_affinity(pod, {"metadata": metadata}) in (True, False)

@@ -233,7 +233,7 @@ def compile_selector(sel: RawObj | None) -> LabelMatcher:
 
 def selector_matches(sel: RawObj | None, labels: Labels | None) -> bool:
     """Whether `labels` (None reads as no labels) match the metav1.LabelSelector `sel`."""
-    return compile_selector(sel)(labels if labels is not None else {})
+    return compile_selector(sel)(labels if isinstance(labels, Mapping) else {})
 
 
 def selector_requirements(sel: RawObj | None) -> list[tuple[str, str, tuple[str, ...]]] | None:
@@ -258,6 +258,12 @@ def selector_from_set(labels: Mapping[str, str] | None) -> LabelMatcher:
 
 
 # ---- node affinity -------------------------------------------------------------------
+
+
+def _node_labels(node: Any) -> Labels:
+    metadata = node.get("metadata") if isinstance(node, dict) else None
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return labels if isinstance(labels, dict) else {}
 
 
 def _node_term_matcher(term: Any) -> NodeMatcher | None:
@@ -301,10 +307,10 @@ def _node_term_matcher(term: Any) -> NodeMatcher | None:
         field_reqs.append((key, operator == "In", values[0]))
 
     def match(node: RawObj) -> bool:
-        metadata = node.get("metadata") or {}
-        if label_match is not None and not label_match(metadata.get("labels") or {}):
+        if label_match is not None and not label_match(_node_labels(node)):
             return False
-        name = metadata.get("name") or ""
+        metadata = node.get("metadata")
+        name = _text(metadata.get("name")) if isinstance(metadata, dict) else ""
         # Only metadata.name is a node field; a nameless node has no fields, and the
         # field requirements are then not checked (nodeSelectorTerm.match).
         if field_reqs and name:
@@ -368,7 +374,7 @@ def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
         selector_only = label_match
 
         def match_selector(node: RawObj) -> bool:
-            return selector_only((node.get("metadata") or {}).get("labels") or {})
+            return selector_only(_node_labels(node))
 
         return match_selector
     if label_match is None:
@@ -376,7 +382,7 @@ def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
     both_labels, both_terms = label_match, terms_match
 
     def match_both(node: RawObj) -> bool:
-        if not both_labels((node.get("metadata") or {}).get("labels") or {}):
+        if not both_labels(_node_labels(node)):
             return False
         return both_terms(node)
 
