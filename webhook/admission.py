@@ -459,6 +459,20 @@ def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
     verdict = review_object(obj, ctx, old=old)
     if verdict.errors:
         return denied_response(review, verdict.errors, verdict.warnings), verdict.failed
+    if review.operation == "CREATE" and review.kind == "Pod" and not review.group:
+        # Unschedulable foresight (webhook/foresight.py): warns, or denies by policy.
+        from webhook.foresight import foresee
+
+        name = object_name(review.obj, review.name)
+        seen = foresee(obj, ctx.snapshot, ctx.settings, name=name, namespace=review.namespace)
+        failed = verdict.failed or seen.failed
+        if seen.denial is not None:
+            response = {"uid": review.uid, "allowed": False, "status": seen.denial}
+            kept = limit_warnings(verdict.warnings)
+            if kept:
+                response["warnings"] = kept
+            return _envelope(review, response), failed
+        return allowed_response(review, [*verdict.warnings, *seen.warnings]), failed
     return allowed_response(review, verdict.warnings), verdict.failed
 
 

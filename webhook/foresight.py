@@ -1,0 +1,208 @@
+"""Unschedulable foresight: does a created Pod's DoNotSchedule spreading leave it nowhere to go?
+
+/validate sees the Pod as it will be stored (defaults injected, selectors merged).
+`foresee` places it against the current cluster state; when some nodes pass every
+other filter but each of them is ruled out by the pod's DoNotSchedule constraints,
+the answer names each constraint that rules nodes out (its field path) with the
+matching pods per domain it counted. That is a warning, or a denial under
+`policy.denyUnschedulable: true`.
+
+A pod no node can take for another reason (no node at all, taints, resources, node
+affinity) is not reported: the constraints are not what stops it.
+
+Only Pods at CREATE: a workload's template would be checked against a state that
+will have changed by the time its pods exist, with replicas placed one after the
+other; docs/admission.md says so.
+
+Never blocks on its own trouble: without a snapshot nothing is checked; when the
+model raises, a warning says the check did not run.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.config import Settings
+from webhook.kube import RawObj
+
+__all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
+
+log = logging.getLogger("topospread.foresight")
+
+_PLUGIN = "PodTopologySpread"
+# Room for the domain list inside kube-apiserver's 256-rune cap per warning.
+_WARNING_RUNES = 256
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """One DoNotSchedule constraint that rules out nodes the other filters accept.
+
+    path: its field path (spec.topologySpreadConstraints[i], or
+    podTopologySpread.defaultConstraints[i] for a scheduler default); rejected: how
+    many of the `candidates` (nodes passing every other filter) it rules out;
+    domains: eligible domain -> matching pods, as PreFilter counted them;
+    global_min: the minimum the skew is measured from (0 while fewer eligible
+    domains than minDomains).
+    """
+
+    path: str
+    topology_key: str
+    max_skew: int
+    rejected: int
+    candidates: int
+    domains: dict[str, int]
+    global_min: int
+    min_domains: int
+
+    def text(self) -> str:
+        """The warning (and denial cause) for this constraint, at most 256 runes."""
+        head = (
+            f"{self.path}: no node can take this pod now: DoNotSchedule over "
+            f"{self.topology_key} with maxSkew {self.max_skew} rules out {self.rejected} of "
+            f"the {self.candidates} node(s) the other filters accept"
+        )
+        if len(self.domains) < self.min_domains:
+            head += f" ({len(self.domains)} eligible domain(s) < minDomains {self.min_domains})"
+        head += "; matching pods per domain: "
+        ordered = [
+            f"{d}={n}" for d, n in sorted(self.domains.items(), key=lambda kv: (kv[1], kv[0]))
+        ]
+        shown: list[str] = []
+        for i, piece in enumerate(ordered):
+            rest = len(ordered) - i - 1
+            body = ", ".join([*shown, piece]) + (f", +{rest} more" if rest else "")
+            if len(head) + len(body) > _WARNING_RUNES:
+                break
+            shown.append(piece)
+        more = len(ordered) - len(shown)
+        return head + (", ".join([*shown, f"+{more} more"] if more else shown) or "none")
+
+
+@dataclass(frozen=True)
+class Foresight:
+    """What /validate adds: warnings, or a denial Status when the policy denies."""
+
+    warnings: list[str] = field(default_factory=list)
+    denial: RawObj | None = None
+    failed: bool = False
+
+
+def _dns_paths(pod: RawObj, count: int) -> list[str]:
+    """The field path of each DoNotSchedule constraint the model uses, in its order."""
+    spec = pod.get("spec")
+    own = spec.get("topologySpreadConstraints") if isinstance(spec, dict) else None
+    prefix = "spec.topologySpreadConstraints"
+    if not isinstance(own, list) or not own:
+        own, prefix = [], "podTopologySpread.defaultConstraints"
+    paths = [
+        f"{prefix}[{i}]"
+        for i, c in enumerate(own)
+        if isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule"
+    ]
+    # Scheduler defaults (the pod has none): their order is the config's.
+    while len(paths) < count:
+        paths.append(f"{prefix}[{len(paths)}]")
+    return paths[:count]
+
+
+def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
+    """The DoNotSchedule constraints that leave the pod no node, [] when it has one.
+
+    Raises whatever the model raises; `foresee` catches.
+    """
+    from webhook.scheduling.filtering import PreFilterState, pre_filter
+    from webhook.scheduling.placement import place
+
+    args = settings.spread
+    decision = place(pod, snapshot, args)
+    if decision.selected_node is not None:
+        return []
+    candidates = [
+        v
+        for v in decision.nodes
+        if all(s.ok for plugin, s in v.filters.items() if plugin != _PLUGIN)
+    ]
+    if not candidates:
+        return []  # nothing passes the other filters: spreading is not the cause
+    state = pre_filter(pod, snapshot, args)
+    if not isinstance(state, PreFilterState) or not state.constraints:
+        return []  # PreFilter error (invalid constraints): validation reports those
+    paths = _dns_paths(pod, len(state.constraints))
+    out: list[Blocked] = []
+    nodes = snapshot.nodes
+    for i, (key, max_skew, domains, offset) in enumerate(state.checks):
+        rejected = 0
+        for verdict in candidates:
+            labels = nodes[verdict.name].labels
+            value = labels.get(key)
+            if value is None or domains.get(value, 0) + offset > max_skew:
+                rejected += 1
+        if rejected:
+            c = state.constraints[i]
+            out.append(
+                Blocked(
+                    path=paths[i],
+                    topology_key=key,
+                    max_skew=max_skew,
+                    rejected=rejected,
+                    candidates=len(candidates),
+                    domains=dict(domains),
+                    global_min=state.global_min(i),
+                    min_domains=c.min_domains,
+                )
+            )
+    return out
+
+
+def denial_status(name: str, blocked: list[Blocked]) -> RawObj:
+    """apierrors.NewForbidden for pods: 403 Forbidden, as ResourceQuota denies a pod
+    the current state cannot take (docs/admission.md explains the choice)."""
+    reasons = "; ".join(b.text() for b in blocked)
+    return {
+        "status": "Failure",
+        "message": f'pods "{name}" is forbidden: unschedulable in the current cluster '
+        f"state (policy.denyUnschedulable): {reasons}",
+        "reason": "Forbidden",
+        "details": {
+            "name": name,
+            "kind": "pods",
+            "causes": [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": b.path,
+                    "message": b.text()[len(b.path) + 2 :],
+                }
+                for b in blocked
+            ],
+        },
+        "code": 403,
+    }
+
+
+def foresee(
+    pod: RawObj, snapshot: Any, settings: Settings, *, name: str = "", namespace: str = ""
+) -> Foresight:
+    """Warnings (or a denial) for a Pod being created. Never raises."""
+    from webhook.inject import as_created
+
+    if snapshot is None or pod.get("kind") != "Pod":
+        return Foresight()
+    try:
+        blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+    except Exception:
+        log.exception("unschedulable foresight failed for pod %r", name)
+        return Foresight(
+            [
+                "spec.topologySpreadConstraints: not checked for schedulability by topospread "
+                "because of an internal error in the cluster model"
+            ],
+            failed=True,
+        )
+    if not blocked:
+        return Foresight()
+    if settings.deny_unschedulable:
+        return Foresight(denial=denial_status(name, blocked))
+    return Foresight([b.text() for b in blocked])
