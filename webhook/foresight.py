@@ -108,6 +108,18 @@ def _dns_paths(pod: RawObj, count: int) -> list[str]:
     return paths[:count]
 
 
+def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
+    """Cheap first look: only a DoNotSchedule constraint (the pod's, or a default
+    when it has none) can rule nodes out, so without one nothing is placed."""
+    from webhook.defaults import defaults_for_args
+
+    spec = pod.get("spec")
+    own = spec.get("topologySpreadConstraints") if isinstance(spec, dict) else None
+    if not isinstance(own, list) or not own:
+        own = list(defaults_for_args(settings.spread))
+    return any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in own)
+
+
 def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
     """The DoNotSchedule constraints that leave the pod no node, [] when it has one.
 
@@ -188,7 +200,7 @@ def foresee(
     """Warnings (or a denial) for a Pod being created. Never raises."""
     from webhook.inject import as_created
 
-    if snapshot is None or pod.get("kind") != "Pod":
+    if snapshot is None or pod.get("kind") != "Pod" or not _has_hard_constraint(pod, settings):
         return Foresight()
     try:
         blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
