@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ from webhook.admission import (
 )
 from webhook.config import Settings
 from webhook.kube import RawObj
+from webhook.logs import log_review
 from webhook.metrics import CONTENT_TYPE_LATEST, Metrics
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -41,18 +44,25 @@ EXTENSION = "topospread"
 log = logging.getLogger("topospread.server")
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class Services:
-    """Per-app state: settings, the cluster source (None: no cluster state), metrics."""
+    """Per-app state: settings, the cluster source (None: no cluster state), metrics, and
+    `draining`, true once the server is shutting down (serve shares it across workers)."""
 
     settings: Settings
     source: ClusterSource | None
     metrics: Metrics
+    draining: Callable[[], bool] = _never
 
     def ready(self) -> bool:
-        return self.source is None or self.source.synced()
+        return not self.draining() and (self.source is None or self.source.synced())
 
     def stop(self) -> None:
+        self.metrics.stop()
         if self.source is not None:
             self.source.stop()
 
@@ -72,6 +82,7 @@ def _server_version(source: ClusterSource) -> tuple[int, int] | None:
 
 
 def _review(services: Services, operation: Operation) -> Response:
+    started = time.perf_counter()
     body = request.get_data(cache=False)
     source = services.source
     if source is None:
@@ -88,8 +99,11 @@ def _review(services: Services, operation: Operation) -> Response:
                 snapshot=snapshot,
             )
             answer = answer_review(body, operation, ctx)
-    services.metrics.decisions.labels(operation, answer.decision).inc()
-    return _json(answer.doc, answer.status)
+    response = _json(answer.doc, answer.status)
+    elapsed = time.perf_counter() - started
+    services.metrics.observe_review(operation, answer, elapsed)
+    log_review(operation, answer, elapsed)
+    return response
 
 
 def create_app(settings: Settings | None = None, *, source: ClusterSource | None = None) -> Flask:
@@ -121,6 +135,8 @@ def create_app(settings: Settings | None = None, *, source: ClusterSource | None
 
     @app.get("/readyz")
     def readyz() -> Response:
+        if services.draining():
+            return Response("shutting down\n", status=503, mimetype="text/plain")
         if services.ready():
             return Response("ok\n", mimetype="text/plain")
         return Response("cluster state not synced yet\n", status=503, mimetype="text/plain")
