@@ -10,6 +10,10 @@ a restart.
 A snapshot file (the demo one when no source is named) is loaded once in the master
 and shared by the forked workers; a live source is configured in the master and
 started in each worker (threads never cross a fork).
+
+SIGTERM drains before stopping (DrainingArbiter, see webhook/gunicorn_conf.py). Logs are
+JSON lines on stderr (webhook/logs.py); metrics are shared by the workers through a
+PROMETHEUS_MULTIPROC_DIR, a private temporary one unless the environment names one.
 """
 
 from __future__ import annotations
@@ -17,13 +21,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from webhook.config import Settings, load_settings
 from webhook.errors import ConfigError
@@ -32,8 +40,17 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from flask import Flask
 
     from webhook.cluster.source import ClusterSource
+    from webhook.gunicorn_conf import DrainFlag
 
-__all__ = ["DEMO_SNAPSHOT", "WebhookApplication", "cli_serve", "demo_snapshot_path", "parse_bind"]
+__all__ = [
+    "DEMO_SNAPSHOT",
+    "DrainingArbiter",
+    "WebhookApplication",
+    "cli_serve",
+    "demo_snapshot_path",
+    "drain_seconds",
+    "parse_bind",
+]
 
 DEMO_SNAPSHOT = "demo-snapshot.yaml"
 
@@ -53,13 +70,80 @@ def parse_bind(bind: str) -> str:
     return bind
 
 
-class WebhookApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
-    """gunicorn with our options; each worker builds its own app with `factory`."""
+class DrainingArbiter(Arbiter):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn's master, with a drain before the graceful stop on SIGTERM.
 
-    def __init__(self, options: dict[str, Any], factory: Callable[[], Flask]) -> None:
+    gunicorn stops at once on SIGTERM: it closes the listener and tells the workers to
+    finish. Behind a Service that loses requests, as endpoints still route to the pod
+    for a few seconds. Here SIGTERM first sets the shared DrainFlag (every worker's
+    /readyz answers 503, every response closes its connection), goes on serving for
+    `drain_seconds` (reaping and replacing workers as usual), then stops as gunicorn
+    does. A second SIGTERM ends the drain early; SIGINT and SIGQUIT still stop at once.
+    """
+
+    def __init__(self, app: Any, flag: DrainFlag, drain_seconds: float) -> None:
+        self.drain_flag = flag
+        self.drain_seconds = drain_seconds
+        super().__init__(app)
+
+    def handle_term(self) -> None:
+        if self.drain_flag.is_set() or self.drain_seconds <= 0:
+            self.drain_flag.set()
+            raise StopIteration
+        self.drain_flag.set()
+        self.log.info(
+            "SIGTERM: /readyz fails now; serving %.1f s more, then draining", self.drain_seconds
+        )
+        deadline = time.monotonic() + self.drain_seconds
+        while (left := deadline - time.monotonic()) > 0:
+            for sig in self.wait_for_signals(timeout=min(left, 1.0)):
+                if sig == signal.SIGTERM:
+                    self.log.info("second SIGTERM: draining now")
+                    raise StopIteration
+                if sig == signal.SIGINT:
+                    self.handle_int()
+                if sig == signal.SIGQUIT:
+                    self.handle_quit()
+                if sig == signal.SIGCHLD:
+                    self.handle_chld()
+                # Anything else (HUP, TTIN, USR2...) makes no sense while stopping.
+            self.murder_workers()
+            self.manage_workers()
+        self.log.info("drain delay over: closing the listener, finishing requests in flight")
+        raise StopIteration
+
+
+class WebhookApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn with our options; each worker builds its own app with `factory`.
+
+    With `drain` (a DrainFlag made before the workers fork), SIGTERM drains first for
+    `drain_seconds` (DrainingArbiter); without it, gunicorn stops as usual.
+    """
+
+    def __init__(
+        self,
+        options: dict[str, Any],
+        factory: Callable[[], Flask],
+        *,
+        drain: DrainFlag | None = None,
+        drain_seconds: float = 0.0,
+    ) -> None:
         self.options = options
         self.factory = factory
+        self.drain = drain
+        self.drain_seconds = drain_seconds
         super().__init__()
+
+    def run(self) -> None:
+        if self.drain is None:
+            super().run()
+            return
+        try:
+            DrainingArbiter(self, self.drain, self.drain_seconds).run()
+        except RuntimeError as exc:  # as BaseApplication.run reports a failed start
+            print(f"\nError: {exc}\n", file=sys.stderr)
+            sys.stderr.flush()
+            sys.exit(1)
 
     def load_config(self) -> None:
         for key, value in self.options.items():
@@ -100,23 +184,47 @@ def _client_ca(settings: Settings, cert_dir: str) -> str | None:
     return ca
 
 
-def _metrics_dir(workers: int) -> None:
+def drain_seconds(settings: Settings) -> float:
+    """shutdown.drainSeconds of the config (default gunicorn_conf.drain_seconds)."""
+    from webhook import gunicorn_conf
+
+    shutdown = settings.raw.get("shutdown") or {}
+    if not isinstance(shutdown, dict):
+        raise ConfigError("shutdown: must be a mapping")
+    value = shutdown.get("drainSeconds", gunicorn_conf.drain_seconds)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 300:
+        raise ConfigError(
+            f"shutdown.drainSeconds: must be a number of seconds from 0 to 300, got {value!r}"
+        )
+    return float(value)
+
+
+def _metrics_dir() -> None:
     """Share metrics across workers (PROMETHEUS_MULTIPROC_DIR) before prometheus_client
-    is imported; make a private directory when the environment names none."""
+    is imported; make a private directory when the environment names none. Used with one
+    worker too: counters then survive a worker restart."""
     from webhook.gunicorn_conf import OWNED_METRICS_DIR
 
-    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        path = tempfile.mkdtemp(prefix="topospread-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
-        os.environ[OWNED_METRICS_DIR] = path
+    named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if named:
+        try:
+            os.makedirs(named, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"PROMETHEUS_MULTIPROC_DIR {named}: {exc.strerror}") from exc
+        return
+    path = tempfile.mkdtemp(prefix="topospread-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    os.environ[OWNED_METRICS_DIR] = path
 
 
 def cli_serve(args: argparse.Namespace) -> int:
     """`topospread serve`: check everything, then run gunicorn until stopped."""
+    from webhook import logs
     from webhook.certs import CertReloader
-    from webhook.gunicorn_conf import OPTIONS
+    from webhook.gunicorn_conf import OPTIONS, DrainFlag, close_while_draining
 
     settings = load_settings(args.config)
+    drain = drain_seconds(settings)
     bind = parse_bind(args.bind)
     workers = OPTIONS["workers"] if args.workers is None else args.workers
     if workers < 1:
@@ -125,10 +233,9 @@ def cli_serve(args: argparse.Namespace) -> int:
     reloader = CertReloader(cert_dir, client_ca=_client_ca(settings, cert_dir))
     source = _source(args)
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    _metrics_dir(workers)
+    level = logs.level_from_env()
+    logs.configure(level)
+    _metrics_dir()
     where = (
         "the live cluster" if args.kubeconfig or args.in_cluster
         else str(args.snapshot or f"the demo snapshot {demo_snapshot_path()}")
@@ -139,10 +246,17 @@ def cli_serve(args: argparse.Namespace) -> int:
         settings.match_label_keys_merge,
     )
 
-    def factory() -> Flask:
-        from webhook.server import create_app
+    flag = DrainFlag()
 
-        return create_app(settings, source=source)
+    def factory() -> Flask:
+        from webhook.server import EXTENSION, create_app
+
+        app = create_app(settings, source=source)
+        services = app.extensions[EXTENSION]
+        services.draining = flag.is_set
+        services.metrics.watch_source(source)
+        services.metrics.watch_certificate(reloader)
+        return app
 
     options = {
         **OPTIONS,
@@ -153,6 +267,9 @@ def cli_serve(args: argparse.Namespace) -> int:
         "certfile": reloader.cert_file,
         "keyfile": reloader.key_file,
         "ssl_context": reloader.gunicorn_ssl_context,
+        "pre_request": close_while_draining(flag),
+        "loglevel": level.lower(),
+        "logconfig_dict": logs.dict_config(level),
     }
-    WebhookApplication(options, factory).run()
+    WebhookApplication(options, factory, drain=flag, drain_seconds=drain).run()
     return 0
