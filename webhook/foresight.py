@@ -60,9 +60,9 @@ class Blocked:
     def text(self) -> str:
         """The warning (and denial cause) for this constraint, at most 256 runes."""
         head = (
-            f"{self.path}: no node can take this pod now: DoNotSchedule over "
-            f"{self.topology_key} with maxSkew {self.max_skew} rules out {self.rejected} of "
-            f"the {self.candidates} node(s) the other filters accept"
+            f"{self.path}: no node fits: maxSkew {self.max_skew} over {self.topology_key} "
+            f"(DoNotSchedule) rules out {self.rejected} of {self.candidates} node(s) passing "
+            "the other filters"
         )
         if len(self.domains) < self.min_domains:
             head += f" ({len(self.domains)} eligible domain(s) < minDomains {self.min_domains})"
