@@ -12,6 +12,7 @@ from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selecto
 from webhook.cli import main
 from webhook.scheduling.placement import place, simulate
 from webhook.scheduling.snapshot import Snapshot
+from webhook.scheduling.status import Code
 
 DATA = Path(__file__).parent / "data" / "snapshots"
 SMALL = str(DATA / "small.json")
@@ -220,3 +221,36 @@ def test_reasons_count_every_failing_plugin() -> None:
         "node(s) were unschedulable": 1,
     }
     assert placement.selected_node == "b"
+
+
+def test_remembered_filter_verdicts_follow_node_changes() -> None:
+    """A second decision for the same spec sees a node filled up, tainted, or
+    deleted and re-added differently since the first."""
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects(
+        [
+            make_node().name("a").allocatable(cpu="1", pods="10").obj(),
+            make_node().name("b").allocatable(cpu="2", pods="10").obj(),
+        ]
+    )
+    assert [n.feasible for n in place(pod, snap).nodes] == [True, True]
+    snap.upsert(make_pod().name("busy").node("a").requests(cpu="500m").obj())
+    snap.upsert(make_node().name("b").allocatable(cpu="2", pods="10").taint("k", "v").obj())
+    first = place(pod, snap)
+    assert [n.feasible for n in first.nodes] == [False, False]
+    assert first.nodes[0].filters["NodeResourcesFit"].reason == "Insufficient cpu"
+    assert first.nodes[1].filters["TaintToleration"].code is Code.UNRESOLVABLE
+    snap.delete({"kind": "Pod", "metadata": {"name": "busy", "namespace": "default"}})
+    snap.delete({"kind": "Node", "metadata": {"name": "b"}})
+    snap.upsert(make_node().name("b").allocatable(cpu="2", pods="10").obj())
+    assert [n.feasible for n in place(pod, snap).nodes] == [True, True]
+
+
+def test_simulate_reuses_nothing_stale_from_the_caller() -> None:
+    """Verdicts remembered on the caller's snapshot carry into a simulation's copy
+    only while valid: copies landing on a node are seen by the next copy."""
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects([make_node().name("a").allocatable(cpu="2", pods="10").obj()])
+    place(pod, snap)  # remembers "a fits"
+    assert simulate(pod, snap, replicas=3).placements == ["a", "a", None]
+    assert place(pod, snap).selected_node == "a"  # the caller's snapshot is unchanged

@@ -8,6 +8,7 @@ PodTopologySpread alone, and picks the highest score, ties broken by name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -118,19 +119,8 @@ def pod_ref(pod: RawObj) -> str:
     return f"{pod_namespace(pod)}/{name}"
 
 
-def place(
-    pod: RawObj,
-    snapshot: Snapshot,
-    args: SpreadArgs = DEFAULT_ARGS,
-    *,
-    filter_cache: dict[str, dict[str, Status]] | None = None,
-) -> Placement:
-    """Run every filter on every node, score the feasible ones, pick a node.
-
-    filter_cache: node name -> the five filters' statuses, reused and filled;
-    only for callers that place copies differing by name alone and drop a
-    node's entry whenever that node changes (simulate does).
-    """
+def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> Placement:
+    """Run every filter on every node, score the feasible ones, pick a node."""
     from webhook.scheduling.filters import prepare, run_filters
 
     prepared = prepare(pod)
@@ -142,6 +132,12 @@ def place(
     spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
     state: PreFilterState | None = None if isinstance(pre, Status) else pre
     check = bool(state and state.constraints)
+    # The five filters read only the pod's spec and the node: their verdict for a
+    # node holds while the node is unchanged, for every pod with this very spec
+    # (the replicas of one workload, the copies of a simulation).
+    remembered = snapshot.filter_verdicts(
+        json.dumps(pod.get("spec"), sort_keys=True, separators=(",", ":"), default=str)
+    )
 
     verdicts: list[tuple[str, dict[str, Status], bool]] = []
     feasible_infos = []
@@ -152,13 +148,13 @@ def place(
         info = nodes.get(name)
         if info is None:
             continue  # removed while we were deciding
-        if filter_cache is None:
-            statuses = run_filters(prepared, info)
+        hit = remembered.get(name)
+        if hit is not None and hit[0] == info.generation:
+            statuses = dict(hit[1])
         else:
-            cached = filter_cache.get(name)
-            if cached is None:
-                cached = filter_cache[name] = run_filters(prepared, info)
-            statuses = dict(cached)
+            fresh = run_filters(prepared, info)
+            remembered[name] = (info.generation, fresh)
+            statuses = dict(fresh)
         if spread_error is not None:
             statuses[PLUGIN_NAME] = spread_error
         elif check:
@@ -224,20 +220,16 @@ def simulate(
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     placements: list[str | None] = []
     first: Placement | None = None
-    # The five filters read the pod's spec and the node, never the pod's name: a
-    # node's verdict only changes when a copy lands on it.
-    filter_cache: dict[str, dict[str, Status]] = {}
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
-        decision = place(copy, work, args, filter_cache=filter_cache)
+        decision = place(copy, work, args)
         if first is None:
             first = decision
         placements.append(decision.selected_node)
         if decision.selected_node is not None:
             work.add_pod(copy, decision.selected_node)
-            filter_cache.pop(decision.selected_node, None)
     assert first is not None
     return Simulation(placements, first, distribution(pod, work, args))

@@ -19,6 +19,7 @@ dropped.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -43,6 +44,12 @@ WORKLOAD_KINDS = {
 MAX_SELECTORS_PER_NAMESPACE = 64
 # Topology key sets indexed at once; all are dropped on any Node change anyway.
 MAX_KEY_INDEXES = 64
+# Pod specs whose node filter verdicts are remembered, least recently used dropped.
+MAX_FILTER_SPECS = 8
+
+# Every change to any NodeInfo draws a fresh number, so a remembered verdict is
+# valid exactly while its node's generation is unchanged (even across re-adds).
+_GENERATIONS = itertools.count(1)
 
 PodKey = tuple[str, str]
 # (node name -> its values for the keys, for nodes carrying every key;
@@ -93,10 +100,11 @@ class NodeInfo:
     from its pods before its Node arrived, never listed in Snapshot.nodes);
     labels: its labels ({} when absent); pods: the (light) pods bound there,
     terminating ones included as they still hold resources; requested: the sum
-    of resources.pod_requests over pods.
+    of resources.pod_requests over pods; generation: changes whenever any of
+    these does.
     """
 
-    __slots__ = ("name", "node", "labels", "pods", "requested", "_slots")
+    __slots__ = ("name", "node", "labels", "pods", "requested", "generation", "_slots")
 
     def __init__(self, name: str, node: RawObj | None = None) -> None:
         self.name = name
@@ -105,14 +113,17 @@ class NodeInfo:
         self.pods: list[RawObj] = []
         self.requested: dict[str, int] = {}
         self._slots: dict[PodKey, int] = {}
+        self.generation = next(_GENERATIONS)
         if node is not None:
             self.set_node(node)
 
     def set_node(self, node: RawObj | None) -> None:
+        self.generation = next(_GENERATIONS)
         self.node = node if node is not None else {}
         self.labels = dict(as_dict(_meta(node).get("labels")))
 
     def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
+        self.generation = next(_GENERATIONS)
         self._slots[key] = len(self.pods)
         self.pods.append(pod)
         req = self.requested
@@ -120,6 +131,7 @@ class NodeInfo:
             req[name] = req.get(name, 0) + value
 
     def _remove(self, key: PodKey, requests: Mapping[str, int]) -> None:
+        self.generation = next(_GENERATIONS)
         i = self._slots.pop(key)
         last = self.pods.pop()
         if i < len(self.pods):
@@ -141,6 +153,7 @@ class NodeInfo:
         other.pods = list(self.pods)
         other.requested = dict(self.requested)
         other._slots = dict(self._slots)
+        other.generation = self.generation
         return other
 
     def __repr__(self) -> str:
@@ -235,6 +248,7 @@ class Snapshot:
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_names: list[str] | None = None
+        self._filter_verdicts: OrderedDict[str, dict[str, tuple[int, Any]]] = OrderedDict()
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -307,6 +321,10 @@ class Snapshot:
             other._requests_cache = self._requests_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_names = self._sorted_names
+            # Copied nodes keep their generations, so remembered verdicts stay valid.
+            other._filter_verdicts = OrderedDict(
+                (spec, dict(memo)) for spec, memo in self._filter_verdicts.items()
+            )
             return other
 
     # ---- reading --------------------------------------------------------------
@@ -327,6 +345,19 @@ class Snapshot:
         if names is None:
             names = self._sorted_names = sorted(self.nodes)
         return names
+
+    def filter_verdicts(self, spec_key: str) -> dict[str, tuple[int, Any]]:
+        """Remembered node filter verdicts for one pod spec: node name -> (the node's
+        generation when judged, verdict). The caller stores and checks the generation."""
+        with self._lock:
+            memo = self._filter_verdicts.get(spec_key)
+            if memo is None:
+                memo = self._filter_verdicts[spec_key] = {}
+                if len(self._filter_verdicts) > MAX_FILTER_SPECS:
+                    self._filter_verdicts.popitem(last=False)
+            else:
+                self._filter_verdicts.move_to_end(spec_key)
+            return memo
 
     def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
         """The nodes carrying every one of `keys`, with their values, and each key's domains.
