@@ -1,0 +1,112 @@
+"""A real `topospread serve` on loopback for the shutdown and metrics tests.
+
+The server runs as a child process (gunicorn, gthread workers, TLS with a CA made in a
+temporary directory, the demo snapshot); its stderr goes to a file, never a pipe, so a
+full pipe cannot block its logging.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webhook.certs import generate
+
+STARTUP_SECONDS = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    proc: subprocess.Popen[bytes]
+    port: int
+    cert_dir: Path
+    log_path: Path
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+
+    def connection(self, timeout: float = 10.0) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self.context(), timeout=timeout
+        )
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, raw: bytes | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request on a fresh connection: status, headers (lower-case names), body."""
+        conn = self.connection()
+        try:
+            data = raw if raw is not None else (
+                json.dumps(body).encode() if body is not None else None
+            )
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        finally:
+            conn.close()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def log_records(self) -> list[dict[str, Any]]:
+        """Every stderr line, parsed as JSON (raises on a line that is not JSON)."""
+        return [json.loads(line) for line in self.log_text().splitlines() if line.strip()]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_server(
+    tmp: Path,
+    *,
+    workers: int = 2,
+    config: str | None = None,
+    env: dict[str, str] | None = None,
+) -> LiveServer:
+    """Start `topospread serve` and wait until /readyz answers 200."""
+    cert_dir = tmp / "certs"
+    generate("topospread", "topospread", cert_dir, days=2)
+    args = [
+        sys.executable, "-m", "webhook.cli", "serve", "--cert-dir", str(cert_dir),
+        "--bind", f"127.0.0.1:{free_port()}", "--workers", str(workers),
+    ]
+    if config is not None:
+        path = tmp / "config.yaml"
+        path.write_text(config)
+        args += ["--config", str(path)]
+    child_env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    child_env.update(env or {})
+    log_path = tmp / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(args, env=child_env, stdout=subprocess.DEVNULL, stderr=log)
+    srv = LiveServer(proc, int(args[args.index("--bind") + 1].rsplit(":", 1)[1]), cert_dir,
+                     log_path)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            if srv.request("GET", "/readyz")[0] == 200:
+                return srv
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            srv.kill()
+            raise RuntimeError(f"server did not become ready: {srv.log_text()[-2000:]}")
+        time.sleep(0.1)
