@@ -3,15 +3,17 @@
 Legend: a cluster is drawn as node(zone)[matching pods]; `web` pods carry app=web and
 every constraint here selects app=web. Scores are PodTopologySpread's after
 NormalizeScore, worked out by hand from upstream's scoring.go: raw score per node =
-sum over ScheduleAnyway constraints of (matching pods in its domain + maxSkew - 1)
-* log(domains + 2), rounded; normalised as 100 * (max + min - raw) / max; nodes
-ignored for lacking a topology key score 0.
+sum over ScheduleAnyway constraints of matching pods in its domain * log(domains + 2)
++ (maxSkew - 1), rounded (the hostname weight counts the scored nodes as domains);
+normalised as 100 * (max + min - raw) / max, integer division; nodes ignored for
+lacking a topology key score 0.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
@@ -181,7 +183,8 @@ def test_only_created_pods_are_annotated(obj: RawObj, operation: str) -> None:
 # n0 has no zone label; a1 is in zone a; nothing matches yet.
 # Injected (explicit) System defaults: n0 lacks a key, so it is ignored (score 0) and a1
 # wins. Left to the scheduler (internal System defaults): n0 is scored on hostname alone,
-# raw 2 * log(2 + 2) -> 3, below a1's, which adds the zone term; n0 wins with 100.
+# raw 0 + (3 - 1) = 2, a1 adds the zone term 0 + (5 - 1): raw 6; n0 = 100 * (6 + 2 - 2) / 6
+# = 100 wins over a1 = 100 * (6 + 2 - 6) / 6 = 33.
 NO_ZONE_CLUSTER = [
     node("a1", "a").obj(),
     node("n0").obj(),
@@ -388,3 +391,55 @@ def test_no_warning_when_nothing_needs_the_cluster_state() -> None:
     """A pod with constraints and no dry run does not need the cluster state: no warning."""
     pod = incoming().obj()
     assert "warnings" not in answer_with(None, pod)
+
+
+# ---------------------------------------------------------------------------------------
+# The example of docs/dry-run.md, on the demo snapshot
+
+DEMO = Path(__file__).resolve().parent.parent / "webhook" / "data" / "demo-snapshot.yaml"
+
+
+def test_documented_example_on_the_demo_snapshot() -> None:
+    """docs/dry-run.md's api-canary pod: System defaults injected with the Service api
+    selector, then placed.
+
+    Nodes a1 a2 (eu-west-1a), b1 b2 (1b), c1 c2 (1c; c2 cordoned and tainted); api pods on
+    a1, b1, b2. Five nodes scored: hostname weight log(5 + 2) = 1.946, zone weight
+    log(3 + 2) = 1.609; raw = host count * 1.946 + 2 + zone count * 1.609 + 4:
+    c1 0+0 -> 6, a2 0+1 -> 8, a1 1+1 -> 10, b1 and b2 1+2 -> 11;
+    100 * (11 + 6 - raw) / 11: c1 100, a2 81, a1 63, b1 54, b2 54.
+    """
+    from webhook.cluster.files import load_snapshot
+
+    pod = (
+        make_pod().name("api-canary").namespace("shop")
+        .labels({"app": "api", "tier": "backend"}).requests(cpu="250m").obj()
+    )
+    ctx = ReviewContext(settings=Settings(), snapshot=load_snapshot(DEMO))
+    answer = answer_review(json.dumps(review(pod, dry_run=True)).encode(), "mutate", ctx)
+    got = patched(pod, answer.doc["response"])
+    api = {"matchLabels": {"app": "api", "tier": "backend"}}
+    assert got["spec"]["topologySpreadConstraints"] == [
+        {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": SA, "labelSelector": api},
+        {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": SA, "labelSelector": api},
+    ]
+    assert got["metadata"]["annotations"][SELECTED_NODE] == "node-c1"
+    assert json.loads(got["metadata"]["annotations"][PLACEMENT]) == {
+        "selectedNode": "node-c1",
+        "feasible": 5,
+        "nodes": 6,
+        "top": [
+            {"node": "node-c1", "score": 100}, {"node": "node-a2", "score": 81},
+            {"node": "node-a1", "score": 63}, {"node": "node-b1", "score": 54},
+            {"node": "node-b2", "score": 54},
+        ],
+        "reasons": {
+            "node(s) had untolerated taint {node.kubernetes.io/unschedulable: }": 1,
+            UNSCHEDULABLE: 1,
+        },
+        "distribution": {
+            HOSTNAME: {"node-a1": 1, "node-a2": 0, "node-b1": 1, "node-b2": 1, "node-c1": 0,
+                       "node-c2": 0},
+            ZONE: {"eu-west-1a": 1, "eu-west-1b": 2, "eu-west-1c": 0},
+        },
+    }
