@@ -45,7 +45,7 @@ MAX_SELECTORS_PER_NAMESPACE = 64
 # Topology key sets indexed at once; all are dropped on any Node change anyway.
 MAX_KEY_INDEXES = 64
 # Pod specs whose node filter verdicts are remembered, least recently used dropped.
-MAX_FILTER_SPECS = 8
+MAX_FILTER_SPECS = 2
 
 # Every change to any NodeInfo draws a fresh number, so a remembered verdict is
 # valid exactly while its node's generation is unchanged (even across re-adds).
