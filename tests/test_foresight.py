@@ -243,3 +243,10 @@ def test_long_domain_lists_are_cut_to_256_runes() -> None:
     assert "matching pods per domain: zone-x=0, zone-000=5, " in text
     shown = text.count("=")
     assert text.endswith(f", +{301 - shown} more")
+
+
+def test_pod_bound_at_creation_is_not_foreseen() -> None:
+    """A pod with spec.nodeName skips the scheduler: its constraints cannot stop it."""
+    pod = make_pod().name("web").labels(WEB).node("a1").constraints([dns()]).obj()
+    response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
+    assert response == {"uid": response["uid"], "allowed": True}

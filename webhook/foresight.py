@@ -114,7 +114,9 @@ def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
     from webhook.defaults import defaults_for_args
 
     spec = pod.get("spec")
-    own = spec.get("topologySpreadConstraints") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or spec.get("nodeName"):
+        return False  # bound at creation: no scheduler, kubelet admits it anyway
+    own = spec.get("topologySpreadConstraints")
     if not isinstance(own, list) or not own:
         own = list(defaults_for_args(settings.spread))
     return any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in own)

@@ -45,6 +45,7 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 _CONSTRAINTS_PATH = "spec.topologySpreadConstraints"
 _PLACEMENT_PATH = f"metadata.annotations[{PLACEMENT}]"
+_NO_STATE = "no cluster state (the source has not synced yet, or none is configured)"
 
 
 def _meta(obj: Any) -> dict[str, Any]:
@@ -136,13 +137,10 @@ def inject_defaults(pod: RawObj, ctx: MutationContext) -> list[str]:
     if not injection_wanted(pod, ctx):
         return []
     if ctx.snapshot is None:
-        return [
-            f"{_CONSTRAINTS_PATH}: default constraints not injected: "
-            "the cluster state is not available yet (not synced)"
-        ]
+        return [f"{_CONSTRAINTS_PATH}: default constraints not injected: {_NO_STATE}"]
     view = as_created(pod, ctx.namespace)
     try:
-        if not _namespace_selected(ctx, ctx.namespace or _meta(view).get("namespace") or ""):
+        if not _namespace_selected(ctx, ctx.namespace or _meta(view).get("namespace") or "default"):
             return []
         constraints = defaults.default_constraints_for(view, ctx.snapshot, ctx.settings.spread)
     except Exception:
@@ -168,10 +166,7 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
     if not _created_pod(pod, ctx) or not wants_dry_run(pod, ctx.dry_run):
         return []
     if ctx.snapshot is None:
-        return [
-            f"{_PLACEMENT_PATH}: placement annotations not written: "
-            "the cluster state is not available yet (not synced)"
-        ]
+        return [f"{_PLACEMENT_PATH}: placement annotations not written: {_NO_STATE}"]
     try:
         decision = placement.place(
             as_created(pod, ctx.namespace), ctx.snapshot, ctx.settings.spread
