@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cryptography import x509
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -451,3 +453,51 @@ def test_two_workers_report_every_review_even_after_one_dies(server: LiveServer)
     s = read()
     assert value(s, REVIEWS, **key) == sent
     assert value(s, "topospread_cluster_state_synced") == 1.0
+
+
+# ---------------------------------------------------------------------------------------
+# Alerting rules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, spaces to dashes, punctuation dropped."""
+    out = set()
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 -]", "", title).replace(" ", "-"))
+    return out
+
+
+def test_alerts_use_metrics_we_export_and_link_their_runbook(tmp_path: Path) -> None:
+    """Every series an alert reads is one /metrics serves; every alert has a severity and
+    a runbook section that exists in docs/operations.md."""
+    metrics = Metrics()
+    answer = answer_review(json.dumps(review(web_pod(max_skew=0))).encode(), "validate",
+                           ReviewContext())
+    metrics.observe_review("validate", answer, 0.001)
+    warned = review(web_pod(key="failure-domain.beta.kubernetes.io/zone"))
+    metrics.observe_review(
+        "validate", answer_review(json.dumps(warned).encode(), "validate", ReviewContext()), 0.001
+    )
+    generate("topospread", "topospread", tmp_path, days=2)
+    metrics.watch_certificate(CertReloader(tmp_path))
+    source = FakeSource()
+    source.values = {"lists": 1}
+    SourceWatch(metrics, source).sample()
+    metrics.requests.labels("/validate", "200").inc()
+    exported = {name for name, _ in parse(metrics.exposition().decode())}
+
+    doc = yaml.safe_load((ROOT / "deploy/monitoring/alerts.yaml").read_text())
+    assert doc["kind"] == "PrometheusRule"
+    rules = [r for group in doc["spec"]["groups"] for r in group["rules"]]
+    sections = anchors((ROOT / "docs/operations.md").read_text())
+    assert rules
+    for rule in rules:
+        used = set(re.findall(r"topospread_[a-z_]+", rule["expr"]))
+        assert used and used <= exported, (rule["alert"], used - exported)
+        assert rule["labels"]["severity"] in ("info", "warning", "critical")
+        page, _, anchor = rule["annotations"]["runbook"].partition("#")
+        assert page == "docs/operations.md" and anchor in sections, rule["alert"]
