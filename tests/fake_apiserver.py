@@ -43,6 +43,7 @@ COLLECTIONS: dict[str, tuple[str, str]] = {
     "ReplicationController": ("/api/v1/replicationcontrollers", "v1"),
     "ReplicaSet": ("/apis/apps/v1/replicasets", "apps/v1"),
     "StatefulSet": ("/apis/apps/v1/statefulsets", "apps/v1"),
+    "Namespace": ("/api/v1/namespaces", "v1"),
 }
 KIND_OF_PATH = {path: kind for kind, (path, _) in COLLECTIONS.items()}
 

@@ -298,31 +298,47 @@ def test_namespace_selector_opts_a_namespace_out(namespace: str, expected: bool)
     assert (got == sys_defaults(SEL)) if expected else got is None
 
 
-def test_namespace_selector_on_a_label_of_a_known_namespace() -> None:
-    """A selector on a Namespace's own label is matched against that Namespace's labels."""
+def namespace(name: str, labels: dict[str, str]) -> RawObj:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}}
+
+
+OPT_OUT_BY_LABEL = {
+    "injectNamespaceSelector": {
+        "matchExpressions": [{"key": "topospread.io/inject", "operator": "NotIn",
+                              "values": ["false"]}]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [({}, True), ({"topospread.io/inject": "false"}, False), ({"topospread.io/inject": "true"},
+                                                               True)],
+    ids=["unlabelled namespace", "namespace labelled false", "namespace labelled true"],
+)
+def test_namespace_opts_out_by_its_own_label(labels: dict[str, str], expected: bool) -> None:
+    """A selector on a Namespace's own label is matched against the watched Namespace."""
+    settings = settings_from_dict(OPT_OUT_BY_LABEL)
+    got = injected([namespace("default", labels), *SVC], WEB.obj(), settings)
+    assert (got == sys_defaults(SEL)) if expected else got is None
+
+
+def test_namespace_selector_requiring_a_label_of_an_unknown_namespace() -> None:
+    """A namespace missing from the state has only its name label: matchLabels fails."""
     settings = settings_from_dict(
-        {"injectNamespaceSelector": {"matchLabels": {"topospread.io/inject": "enabled"}}}
+        {"injectNamespaceSelector": {"matchLabels": {"team": "web"}}}
     )
-    snapshot = Snapshot.from_objects([*NODES, *SVC])
-    labelled = {"topospread.io/inject": "enabled", "kubernetes.io/metadata.name": "default"}
-    snapshot.namespaces = {"default": [  # type: ignore[attr-defined]
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": "default", "labels": labelled}}
-    ]}
-    app = create_app(settings, source=StaticSource(snapshot, (1, 34)))
-    with app.test_client() as client:
-        response = client.post("/mutate", json=review(WEB.obj())).get_json()["response"]
-    patch = json.loads(base64.b64decode(response["patch"]))
-    assert jsonpatch.apply_patch(WEB.obj(), patch)["spec"][TSC] == sys_defaults(SEL)
+    assert injected([namespace("other", {"team": "web"}), *SVC], WEB.obj(), settings) is None
 
 
 @pytest.mark.parametrize(
     ("namespaces", "expected"),
     [
         (None, {"kubernetes.io/metadata.name": "team-a"}),
-        ({"team-a": [{"metadata": {"name": "team-a", "labels": {"env": "prod"}}}]},
+        ({"team-a": {"metadata": {"name": "team-a", "labels": {"env": "prod"}}}},
          {"env": "prod", "kubernetes.io/metadata.name": "team-a"}),
-        ({"other": [{"metadata": {"name": "other", "labels": {"env": "prod"}}}]},
+        ({"other": {"metadata": {"name": "other", "labels": {"env": "prod"}}}},
          {"kubernetes.io/metadata.name": "team-a"}),
     ],
     ids=["no namespace objects: only the name label", "known namespace", "unknown namespace"],

@@ -219,7 +219,7 @@ def test_webhook_service_routes_443_to_the_container_https_port(rendered: list[R
 def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
     rendered: list[RawObj],
 ) -> None:
-    """get/list/watch on nodes, pods, services, RCs, RSs, StatefulSets; nothing else."""
+    """get/list/watch on nodes, pods, services, RCs, RSs, StatefulSets, namespaces; nothing else."""
     role = one(rendered, "ClusterRole")
     grants = set()
     for rule in role["rules"]:
@@ -231,6 +231,7 @@ def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
         ("", "pods"),
         ("", "services"),
         ("", "replicationcontrollers"),
+        ("", "namespaces"),
         ("apps", "replicasets"),
         ("apps", "statefulsets"),
     }

@@ -73,19 +73,13 @@ def as_created(pod: RawObj, namespace: str) -> RawObj:
 def namespace_labels(snapshot: Any, namespace: str) -> dict[str, str]:
     """The labels of `namespace` as far as the cluster state knows them.
 
-    From the Snapshot's Namespace objects when it holds them (`namespaces`, by
-    name); otherwise only the label kube-apiserver puts on every namespace,
-    kubernetes.io/metadata.name, which is then all a selector can match on.
+    From the Snapshot's Namespace objects (`namespaces`, by name). A namespace
+    the state does not hold (a snapshot file without Namespaces) still has the
+    label kube-apiserver puts on every namespace, kubernetes.io/metadata.name.
     """
     known = getattr(snapshot, "namespaces", None)
-    found = None
-    if isinstance(known, dict):
-        objs = known.get(namespace)
-        if isinstance(objs, list) and objs:
-            found = objs[0]
-        elif isinstance(objs, dict):
-            found = objs
-    labels = _meta(found).get("labels") if found is not None else None
+    found = known.get(namespace) if isinstance(known, dict) else None
+    labels = _meta(found).get("labels")
     out = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
     out.setdefault(NAMESPACE_NAME_LABEL, namespace)
     return out

@@ -62,7 +62,7 @@ matchLabelKeysMerge: auto
 CLUSTER_ROLE_RULES: list[RawObj] = [
     {
         "apiGroups": [""],
-        "resources": ["nodes", "pods", "services", "replicationcontrollers"],
+        "resources": ["nodes", "pods", "services", "replicationcontrollers", "namespaces"],
         "verbs": ["get", "list", "watch"],
     },
     {

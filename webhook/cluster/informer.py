@@ -70,6 +70,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("ReplicationController", "/api/v1/replicationcontrollers"),
     Resource("ReplicaSet", "/apis/apps/v1/replicasets"),
     Resource("StatefulSet", "/apis/apps/v1/statefulsets"),
+    Resource("Namespace", "/api/v1/namespaces"),
 )
 
 _LEADING_DIGITS = re.compile(r"\d+")

@@ -14,6 +14,7 @@ stays, per kind (everything else is dropped):
                   requests (container statuses whose requests differ from the spec's,
                   the PodResizePending condition)
     Service       spec.selector
+    Namespace     metadata.labels (for injectNamespaceSelector)
     ReplicaSet, StatefulSet, ReplicationController   spec.selector
 
 An existing pod's nodeSelector, affinity and tolerations are not kept: the
@@ -42,6 +43,7 @@ API_VERSIONS: dict[str, str] = {
     "ReplicationController": "v1",
     "ReplicaSet": "apps/v1",
     "StatefulSet": "apps/v1",
+    "Namespace": "v1",
 }
 
 _OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller")
@@ -253,6 +255,10 @@ def trim(obj: RawObj, kind: str | None = None) -> RawObj:
         _pod(obj, out)
     elif kind == "Node":
         _node(obj, out)
+    elif kind == "Namespace":
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and meta.get("labels"):
+            out["metadata"]["labels"] = _interned_map(meta["labels"])
     elif kind in ("Service", "ReplicaSet", "StatefulSet", "ReplicationController"):
         _selector_holder(obj, out, kind)
     return out

@@ -240,6 +240,8 @@ class Snapshot:
         self.replicasets: dict[str, list[RawObj]] = {}
         self.statefulsets: dict[str, list[RawObj]] = {}
         self.replicationcontrollers: dict[str, list[RawObj]] = {}
+        # Namespace objects by name (their labels, for injectNamespaceSelector).
+        self.namespaces: dict[str, RawObj] = {}
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodEntry] = {}
@@ -262,7 +264,7 @@ class Snapshot:
         return snap
 
     def upsert(self, obj: RawObj) -> None:
-        """Add or replace one Node, Pod, Service, ReplicaSet, StatefulSet or RC."""
+        """Add or replace one Node, Pod, Service, ReplicaSet, StatefulSet, RC or Namespace."""
         if not isinstance(obj, dict):
             return
         kind = obj.get("kind")
@@ -273,6 +275,10 @@ class Snapshot:
                 self._upsert_node(obj)
             elif kind in WORKLOAD_KINDS:
                 self._upsert_workload(kind, obj)
+            elif kind == "Namespace":
+                name = _meta(obj).get("name")
+                if isinstance(name, str):
+                    self.namespaces[name] = obj
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -295,6 +301,8 @@ class Snapshot:
                         del self._infos[info.name]
             elif kind in WORKLOAD_KINDS:
                 self._delete_workload(kind, obj)
+            elif kind == "Namespace":
+                self.namespaces.pop(_meta(obj).get("name"), None)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
@@ -309,6 +317,7 @@ class Snapshot:
             other.nodes = {name: other._infos[name] for name in self.nodes}
             for attr in WORKLOAD_KINDS.values():
                 setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
+            other.namespaces = dict(self.namespaces)
             other._pods = dict(self._pods)
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
             for ns, indexes in self._indexes.items():
