@@ -426,3 +426,24 @@ def test_serve_refuses_a_bad_namespace_selector(
 def test_system_args_match_the_table() -> None:
     """Settings() defaults to System defaulting, which the cases above rely on."""
     assert Settings().spread == SpreadArgs((), "System")
+
+
+def test_trimmed_namespace_keeps_its_labels() -> None:
+    """A Namespace as a live source or a snapshot file holds it (trimmed) keeps its labels."""
+    from webhook.cluster.source import snapshot_objects
+
+    full = namespace("team-a", {"env": "prod"})
+    full["metadata"]["annotations"] = {"owner": "x"}
+    full["spec"] = {"finalizers": ["kubernetes"]}
+    full["status"] = {"phase": "Active"}
+    snapshot = Snapshot.from_objects(snapshot_objects([full]))
+    assert namespace_labels(snapshot, "team-a") == {
+        "env": "prod", "kubernetes.io/metadata.name": "team-a"
+    }
+    assert snapshot.namespaces["team-a"] == {
+        "kind": "Namespace", "apiVersion": "v1",
+        "metadata": {"name": "team-a",
+                     "labels": {"kubernetes.io/metadata.name": "team-a", "env": "prod"}},
+    }
+    snapshot.delete(full)
+    assert namespace_labels(snapshot, "team-a") == {"kubernetes.io/metadata.name": "team-a"}
