@@ -254,3 +254,19 @@ def test_simulate_reuses_nothing_stale_from_the_caller() -> None:
     place(pod, snap)  # remembers "a fits"
     assert simulate(pod, snap, replicas=3).placements == ["a", "a", None]
     assert place(pod, snap).selected_node == "a"  # the caller's snapshot is unchanged
+
+
+def test_reasons_count_each_resource_shortfall_separately() -> None:
+    """A node short of cpu and full of pods counts once under each reason, as FitError does."""
+    from tests.builders import make_node, make_pod
+    from webhook.scheduling.placement import place
+    from webhook.scheduling.snapshot import Snapshot
+
+    full = make_node().name("full").allocatable(cpu="1", memory="1Gi", pods="1").obj()
+    short = make_node().name("short").allocatable(cpu="1", memory="1Gi", pods="10").obj()
+    resident = make_pod().name("resident").node("full").requests(cpu="100m").obj()
+    pod = make_pod().name("new").requests(cpu="2").obj()
+    placement = place(pod, Snapshot.from_objects([full, short, resident]))
+    assert placement.reasons == {"Insufficient cpu": 2, "Too many pods": 1}
+    fit = placement.nodes[0].filters["NodeResourcesFit"]
+    assert fit.reason == "Too many pods, Insufficient cpu"

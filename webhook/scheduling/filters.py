@@ -248,7 +248,7 @@ def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str,
         reasons, unresolvable = _fit_reasons(prepared, node_info, allocatable)
         if reasons:
             code = Code.UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-            fit = Status(code, ", ".join(reasons))
+            fit = Status(code, ", ".join(reasons), tuple(reasons))
     return {
         "NodeUnschedulable": (
             _UNSCHEDULABLE if unschedulable and not prepared.tolerates_unschedulable else _OK

@@ -170,8 +170,8 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
             continue
         for status in statuses.values():
             if status.code is not passed:
-                reason = status.reason or status.code.value
-                reasons[reason] = reasons.get(reason, 0) + 1
+                for reason in status.reasons:
+                    reasons[reason] = reasons.get(reason, 0) + 1
         verdicts.append((name, statuses, False))
 
     scores: Mapping[str, int] = {}

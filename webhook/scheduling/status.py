@@ -7,7 +7,7 @@ with a code and a reason, exactly as the scheduler's framework.Status.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -21,14 +21,25 @@ class Code(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    """One plugin's verdict on one node; `reason` is empty on success."""
+    """One plugin's verdict on one node; `reason` is empty on success.
+
+    `reason` is the message as Status.Message() renders it; `parts` holds the
+    separate reasons when a plugin gives several (NodeResourcesFit), each of
+    which kube-scheduler counts on its own in "0/N nodes are available: ...".
+    """
 
     code: Code = Code.SUCCESS
     reason: str = ""
+    parts: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def ok(self) -> bool:
         return self.code is Code.SUCCESS
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The reasons to count for a failed node: parts, else the reason, else the code."""
+        return self.parts or (self.reason or self.code.value,)
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code.value, "reason": self.reason}
