@@ -79,7 +79,7 @@ def validate(
 SKEWED = [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 2)]
 SKEWED_TEXT = (
     f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters; "
-    "matching pods per domain: b=0, a=2"
+    "matching pods per domain: a=2, b=0"
 )
 
 CASES = [
@@ -250,3 +250,13 @@ def test_pod_bound_at_creation_is_not_foreseen() -> None:
     pod = make_pod().name("web").labels(WEB).node("a1").constraints([dns()]).obj()
     response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
     assert response == {"uid": response["uid"], "allowed": True}
+
+
+def test_crowded_domains_come_first() -> None:
+    """The domains the pod is ruled out of lead (most pods first), then the emptiest."""
+    blocked = Blocked(
+        path="spec.topologySpreadConstraints[0]", topology_key=ZONE, max_skew=1, rejected=2,
+        candidates=2, domains={"a": 3, "b": 0, "c": 4, "d": 1}, global_min=0, min_domains=1,
+        crowded=("a", "c"),
+    )
+    assert blocked.text().endswith("matching pods per domain: c=4, a=3, b=0, d=1")

@@ -31,7 +31,6 @@ __all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "fore
 
 log = logging.getLogger("topospread.foresight")
 
-_PLUGIN = "PodTopologySpread"
 # Room for the domain list inside kube-apiserver's 256-rune cap per warning.
 _WARNING_RUNES = 256
 
@@ -44,6 +43,7 @@ class Blocked:
     podTopologySpread.defaultConstraints[i] for a scheduler default); rejected: how
     many of the `candidates` (nodes passing every other filter) it rules out;
     domains: eligible domain -> matching pods, as PreFilter counted them;
+    crowded: the domains of the candidates this constraint rules out for skew;
     global_min: the minimum the skew is measured from (0 while fewer eligible
     domains than minDomains).
     """
@@ -56,6 +56,8 @@ class Blocked:
     domains: dict[str, int]
     global_min: int
     min_domains: int
+    # Domains of the candidates ruled out for their skew, shown first.
+    crowded: tuple[str, ...] = ()
 
     def text(self) -> str:
         """The warning (and denial cause) for this constraint, at most 256 runes."""
@@ -67,9 +69,17 @@ class Blocked:
         if len(self.domains) < self.min_domains:
             head += f" ({len(self.domains)} eligible domain(s) < minDomains {self.min_domains})"
         head += "; matching pods per domain: "
-        ordered = [
-            f"{d}={n}" for d, n in sorted(self.domains.items(), key=lambda kv: (kv[1], kv[0]))
-        ]
+        # Where the pod cannot go (most pods first), then the rest from the emptiest:
+        # the two ends of the skew.
+        crowded = sorted(
+            (d for d in set(self.crowded) if d in self.domains),
+            key=lambda d: (-self.domains[d], d),
+        )
+        rest = sorted(
+            (kv for kv in self.domains.items() if kv[0] not in self.crowded),
+            key=lambda kv: (kv[1], kv[0]),
+        )
+        ordered = [f"{d}={self.domains[d]}" for d in crowded] + [f"{d}={n}" for d, n in rest]
         shown: list[str] = []
         for i, piece in enumerate(ordered):
             rest = len(ordered) - i - 1
@@ -127,33 +137,36 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
 
     Raises whatever the model raises; `foresee` catches.
     """
-    from webhook.scheduling.filtering import PreFilterState, pre_filter
-    from webhook.scheduling.placement import place
+    from webhook.scheduling.filtering import PreFilterState, filter_node, pre_filter
+    from webhook.scheduling.filters import prepare, run_filters
 
-    args = settings.spread
-    decision = place(pod, snapshot, args)
-    if decision.selected_node is not None:
-        return []
-    candidates = [
-        v
-        for v in decision.nodes
-        if all(s.ok for plugin, s in v.filters.items() if plugin != _PLUGIN)
-    ]
+    state = pre_filter(pod, snapshot, settings.spread)
+    if not isinstance(state, PreFilterState) or not state.constraints:
+        return []  # PreFilter error (invalid constraints, reported by validation) or no DNS
+    prepared = prepare(pod)
+    # The nodes passing every filter but PodTopologySpread. The walk stops at the
+    # first node passing it too: the pod has somewhere to go (the usual case, cheap).
+    candidates = []
+    for info in list(snapshot.nodes.values()):
+        if not all(s.ok for s in run_filters(prepared, info).values()):
+            continue
+        if filter_node(state, info).ok:
+            return []
+        candidates.append(info)
     if not candidates:
         return []  # nothing passes the other filters: spreading is not the cause
-    state = pre_filter(pod, snapshot, args)
-    if not isinstance(state, PreFilterState) or not state.constraints:
-        return []  # PreFilter error (invalid constraints): validation reports those
     paths = _dns_paths(pod, len(state.constraints))
     out: list[Blocked] = []
-    nodes = snapshot.nodes
     for i, (key, max_skew, domains, offset) in enumerate(state.checks):
         rejected = 0
-        for verdict in candidates:
-            labels = nodes[verdict.name].labels
-            value = labels.get(key)
-            if value is None or domains.get(value, 0) + offset > max_skew:
+        crowded: set[str] = set()
+        for info in candidates:
+            value = info.labels.get(key)
+            if value is None:
                 rejected += 1
+            elif domains.get(value, 0) + offset > max_skew:
+                rejected += 1
+                crowded.add(value)
         if rejected:
             c = state.constraints[i]
             out.append(
@@ -166,6 +179,7 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
                     domains=dict(domains),
                     global_min=state.global_min(i),
                     min_domains=c.min_domains,
+                    crowded=tuple(sorted(crowded)),
                 )
             )
     return out
