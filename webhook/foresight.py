@@ -75,15 +75,15 @@ class Blocked:
             (d for d in set(self.crowded) if d in self.domains),
             key=lambda d: (-self.domains[d], d),
         )
-        rest = sorted(
+        others = sorted(
             (kv for kv in self.domains.items() if kv[0] not in self.crowded),
             key=lambda kv: (kv[1], kv[0]),
         )
-        ordered = [f"{d}={self.domains[d]}" for d in crowded] + [f"{d}={n}" for d, n in rest]
+        ordered = [f"{d}={self.domains[d]}" for d in crowded] + [f"{d}={n}" for d, n in others]
         shown: list[str] = []
         for i, piece in enumerate(ordered):
-            rest = len(ordered) - i - 1
-            body = ", ".join([*shown, piece]) + (f", +{rest} more" if rest else "")
+            left = len(ordered) - i - 1
+            body = ", ".join([*shown, piece]) + (f", +{left} more" if left else "")
             if len(head) + len(body) > _WARNING_RUNES:
                 break
             shown.append(piece)
