@@ -302,7 +302,9 @@ class Snapshot:
             elif kind in WORKLOAD_KINDS:
                 self._delete_workload(kind, obj)
             elif kind == "Namespace":
-                self.namespaces.pop(_meta(obj).get("name"), None)
+                name = _meta(obj).get("name")
+                if isinstance(name, str):
+                    self.namespaces.pop(name, None)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
