@@ -447,3 +447,39 @@ def test_trimmed_namespace_keeps_its_labels() -> None:
     }
     snapshot.delete(full)
     assert namespace_labels(snapshot, "team-a") == {"kubernetes.io/metadata.name": "team-a"}
+
+
+def test_namespace_opt_out_follows_the_live_cluster() -> None:
+    """Through a LiveSource: the Namespace's label, as watched, turns injection off and on."""
+    import time
+
+    from kubernetes.client import Configuration
+
+    from tests.fake_apiserver import FakeApiServer
+    from webhook.cluster.informer import LiveSource
+
+    fake = FakeApiServer().start()
+    source = LiveSource(configuration=Configuration(host=fake.url), watch_timeout=30,
+                        backoff_initial=0.01, backoff_cap=0.05)
+    try:
+        for obj in [*NODES, *SVC, namespace("default", {"topospread.io/inject": "false"})]:
+            fake.add(obj)
+        app = create_app(settings_from_dict(OPT_OUT_BY_LABEL), source=source)
+
+        def constraints() -> Any:
+            with app.test_client() as client:
+                response = client.post("/mutate", json=review(WEB.obj())).get_json()["response"]
+            patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+            return jsonpatch.apply_patch(WEB.obj(), patch)["spec"].get(TSC)
+
+        deadline = time.monotonic() + 10
+        while not source.synced() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert constraints() is None
+        fake.modify(namespace("default", {"topospread.io/inject": "true"}))
+        while constraints() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert constraints() == sys_defaults(SEL)
+    finally:
+        source.stop()
+        fake.stop()
