@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import threading
 import time
@@ -175,6 +176,35 @@ def test_second_sigterm_ends_the_drain_delay(tmp_path: Path) -> None:
         while srv.request("GET", "/readyz")[0] != 503:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=gunicorn_conf.graceful_timeout) == 0
+    finally:
+        srv.kill()
+
+
+def booted_workers(srv: LiveServer) -> list[int]:
+    prefix = "Booting worker with pid: "
+    return [int(r["msg"][len(prefix):]) for r in srv.log_records()
+            if r["msg"].startswith(prefix)]
+
+
+def test_worker_replaced_during_the_drain_fails_readiness_too(tmp_path: Path) -> None:
+    """A worker that dies during the drain delay is replaced, and its replacement, forked
+    after SIGTERM, answers /readyz 503 like the others."""
+    srv = start_server(tmp_path, workers=2, config="shutdown:\n  drainSeconds: 120\n")
+    try:
+        srv.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while srv.request("GET", "/readyz")[0] != 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        victim = booted_workers(srv)[0]
+        os.kill(victim, signal.SIGKILL)
+        while len(booted_workers(srv)) < 3:
+            assert time.monotonic() < deadline, "the dead worker was not replaced"
+            time.sleep(0.05)
+        statuses = [srv.request("GET", "/readyz")[0] for _ in range(30)]
+        assert statuses == [503] * 30
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.wait(timeout=gunicorn_conf.graceful_timeout) == 0
     finally:
