@@ -80,7 +80,14 @@ def _snapshot() -> Snapshot:
         make_pod().name(f"web-{i}").label("app", "web").node(f"node-a{i % 2}").obj()
         for i in range(3)
     ]
-    return Snapshot.from_objects([*nodes, *pods])
+    # A Service selecting app=web gives pods without constraints a default selector.
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}},
+    }
+    return Snapshot.from_objects([*nodes, *pods, service])
 
 
 @functools.cache
@@ -289,7 +296,7 @@ def _corpus() -> list[RawObj]:
     delete = review(one, "DELETE", old=one)
     delete["request"]["object"] = None
     return [
-        review(make_pod().name("zero").obj()),
+        review(make_pod().name("zero").label("app", "web").obj()),
         review(one),
         review(two),
         review(two, dry_run=True, api_version="admission.k8s.io/v1beta1"),
