@@ -97,7 +97,7 @@ def go_json(value: Any) -> str:
             text = _dumps(value, sort_keys=False)
     except (RecursionError, TypeError, ValueError):
         # Absurdly deep or self-referencing (YAML anchors) input: show its shape, never fail.
-        text = {list: "[...]", dict: "{...}"}.get(type(value), "...")
+        text = "[...]" if isinstance(value, list) else "{...}" if isinstance(value, dict) else "..."
     text = _scrub(text)
     for raw, escaped in (
         ("<", "\\u003c"),
