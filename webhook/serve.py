@@ -19,6 +19,7 @@ PROMETHEUS_MULTIPROC_DIR, a private temporary one unless the environment names o
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -165,6 +166,9 @@ def _source(args: argparse.Namespace) -> ClusterSource:
 
     source = FileSource(args.snapshot or demo_snapshot_path())
     source.load()
+    # Loaded once in the master: freezing keeps the collector off the snapshot's objects
+    # and keeps the workers' copy-on-write pages shared after the fork.
+    gc.freeze()
     return source
 
 

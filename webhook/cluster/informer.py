@@ -27,6 +27,7 @@ server calls after gunicorn forks its workers.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import random
@@ -484,7 +485,13 @@ class LiveSource:
         with self._lock.write():
             for key in [k for k in store if k not in seen]:
                 self._delete(resource.kind, _stub(resource.kind, key))
+            first_sync = not self.synced()
             self._listed.add(resource.kind)
+            if first_sync and self.synced():
+                # The snapshot is now millions of long-lived, acyclic objects: move them out of
+                # the cyclic collector's reach, or every full collection walks them again and
+                # a placement decision's p99 is the collector's (docs/performance.md).
+                gc.freeze()
         return rv
 
     def _watch(self, resource: Resource, cursor: _Cursor) -> None:
