@@ -35,7 +35,7 @@ bench-load: $(STAMP)
 	$(PY) bench/bench_load.py
 
 fuzz: $(STAMP)
-	$(PY) -m pytest -q tests/test_fuzz.py --hypothesis-profile=long
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/test_fuzz.py
 
 # bandit against the reviewed findings in bandit-baseline.json, then pip-audit on the
 # pinned runtime dependencies; --strict fails when a package could not be checked.
