@@ -11,7 +11,7 @@ are all on.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,6 +328,13 @@ def distribution(pod: RawObj, snapshot: Snapshot, args: SpreadArgs) -> dict[str,
         ]
     except ConstraintError:
         return {}
+    return distribution_of(pod, snapshot, constraints)
+
+
+def distribution_of(
+    pod: RawObj, snapshot: Snapshot, constraints: Iterable[Constraint]
+) -> dict[str, dict[str, int]]:
+    """distribution() for constraints already parsed (DoNotSchedule ones first)."""
     out: dict[str, dict[str, int]] = {}
     for c in constraints:
         key = c.topology_key

@@ -9,8 +9,10 @@ there are fewer eligible domains than minDomains.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
@@ -23,7 +25,7 @@ from webhook.scheduling.common import (
     constraints_or_error,
     match_counts,
 )
-from webhook.scheduling.snapshot import NodeInfo, Snapshot, pod_labels
+from webhook.scheduling.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
 from webhook.scheduling.status import (
     CONSTRAINTS_NOT_MATCH,
     NODE_LABEL_NOT_MATCH,
@@ -120,7 +122,12 @@ def pre_filter(
 
 def filter_node(state: PreFilterState, info: NodeInfo) -> Status:
     """Filter: may the pod go to `info` without breaking a DoNotSchedule constraint?"""
-    labels = info.labels
+    return filter_labels(state, info.labels)
+
+
+def filter_labels(state: PreFilterState, labels: Mapping[str, str]) -> Status:
+    """Filter for a node carrying `labels`: the verdict reads nothing else of the node,
+    so nodes with the same values for the constraints' keys share it."""
     for key, max_skew, domains, offset in state.checks:
         value = labels.get(key)
         if value is None:
@@ -128,3 +135,22 @@ def filter_node(state: PreFilterState, info: NodeInfo) -> Status:
         if domains.get(value, 0) + offset > max_skew:
             return CONSTRAINTS_NOT_MATCH
     return SUCCESS
+
+
+def filter_keys(state: PreFilterState) -> tuple[str, ...]:
+    """The topology keys Filter reads, each once, in constraint order."""
+    return tuple(dict.fromkeys(c.topology_key for c in state.constraints))
+
+
+def filter_classes(
+    state: PreFilterState, keys: tuple[str, ...], classes: Sequence[ClassValues]
+) -> list[Status]:
+    """Filter once per node class (snapshot.NodeClasses.values for `keys`): the
+    verdict of every node of that class."""
+    out = []
+    for values in classes:
+        # Values are the nodes' own label values (never a presence mark: Filter
+        # groups by value), passed on as they are.
+        labels = {k: v for k, v in zip(keys, values, strict=True) if v is not ABSENT}
+        out.append(filter_labels(state, cast(Mapping[str, str], labels)))
+    return out

@@ -55,6 +55,7 @@ __all__ = [
     "REASON_NODE_NAME",
     "REASON_TOO_MANY_PODS",
     "REASON_UNSCHEDULABLE",
+    "all_passing",
     "allocatable_of",
     "fit_reasons",
     "passes_filters",
@@ -262,6 +263,11 @@ def run_filters(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> dict[str,
         "TaintToleration": _taint_status(prepared, taints) if taints else _OK,
         "NodeResourcesFit": fit,
     }
+
+
+def all_passing() -> dict[str, Status]:
+    """What run_filters answers for a node that passes all five filters."""
+    return dict.fromkeys(FILTER_PLUGINS, _OK)
 
 
 def fit_reasons(pod: RawObj | PreparedPod, node_info: NodeInfoLike) -> list[str]:

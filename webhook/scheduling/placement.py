@@ -4,13 +4,26 @@
 short-circuit, so every reason shows), scores the feasible nodes with
 PodTopologySpread alone, and picks the highest score, ties broken by name.
 `simulate` places copies one after another on a private copy of the snapshot.
+
+The answer is the one a node-by-node evaluation gives (a property test holds
+it to that), but the work is done once per group of nodes that must get the
+same answer, so a decision over thousands of nodes stays cheap:
+- the five filters' outcomes are remembered per pod spec and node generation;
+- PodTopologySpread's Filter reads only the node's values for the constraints'
+  keys, so it runs once per distinct set of values (a zone, not each node);
+- Score likewise runs once per set of values (hostname by presence), and
+  one by one only for the nodes holding matching pods under a hostname
+  constraint;
+- nodes with the same outcome share one status map and one score map.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from itertools import compress
 from typing import Any, NamedTuple
 
 from webhook.config import SpreadArgs
@@ -21,10 +34,18 @@ from webhook.scheduling.common import (
     NodeInclusion,
     constraints_or_error,
     distribution,
+    distribution_of,
 )
-from webhook.scheduling.filtering import PreFilterState, filter_node, pre_filter
-from webhook.scheduling.scoring import score_nodes
-from webhook.scheduling.snapshot import Snapshot, as_dict, pod_namespace
+from webhook.scheduling.filtering import PreFilterState, filter_classes, filter_keys, pre_filter
+from webhook.scheduling.filters import (
+    PreparedPod,
+    all_passing,
+    passes_filters,
+    prepare,
+    run_filters,
+)
+from webhook.scheduling.scoring import score_classes
+from webhook.scheduling.snapshot import NodeInfo, NodeTable, Snapshot, as_dict, pod_namespace
 from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Code, Status
 
 PluginStatus = Status
@@ -44,6 +65,8 @@ class NodeVerdict(NamedTuple):
     """One node's outcome: every filter plugin's status, and scores when feasible.
 
     Immutable; a NamedTuple because a placement builds one per node (thousands).
+    Nodes with the same outcome share the very same `filters` and `scores`
+    dicts: read them, never edit them.
     """
 
     name: str
@@ -120,9 +143,12 @@ def pod_ref(pod: RawObj) -> str:
 
 
 def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> Placement:
-    """Run every filter on every node, score the feasible ones, pick a node."""
-    from webhook.scheduling.filters import prepare, run_filters
+    """Run every filter on every node, score the feasible ones, pick a node.
 
+    The result is node for node what running each filter on each node and
+    scoring the feasible ones would give; the work is done once per group of
+    nodes that must get the same answer (see the module docstring).
+    """
     prepared = prepare(pod)
     inclusion = NodeInclusion(pod)
     pre = pre_filter(pod, snapshot, args, inclusion)
@@ -131,73 +157,120 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     soft = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
     spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
     state: PreFilterState | None = None if isinstance(pre, Status) else pre
-    check = bool(state and state.constraints)
-    # The five filters read only the pod's spec and the node: their verdict for a
-    # node holds while the node is unchanged, for every pod with this very spec
-    # (the replicas of one workload, the copies of a simulation).
-    remembered = snapshot.filter_verdicts(
-        json.dumps(pod.get("spec"), sort_keys=True, separators=(",", ":"), default=str)
-    )
 
-    verdicts: list[tuple[str, dict[str, Status], bool]] = []
-    feasible_infos = []
+    table = snapshot.node_table()
+    names = table.names
+    outcome_ids, outcomes = _filter_outcomes(pod, prepared, snapshot, table)
+
+    # PodTopologySpread's Filter reads only the node's values for the constraints'
+    # keys: judge each distinct set of values once.
+    spread: list[Status]
+    if spread_error is not None:
+        spread, keys = [spread_error], outcome_ids
+    elif state is None or not state.constraints:
+        spread, keys = [SUCCESS], outcome_ids
+    else:
+        hard_keys = filter_keys(state)
+        classes = snapshot.node_classes(hard_keys, (False,) * len(hard_keys), table)
+        by_class = filter_classes(state, hard_keys, classes.values)
+        spread = list(dict.fromkeys(by_class))
+        slot = {status: i for i, status in enumerate(spread)}
+        code_of_class = [slot[status] for status in by_class]
+        width = len(spread)
+        keys = [
+            o * width + c
+            for o, c in zip(
+                outcome_ids, map(code_of_class.__getitem__, classes.of_node), strict=True
+            )
+        ]
+
+    # One status map per (five filters' outcome, PodTopologySpread verdict): nodes
+    # sharing both share it.
+    width = len(spread)
+    feasible_of: dict[int, bool] = {}
+    filters_of: dict[int, dict[str, Status]] = {}
     reasons: dict[str, int] = {}
-    nodes = snapshot.nodes
     passed = Code.SUCCESS
-    for name in snapshot.node_names():
-        info = nodes.get(name)
-        if info is None:
-            continue  # removed while we were deciding
-        hit = remembered.get(name)
-        if hit is not None and hit[0] == info.generation:
-            statuses = dict(hit[1])
-        else:
-            fresh = run_filters(prepared, info)
-            remembered[name] = (info.generation, fresh)
-            statuses = dict(fresh)
-        if spread_error is not None:
-            statuses[PLUGIN_NAME] = spread_error
-        elif check:
-            statuses[PLUGIN_NAME] = filter_node(state, info)  # type: ignore[arg-type]
-        else:
-            statuses[PLUGIN_NAME] = SUCCESS
+    for key, count in Counter(keys).items():
+        o, c = divmod(key, width)
+        statuses = dict(outcomes[o])
+        statuses[PLUGIN_NAME] = spread[c]
+        ok = True
         for status in statuses.values():
             if status.code is not passed:
-                break
-        else:
-            feasible_infos.append(info)
-            verdicts.append((name, statuses, True))
-            continue
-        for status in statuses.values():
-            if status.code is not passed:
+                ok = False
                 for reason in status.reasons:
-                    reasons[reason] = reasons.get(reason, 0) + 1
-        verdicts.append((name, statuses, False))
+                    reasons[reason] = reasons.get(reason, 0) + count
+        feasible_of[key], filters_of[key] = ok, statuses
+    flags = list(map(feasible_of.__getitem__, keys))
+    feasible = list(compress(range(len(names)), flags))
 
-    scores: Mapping[str, int] = {}
-    if feasible_infos:
-        scored = score_nodes(pod, snapshot, args, feasible_infos, inclusion)
-        scores = scored if not isinstance(scored, Status) else {}
-
+    none: dict[str, int] = {}
+    scores: list[dict[str, int]] = [none] * len(names)
     selected: str | None = None
-    best = -1
-    out: list[NodeVerdict] = []
-    make = tuple.__new__  # NodeVerdict(...) without the keyword-handling detour
-    for name, statuses, ok in verdicts:
-        if ok:
-            s = scores.get(name, 0)
-            if s > best:
-                best, selected = s, name
-            out.append(make(NodeVerdict, (name, True, statuses, {PLUGIN_NAME: s})))
-        else:
-            out.append(make(NodeVerdict, (name, False, statuses, {})))
+    if feasible:
+        values = score_classes(pod, snapshot, soft, table, feasible, inclusion)
+        shared = {s: {PLUGIN_NAME: s} for s in set(values)}
+        for p, s in zip(feasible, values, strict=True):
+            scores[p] = shared[s]
+        selected = names[feasible[values.index(max(values))]]  # ties: first by name
+
+    verdicts = list(
+        map(
+            _new_verdict,
+            zip(names, flags, map(filters_of.__getitem__, keys), scores, strict=True),
+        )
+    )
+    if isinstance(pre, Status) or isinstance(soft, Status):
+        spread_over: dict[str, dict[str, int]] = {}
+    else:
+        spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
     return Placement(
         pod=pod_ref(pod),
-        nodes=out,
+        nodes=verdicts,
         selected_node=selected,
         reasons=dict(sorted(reasons.items())),
-        distribution=distribution(pod, snapshot, args),
+        distribution=spread_over,
     )
+
+
+# NodeVerdict(*fields) without the keyword-handling detour: placements build thousands.
+_new_verdict = partial(tuple.__new__, NodeVerdict)
+
+
+def _filter_outcomes(
+    pod: RawObj, prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
+) -> tuple[list[int], list[dict[str, Status]]]:
+    """The five filters' outcome for each node of `table`: (outcome index per node,
+    the outcomes' status maps).
+
+    The filters read only the pod's spec and the node: their outcome for a node
+    holds while the node is unchanged, for every pod with this very spec (the
+    replicas of one workload, the copies of a simulation). Remembered per spec
+    and judged again only for nodes whose generation moved.
+    """
+    spec_key = json.dumps(pod.get("spec"), sort_keys=True, separators=(",", ":"), default=str)
+    memo = snapshot.filter_verdicts(spec_key, all_passing())
+
+    def judge(info: NodeInfo) -> int:
+        if passes_filters(prepared, info):
+            return 0
+        statuses = run_filters(prepared, info)
+        return memo.intern(tuple((s.code, s.reason, s.parts) for s in statuses.values()), statuses)
+
+    infos = table.infos
+    generations = [info.generation for info in infos]
+    then_names, then_generations, ids = memo.state
+    if then_names is not table.names:
+        ids = list(map(judge, infos))
+        memo.state = (table.names, generations, ids)
+    elif generations != then_generations:
+        ids = list(ids)
+        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
+            if now != then:
+                ids[i] = judge(infos[i])
+        memo.state = (table.names, generations, ids)
+    return ids, memo.outcomes
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:

@@ -9,6 +9,8 @@ maps the smallest raw score to 100 with Go's int64 arithmetic.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,12 +21,13 @@ from webhook.scheduling.common import (
     SCHEDULE_ANYWAY,
     Constraint,
     NodeInclusion,
+    PodConstraints,
     constraints_or_error,
     go_div,
     go_round,
     match_counts,
 )
-from webhook.scheduling.snapshot import NodeInfo, Snapshot
+from webhook.scheduling.snapshot import ABSENT, ClassValues, NodeInfo, NodeTable, Snapshot
 from webhook.scheduling.status import MAX_NODE_SCORE, Status
 
 INT64_MAX = 2**63 - 1
@@ -115,6 +118,26 @@ def pre_score(
     )
 
     counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
+    _count_domains(snapshot, constraints, per_domain, counts, with_keys, inclusion)
+    return PreScoreState(
+        constraints=constraints,
+        ignored_nodes=frozenset(ignored),
+        tp_value_to_pod_counts=tuple(per_domain),
+        weights=weights,
+        node_counts=counts,
+    )
+
+
+def _count_domains(
+    snapshot: Snapshot,
+    constraints: Sequence[Constraint],
+    per_domain: list[dict[str, int]],
+    counts: Sequence[Mapping[str, int]],
+    with_keys: Mapping[str, tuple[str, ...]] | None,
+    inclusion: NodeInclusion,
+) -> None:
+    """Fill per_domain[i] (its domains already present, at 0) with the matching pods
+    over the included nodes of each domain, for the non-hostname constraints."""
     nodes = snapshot.nodes
     for i, c in enumerate(constraints):
         domains = per_domain[i]
@@ -136,13 +159,6 @@ def pre_score(
             value = candidate.labels.get(key, "")
             if value in domains:
                 domains[value] += per_node.get(name, 0)
-    return PreScoreState(
-        constraints=constraints,
-        ignored_nodes=frozenset(ignored),
-        tp_value_to_pod_counts=tuple(per_domain),
-        weights=weights,
-        node_counts=counts,
-    )
 
 
 def raw_scores(state: PreScoreState, infos: Sequence[NodeInfo]) -> dict[str, int]:
@@ -228,3 +244,116 @@ def score_nodes(
     if state is None:
         return {info.name: 0 for info in feasible}
     return normalize_scores(state, raw_scores(state, feasible))
+
+
+def score_classes(
+    pod: RawObj,
+    snapshot: Snapshot,
+    pc: PodConstraints | Status,
+    table: NodeTable,
+    feasible: Sequence[int],
+    inclusion: NodeInclusion,
+) -> list[int]:
+    """score_nodes for the nodes at positions `feasible` (ascending) of `table`, as a
+    list in that order; 0 for each when the plugin skips or its constraints fail.
+
+    The same arithmetic as pre_score, raw_scores and normalize_scores, done once
+    per node class (the values of the constraints' keys, hostname by presence)
+    rather than per node: a node's score depends on nothing else but its own
+    matching pods under hostname constraints, so only the few nodes holding
+    such pods are scored one by one.
+    """
+    if isinstance(pc, Status) or not snapshot.nodes or not pc.constraints or not feasible:
+        return [0] * len(feasible)
+    constraints = pc.constraints
+    require_all = not (pc.defaulted and pc.system_defaulted)
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    classes = snapshot.node_classes(keys, tuple(k == LABEL_HOSTNAME for k in keys), table)
+    of_node, class_values = classes.of_node, classes.values
+
+    # class -> how many feasible nodes it holds, classes in the order first met
+    members = Counter(map(of_node.__getitem__, feasible))
+    ignored = (
+        {k for k in members if any(v is ABSENT for v in class_values[k])} if require_all else set()
+    )
+    per_domain: list[dict[str, int]] = [{} for _ in constraints]
+    zonal = [
+        (i, keys.index(c.topology_key))
+        for i, c in enumerate(constraints)
+        if c.topology_key != LABEL_HOSTNAME
+    ]
+    for k in members:
+        if k not in ignored:
+            values = class_values[k]
+            for i, j in zonal:
+                # A node without the key (System defaults only) falls in the "" domain.
+                per_domain[i].setdefault("" if values[j] is ABSENT else values[j], 0)
+    scored = len(feasible) - sum(members[k] for k in ignored)
+    weights = [
+        topology_normalizing_weight(
+            scored if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
+        )
+        for i, c in enumerate(constraints)
+    ]
+    counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
+    with_keys = snapshot.key_index(keys)[0] if require_all else None
+    _count_domains(snapshot, constraints, per_domain, counts, with_keys, inclusion)
+
+    # (key position, per-node counts (hostname) or per-domain scores, weight, maxSkew - 1)
+    plan: list[tuple[int, Mapping[str, int] | None, dict[str, float], float, int]] = []
+    for i, c in enumerate(constraints):
+        weight, rest = weights[i], c.max_skew - 1
+        j = keys.index(c.topology_key)
+        if c.topology_key == LABEL_HOSTNAME:
+            plan.append((j, counts[i], {}, weight, rest))
+        else:
+            by_domain = {
+                value: score_for_count(count, c.max_skew, weight)
+                for value, count in per_domain[i].items()
+            }
+            plan.append((j, None, by_domain, weight, rest))
+
+    def raw(values: ClassValues, name: str | None) -> int:
+        # raw_scores for one node: terms added in constraint order, as float64s.
+        score = 0.0
+        for j, per_node, by_domain, weight, rest in plan:
+            value = values[j]
+            if per_node is not None:
+                if value is True:  # the hostname label is there, not null
+                    score += (per_node.get(name, 0) if name else 0) * weight + rest
+            elif value is not ABSENT and value is not None:
+                score += by_domain.get(value, rest)
+        return go_round(score)
+
+    # Nodes holding matching pods under a hostname constraint are scored alone.
+    names, position = table.names, table.position
+    feasible_set = set(feasible)
+    alone: dict[int, int] = {}
+    for i, c in enumerate(constraints):
+        if c.topology_key == LABEL_HOSTNAME:
+            for name, n in counts[i].items():
+                p = position.get(name)
+                if n and p in feasible_set and p not in alone and of_node[p] not in ignored:
+                    alone[p] = raw(class_values[of_node[p]], names[p])
+    alone_per_class = Counter(of_node[p] for p in alone)
+    # Every other node of a class scores as one holding no matching pod.
+    class_raw = {k: raw(class_values[k], None) for k in members if k not in ignored}
+    counted = [s for k, s in class_raw.items() if members[k] > alone_per_class[k]]
+    counted += alone.values()
+    min_score = min(counted, default=INT64_MAX)
+    max_score = max(0, max(counted, default=0))
+
+    def normalized(s: int) -> int:
+        if s == INVALID_SCORE:
+            return 0
+        if max_score == 0:
+            return MAX_NODE_SCORE
+        return go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
+
+    by_class = [0] * len(class_values)  # ignored classes stay at 0
+    for k, s in class_raw.items():
+        by_class[k] = normalized(s)
+    out = list(map(by_class.__getitem__, map(of_node.__getitem__, feasible)))
+    for p, s in alone.items():
+        out[bisect_left(feasible, p)] = normalized(s)
+    return out

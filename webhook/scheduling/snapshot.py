@@ -25,7 +25,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from webhook.kube import RawObj
 
@@ -52,6 +52,21 @@ MAX_FILTER_SPECS = 2
 _GENERATIONS = itertools.count(1)
 
 PodKey = tuple[str, str]
+
+
+class _Absent:
+    """Marks a key a node does not carry in NodeClasses.values (a label may be
+    present with a null value, which is not the same)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+# Per key: the node's label value (ABSENT when it has none), or for a key read by
+# presence only, True when the value is not null (None when it is, ABSENT when
+# the key is missing).
+ClassValues = tuple[Any, ...]
 # (node name -> its values for the keys, for nodes carrying every key;
 #  per key, the distinct values over those nodes)
 KeyIndex = tuple[dict[str, tuple[str, ...]], tuple[tuple[str, ...], ...]]
@@ -165,6 +180,67 @@ def _key_of(pod: RawObj) -> PodKey:
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 
+class NodeTable(NamedTuple):
+    """The known nodes in name order, built once per change to the set of nodes.
+
+    names: node names, sorted; infos: the NodeInfo of each, same order;
+    position: node name -> its index in both.
+    """
+
+    names: list[str]
+    infos: list[NodeInfo]
+    position: dict[str, int]
+
+
+class NodeClasses(NamedTuple):
+    """Nodes grouped by what they carry for some topology keys.
+
+    of_node[i]: the class of the i-th node of the NodeTable; values[c]: what the
+    nodes of class c carry for each key (ClassValues). A decision judges a class
+    once and applies the outcome to its nodes.
+    """
+
+    of_node: list[int]
+    values: list[ClassValues]
+
+
+class FilterMemo:
+    """The five filters' outcomes for one pod spec, remembered across decisions.
+
+    state: (the NodeTable.names list they were taken against, compared by
+    identity; generations[i], the generation of node i when judged; ids[i], its
+    outcome), replaced whole, never edited, so a reader sees one consistent set.
+    outcomes[k]: outcome k (outcomes[0] is every filter passing); they only grow.
+    """
+
+    __slots__ = ("state", "outcomes", "_lookup", "_lock")
+
+    def __init__(self, first: Any) -> None:
+        self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
+        self.outcomes: list[Any] = [first]
+        self._lookup: dict[Any, int] = {}
+        self._lock = threading.Lock()
+
+    def intern(self, key: Any, outcome: Any) -> int:
+        """The index of the outcome identified by `key`, added when new."""
+        hit = self._lookup.get(key)
+        if hit is None:
+            with self._lock:
+                hit = self._lookup.get(key)
+                if hit is None:
+                    self.outcomes.append(outcome)
+                    hit = self._lookup[key] = len(self.outcomes) - 1
+        return hit
+
+    def copy(self) -> FilterMemo:
+        other = FilterMemo(None)
+        with self._lock:
+            other.state = self.state
+            other.outcomes = list(self.outcomes)
+            other._lookup = dict(self._lookup)
+        return other
+
+
 class _PodEntry:
     __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
 
@@ -250,7 +326,13 @@ class Snapshot:
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_names: list[str] | None = None
-        self._filter_verdicts: OrderedDict[str, dict[str, tuple[int, Any]]] = OrderedDict()
+        self._table: NodeTable | None = None
+        self._topology_version = 0
+        # (keys, presence) -> (the NodeTable.names they were grouped over, the classes)
+        self._classes: dict[
+            tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], NodeClasses]
+        ] = {}
+        self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -295,8 +377,9 @@ class Snapshot:
                     # Pods bound to a vanished node stay known: the node may come back.
                     info.set_node(None)
                     self.nodes.pop(info.name, None)
-                    self._key_indexes.clear()
+                    self._topology_changed()
                     self._sorted_names = None
+                    self._table = None
                     if not info.pods:
                         del self._infos[info.name]
             elif kind in WORKLOAD_KINDS:
@@ -331,10 +414,12 @@ class Snapshot:
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
             other._key_indexes = dict(self._key_indexes)
+            other._classes = dict(self._classes)
+            # The copy's NodeTable holds its own NodeInfos; the names list is shared,
+            # and copied nodes keep their generations, so remembered verdicts stay valid.
             other._sorted_names = self._sorted_names
-            # Copied nodes keep their generations, so remembered verdicts stay valid.
             other._filter_verdicts = OrderedDict(
-                (spec, dict(memo)) for spec, memo in self._filter_verdicts.items()
+                (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
             return other
 
@@ -357,13 +442,64 @@ class Snapshot:
             names = self._sorted_names = sorted(self.nodes)
         return names
 
-    def filter_verdicts(self, spec_key: str) -> dict[str, tuple[int, Any]]:
-        """Remembered node filter verdicts for one pod spec: node name -> (the node's
-        generation when judged, verdict). The caller stores and checks the generation."""
+    def node_table(self) -> NodeTable:
+        """The known nodes in name order (cached until a node comes or goes)."""
+        table = self._table
+        if table is None:
+            with self._lock:
+                names = self.node_names()
+                nodes = self.nodes
+                table = NodeTable(
+                    names, [nodes[n] for n in names], {n: i for i, n in enumerate(names)}
+                )
+                self._table = table
+        return table
+
+    def node_classes(
+        self, keys: tuple[str, ...], presence: tuple[bool, ...], table: NodeTable
+    ) -> NodeClasses:
+        """The nodes of `table` (a node_table() answer) grouped by their values for `keys`.
+
+        presence[j]: key j is read by presence only, as kubernetes.io/hostname is,
+        where grouping by value would make one class per node. Cached until the
+        next change to a node's labels or to the set of nodes.
+        """
+        hit = self._classes.get((keys, presence))
+        if hit is not None and hit[0] is table.names:
+            return hit[1]
+        version = self._topology_version
+        lookup: dict[ClassValues, int] = {}
+        of_node: list[int] = []
+        for info in table.infos:
+            labels = info.labels
+            values = tuple(
+                ABSENT
+                if k not in labels
+                else (labels[k] is not None or None)
+                if by_presence
+                else labels[k]
+                for k, by_presence in zip(keys, presence, strict=True)
+            )
+            c = lookup.get(values)
+            if c is None:
+                c = lookup[values] = len(lookup)
+            of_node.append(c)
+        classes = NodeClasses(of_node, list(lookup))
+        with self._lock:
+            # Keep it only if no node changed labels or came or went meanwhile.
+            if self._table is table and self._topology_version == version:
+                if len(self._classes) >= MAX_KEY_INDEXES:
+                    self._classes.clear()
+                self._classes[(keys, presence)] = (table.names, classes)
+        return classes
+
+    def filter_verdicts(self, spec_key: str, first: Any) -> FilterMemo:
+        """The remembered filter outcomes for one pod spec (new and empty when the spec
+        is new; `first` is then its outcome 0). The caller fills and checks it."""
         with self._lock:
             memo = self._filter_verdicts.get(spec_key)
             if memo is None:
-                memo = self._filter_verdicts[spec_key] = {}
+                memo = self._filter_verdicts[spec_key] = FilterMemo(first)
                 if len(self._filter_verdicts) > MAX_FILTER_SPECS:
                     self._filter_verdicts.popitem(last=False)
             else:
@@ -420,6 +556,11 @@ class Snapshot:
 
     # ---- internals ------------------------------------------------------------
 
+    def _topology_changed(self) -> None:
+        self._key_indexes.clear()
+        self._classes.clear()
+        self._topology_version += 1
+
     def _info(self, name: str) -> NodeInfo:
         info = self._infos.get(name)
         if info is None:
@@ -434,10 +575,11 @@ class Snapshot:
         before = info.labels if name in self.nodes else None
         if before is None:
             self._sorted_names = None
+            self._table = None
         info.set_node(node)
         self.nodes[name] = info
         if before != info.labels:
-            self._key_indexes.clear()
+            self._topology_changed()
 
     def _upsert_pod(self, pod: RawObj) -> None:
         meta = _meta(pod)
