@@ -160,13 +160,20 @@ def _template_keys(obj: Any, request_kind: Any) -> tuple[str, ...] | None:
 
 
 def _drop_owned_annotations(meta: Any) -> None:
-    if not isinstance(meta, dict) or not isinstance(meta.get("annotations"), dict):
+    if not isinstance(meta, dict):
         return
-    annotations = meta["annotations"]
-    for key in [k for k in annotations if k.startswith(OWNED_ANNOTATION_PREFIX)]:
-        del annotations[key]
-    if not annotations:
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        for key in [k for k in annotations if k.startswith(OWNED_ANNOTATION_PREFIX)]:
+            del annotations[key]
+    # null, absent and empty read the same to the API server.
+    if "annotations" in meta and not meta["annotations"]:
         del meta["annotations"]
+
+
+def _drop_if_empty(parent: RawObj, key: str) -> None:
+    if key in parent and not parent[key]:
+        del parent[key]
 
 
 def _without_owned(obj: Any, keys: tuple[str, ...] | None) -> Any:
@@ -175,8 +182,7 @@ def _without_owned(obj: Any, keys: tuple[str, ...] | None) -> Any:
     if not isinstance(out, dict):
         return out
     _drop_owned_annotations(out.get("metadata"))
-    if isinstance(out.get("metadata"), dict) and not out["metadata"]:
-        del out["metadata"]
+    _drop_if_empty(out, "metadata")
     if keys is None:
         return out
     node: Any = out
@@ -185,12 +191,10 @@ def _without_owned(obj: Any, keys: tuple[str, ...] | None) -> Any:
     if not isinstance(node, dict):
         return out
     _drop_owned_annotations(node.get("metadata"))
-    if isinstance(node.get("metadata"), dict) and not node["metadata"]:
-        del node["metadata"]
+    _drop_if_empty(node, "metadata")
     if isinstance(node.get("spec"), dict):
         node["spec"].pop("topologySpreadConstraints", None)
-        if not node["spec"]:
-            del node["spec"]
+    _drop_if_empty(node, "spec")
     return out
 
 
