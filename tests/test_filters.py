@@ -17,8 +17,10 @@ from tests.builders import ZONE, make_node, make_pod
 from webhook.scheduling.filters import (
     FILTER_PLUGINS,
     allocatable_of,
+    filter_inputs,
     fit_reasons,
     passes_filters,
+    passing,
     prepare,
     run_filters,
 )
@@ -327,6 +329,70 @@ def test_prepared_pod_and_passes_filters_agree(
     assert passes_filters(prepared, node_info) is all(s.ok for s in statuses.values())
 
 
+@pytest.mark.parametrize(
+    ("plugin", "pod", "node_info", "want"),
+    [c[1:] for c in CASES],
+    ids=[f"{c[1]}: {c[0]}" for c in CASES],
+)
+def test_passing_agrees_with_passes_filters(
+    plugin: str, pod: Any, node_info: FakeNodeInfo, want: tuple[str, str]
+) -> None:
+    """The one-pass check over many nodes answers as passes_filters node by node."""
+    prepared = prepare(pod)
+    other = info(make_node().name("other").obj())
+    assert passing(prepared, [node_info, other, node_info]) == [
+        passes_filters(prepared, node_info),
+        passes_filters(prepared, other),
+        passes_filters(prepared, node_info),
+    ]
+
+
+BASE = make_pod().name("p").requests(cpu="100m")
+# (what differs from BASE, the pod, whether the filters may judge it differently)
+INPUT_CASES = [
+    ("nothing", BASE.obj(), False),
+    (
+        "image",
+        {
+            **BASE.obj(),
+            "spec": {
+                **BASE.obj()["spec"],
+                "containers": [{**BASE.obj()["spec"]["containers"][0], "image": "other:2"}],
+            },
+        },
+        False,
+    ),
+    ("name and labels", make_pod().name("q").label("app", "x").requests(cpu="100m").obj(), False),
+    (
+        "spread constraints",
+        make_pod().name("p").requests(cpu="100m").spread(1, ZONE, "DoNotSchedule").obj(),
+        False,
+    ),
+    ("cpu request", make_pod().name("p").requests(cpu="200m").obj(), True),
+    ("memory request", make_pod().name("p").requests(cpu="100m", memory="1Gi").obj(), True),
+    ("toleration", make_pod().name("p").requests(cpu="100m").toleration("k", "v").obj(), True),
+    (
+        "nodeSelector",
+        make_pod().name("p").requests(cpu="100m").node_selector({ZONE: "a"}).obj(),
+        True,
+    ),
+    (
+        "node affinity",
+        make_pod().name("p").requests(cpu="100m").node_affinity_in(ZONE, "a").obj(),
+        True,
+    ),
+    ("nodeName", make_pod().name("p").requests(cpu="100m").node("n1").obj(), True),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "differs"), [c[1:] for c in INPUT_CASES], ids=[c[0] for c in INPUT_CASES]
+)
+def test_filter_inputs_change_only_with_what_the_filters_read(pod: Any, differs: bool) -> None:
+    """Pods differing only in fields no filter reads share remembered verdicts."""
+    assert (filter_inputs(prepare(pod)) != filter_inputs(prepare(BASE.obj()))) is differs
+
+
 def test_all_five_run_without_short_circuit() -> None:
     """A node failing every filter reports every reason, plugins in FILTER_PLUGINS order."""
     node = (
@@ -437,6 +503,23 @@ def test_malformed_objects_never_raise(
     node = {"metadata": metadata, "spec": node_spec, "status": {"allocatable": allocatable}}
     statuses = run_filters({"spec": pod_spec}, FakeNodeInfo(node))
     assert tuple(statuses) == FILTER_PLUGINS
+
+
+@given(
+    pod_spec=POD_SPEC,
+    node_spec=NODE_SPEC,
+    allocatable=JSON,
+    metadata=st.dictionaries(st.sampled_from(["name", "labels"]), JSON),
+)
+def test_malformed_objects_in_one_pass(
+    pod_spec: Any, node_spec: Any, allocatable: Any, metadata: Any
+) -> None:
+    """Wrong types anywhere: the one-pass check agrees with passes_filters and the
+    filter inputs of the pod can still be written down."""
+    node = {"metadata": metadata, "spec": node_spec, "status": {"allocatable": allocatable}}
+    prepared = prepare({"spec": pod_spec})
+    assert passing(prepared, [FakeNodeInfo(node)]) == [passes_filters(prepared, FakeNodeInfo(node))]
+    assert isinstance(filter_inputs(prepared), str)
 
 
 def test_public_surface() -> None:

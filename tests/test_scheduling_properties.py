@@ -311,10 +311,14 @@ def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
     incoming_st,
     st.sampled_from(["System", "List", "Service"]),
     st.lists(change_st, max_size=4),
+    incoming_st,
 )
-def test_place_equals_one_node_at_a_time(nodes, residents, incoming, defaults, changes) -> None:
+def test_place_equals_one_node_at_a_time(
+    nodes, residents, incoming, defaults, changes, second
+) -> None:
     """Same verdicts, scores, choice, reasons and distribution as the reference, for
-    the first decision and for each decision after a change to the cluster."""
+    the first decision, for each decision after a change to the cluster, and for a
+    second pod decided in between (its own remembered filter verdicts)."""
     objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
     for j, (idx, ns, labels, terminating, cpu) in enumerate(residents):
         b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
@@ -352,6 +356,9 @@ def test_place_equals_one_node_at_a_time(nodes, residents, incoming, defaults, c
         else:
             snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
         _same_placement(place(pod, snap, args), reference_place(pod, snap, args))
+        if n == 0:
+            other = _incoming(second)
+            _same_placement(place(other, snap, args), reference_place(other, snap, args))
 
 
 soft_st = st.builds(

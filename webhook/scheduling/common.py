@@ -340,11 +340,11 @@ def distribution_of(
         key = c.topology_key
         if key in out:
             continue
-        nodes, values = snapshot.key_index((key,))
-        domains = dict.fromkeys(values[0], 0)
+        nodes = snapshot.key_index((key,))[0]
+        domains = dict.fromkeys(snapshot.sorted_domains(key), 0)  # sorted by domain
         for name, n in match_counts(snapshot, pod, c).items():
             carried = nodes.get(name)
             if carried is not None:
                 domains[carried[0]] += n
-        out[key] = dict(sorted(domains.items()))
+        out[key] = domains
     return out

@@ -31,6 +31,8 @@ so an update must replace the Node object, not edit it in place.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,8 +59,10 @@ __all__ = [
     "REASON_UNSCHEDULABLE",
     "all_passing",
     "allocatable_of",
+    "filter_inputs",
     "fit_reasons",
     "passes_filters",
+    "passing",
     "prepare",
     "run_filters",
 ]
@@ -288,3 +292,78 @@ def passes_filters(prepared: PreparedPod, node_info: NodeInfoLike) -> bool:
     if prepared.affinity is not None and not prepared.affinity(node_info.node or {}):
         return False
     return not _fit_reasons(prepared, node_info, allocatable)[0]
+
+
+def passing(prepared: PreparedPod, infos: Sequence[NodeInfoLike]) -> list[bool]:
+    """passes_filters for each node, in one pass: what a decision over every node
+    runs for a pod whose verdicts are not remembered."""
+    cache = _FACTS_CACHE
+    tolerates_unschedulable = prepared.tolerates_unschedulable
+    node_name = prepared.node_name
+    tolerations = prepared.tolerations
+    affinity = prepared.affinity
+    checks = prepared.checks
+    extended = prepared.requests_extended
+    out: list[bool] = []
+    append = out.append
+    for info in infos:
+        node = info.node
+        entry = cache.get(id(node))
+        unschedulable, taints, name, allocatable = (
+            entry[1] if entry is not None and entry[0] is node else _node_facts(info)
+        )
+        if (
+            (unschedulable and not tolerates_unschedulable)
+            or (node_name and node_name != name)
+            or (taints and find_untolerated_taint(taints, tolerations) is not None)
+            or (affinity is not None and not affinity(node or {}))
+        ):
+            append(False)
+            continue
+        if allocatable is None:
+            append(True)
+            continue
+        if len(info.pods) + 1 > allocatable.get("pods", 0):
+            append(False)
+            continue
+        requested = info.requested
+        for resource, amount in checks:
+            total = allocatable.get(resource)
+            if total is None and resource not in _FIXED_RESOURCES and not extended:
+                continue  # left to DRA, as in _fit_reasons
+            if amount > (total or 0) - requested.get(resource, 0):
+                append(False)
+                break
+        else:
+            append(True)
+    return out
+
+
+def filter_inputs(prepared: PreparedPod) -> str:
+    """Everything of the pod the five filters read, as one string: pods with the same
+    string get the same verdict from each filter on every node, whatever else differs
+    (image, labels, name), so verdicts can be remembered by it."""
+    pod = prepared.pod
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        spec = {}
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, dict)
+        else None
+    )
+    return json.dumps(
+        [
+            prepared.node_name,
+            prepared.tolerations,
+            spec.get("nodeSelector"),
+            required,
+            prepared.checks,
+            prepared.requests_extended,
+        ],
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )

@@ -19,11 +19,10 @@ same answer, so a decision over thousands of nodes stays cheap:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress
+from operator import add, attrgetter
 from typing import Any, NamedTuple
 
 from webhook.config import SpreadArgs
@@ -40,7 +39,8 @@ from webhook.scheduling.filtering import PreFilterState, filter_classes, filter_
 from webhook.scheduling.filters import (
     PreparedPod,
     all_passing,
-    passes_filters,
+    filter_inputs,
+    passing,
     prepare,
     run_filters,
 )
@@ -160,7 +160,7 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
 
     table = snapshot.node_table()
     names = table.names
-    outcome_ids, outcomes = _filter_outcomes(pod, prepared, snapshot, table)
+    outcome_ids, outcomes = _filter_outcomes(prepared, snapshot, table)
 
     # PodTopologySpread's Filter reads only the node's values for the constraints'
     # keys: judge each distinct set of values once.
@@ -175,14 +175,12 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
         by_class = filter_classes(state, hard_keys, classes.values)
         spread = list(dict.fromkeys(by_class))
         slot = {status: i for i, status in enumerate(spread)}
-        code_of_class = [slot[status] for status in by_class]
+        codes = list(map([slot[status] for status in by_class].__getitem__, classes.of_node))
         width = len(spread)
-        keys = [
-            o * width + c
-            for o, c in zip(
-                outcome_ids, map(code_of_class.__getitem__, classes.of_node), strict=True
-            )
-        ]
+        if any(outcome_ids):
+            keys = list(map(add, map(width.__mul__, outcome_ids), codes))
+        else:  # every node passes the five filters (outcome 0)
+            keys = codes
 
     # One status map per (five filters' outcome, PodTopologySpread verdict): nodes
     # sharing both share it.
@@ -215,12 +213,11 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
             scores[p] = shared[s]
         selected = names[feasible[values.index(max(values))]]  # ties: first by name
 
-    verdicts = list(
-        map(
-            _new_verdict,
-            zip(names, flags, map(filters_of.__getitem__, keys), scores, strict=True),
-        )
-    )
+    new = tuple.__new__
+    verdicts = [
+        new(NodeVerdict, fields)
+        for fields in zip(names, flags, map(filters_of.__getitem__, keys), scores, strict=True)
+    ]
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:
@@ -234,43 +231,49 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     )
 
 
-# NodeVerdict(*fields) without the keyword-handling detour: placements build thousands.
-_new_verdict = partial(tuple.__new__, NodeVerdict)
-
-
 def _filter_outcomes(
-    pod: RawObj, prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
+    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
 ) -> tuple[list[int], list[dict[str, Status]]]:
     """The five filters' outcome for each node of `table`: (outcome index per node,
     the outcomes' status maps).
 
-    The filters read only the pod's spec and the node: their outcome for a node
-    holds while the node is unchanged, for every pod with this very spec (the
-    replicas of one workload, the copies of a simulation). Remembered per spec
-    and judged again only for nodes whose generation moved.
+    The filters read only the node and a few fields of the pod (filter_inputs):
+    their outcome for a node holds while the node is unchanged, for every pod
+    with the same inputs (the replicas of one workload, its next revision, the
+    copies of a simulation). Remembered per inputs and judged again only for
+    nodes whose generation moved.
     """
-    spec_key = json.dumps(pod.get("spec"), sort_keys=True, separators=(",", ":"), default=str)
-    memo = snapshot.filter_verdicts(spec_key, all_passing())
+    memo = snapshot.filter_verdicts(filter_inputs(prepared), all_passing())
 
-    def judge(info: NodeInfo) -> int:
-        if passes_filters(prepared, info):
-            return 0
-        statuses = run_filters(prepared, info)
-        return memo.intern(tuple((s.code, s.reason, s.parts) for s in statuses.values()), statuses)
+    def judge(infos: list[NodeInfo]) -> list[int]:
+        ids = [0] * len(infos)
+        for i, ok in enumerate(passing(prepared, infos)):
+            if not ok:
+                statuses = run_filters(prepared, infos[i])
+                key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
+                ids[i] = memo.intern(key, statuses)
+        return ids
 
     infos = table.infos
-    generations = [info.generation for info in infos]
+    generations = list(map(_generation, infos))
     then_names, then_generations, ids = memo.state
     if then_names is not table.names:
-        ids = list(map(judge, infos))
+        ids = judge(infos)
         memo.state = (table.names, generations, ids)
     elif generations != then_generations:
+        moved = [
+            i
+            for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
+            if now != then
+        ]
         ids = list(ids)
-        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
-            if now != then:
-                ids[i] = judge(infos[i])
+        for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
+            ids[i] = outcome
         memo.state = (table.names, generations, ids)
     return ids, memo.outcomes
+
+
+_generation = attrgetter("generation")
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:

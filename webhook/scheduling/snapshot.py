@@ -325,6 +325,7 @@ class Snapshot:
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
+        self._sorted_domains: dict[str, tuple[Any, ...]] = {}
         self._sorted_names: list[str] | None = None
         self._table: NodeTable | None = None
         self._topology_version = 0
@@ -414,6 +415,7 @@ class Snapshot:
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
             other._key_indexes = dict(self._key_indexes)
+            other._sorted_domains = dict(self._sorted_domains)
             other._classes = dict(self._classes)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
             # and copied nodes keep their generations, so remembered verdicts stay valid.
@@ -530,6 +532,16 @@ class Snapshot:
             hit = self._key_indexes[keys] = (index, domains)
             return hit
 
+    def sorted_domains(self, key: str) -> tuple[Any, ...]:
+        """The distinct values of `key` over the nodes carrying it, sorted (cached
+        until the next Node change, like key_index)."""
+        hit = self._sorted_domains.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._sorted_domains[key] = tuple(sorted(self.key_index((key,))[1][0]))
+            return hit
+
     def match_counts(self, namespace: str, selector: RawObj | None) -> dict[str, int]:
         """Node name -> number of non-terminating pods of `namespace` matching `selector`.
 
@@ -558,6 +570,7 @@ class Snapshot:
 
     def _topology_changed(self) -> None:
         self._key_indexes.clear()
+        self._sorted_domains.clear()
         self._classes.clear()
         self._topology_version += 1
 
