@@ -4,10 +4,13 @@
 
 Generates a snapshot of NODES nodes in 3 zones and PODS pods over 500
 namespaces (10 apps each), writes it as a kubectl-style JSON List, then reports:
-load time, median and p99 of one placement decision for a pod with a
-DoNotSchedule zone constraint and a ScheduleAnyway hostname constraint, the
-PodTopologySpread share of it, `simulate --replicas 100`, the same decision
-with a straightforward count that rescans every pod, and peak RSS.
+load time, median and p99 (wall and CPU time of each decision) of one
+placement decision for a pod with a DoNotSchedule zone constraint and a
+ScheduleAnyway hostname constraint, cold and warm, best of --rounds rounds;
+the PodTopologySpread share of it; a check that the decision equals a
+node-by-node evaluation (and what that evaluation costs); `simulate --replicas
+100`; the same decision with a straightforward count that rescans every pod;
+peak RSS; and the load average, since the figures move with it.
 """
 
 from __future__ import annotations
@@ -166,13 +169,28 @@ def cpu_timed(fn: Callable[[], Any], runs: int) -> list[float]:
     return out
 
 
-def report(label: str, fn: Callable[[], Any], runs: int) -> list[float]:
-    """Print wall and CPU median / p99 of `runs` runs; return the wall samples."""
-    wall = timed(fn, runs)
-    cpu = cpu_timed(fn, runs)
+def both_timed(fn: Callable[[], Any], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds of each run, measured around the same call."""
+    wall, cpu = [], []
+    for _ in range(runs):
+        c, w = time.process_time(), time.perf_counter()
+        fn()
+        wall.append((time.perf_counter() - w) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+    return wall, cpu
+
+
+def report(label: str, fn: Callable[[], Any], runs: int, rounds: int = 1) -> list[float]:
+    """Print wall and CPU median / p99 of `runs` runs, for the round with the lowest
+    wall p99 of `rounds` (other people's work moves the figures); return its wall
+    samples."""
+    results = [both_timed(fn, runs) for _ in range(rounds)]
+    wall, cpu = min(results, key=lambda r: p99(r[0]))
+    others = ", ".join(f"{p99(w):.1f}" for w, _ in results)
     print(
         f"{label}: wall median {statistics.median(wall):.1f} ms, p99 {p99(wall):.1f} ms; "
-        f"CPU median {statistics.median(cpu):.1f} ms, p99 {p99(cpu):.1f} ms ({runs} runs)"
+        f"CPU median {statistics.median(cpu):.1f} ms, p99 {p99(cpu):.1f} ms "
+        f"({runs} runs, best of {rounds} rounds; wall p99 per round: {others})"
     )
     return wall
 
@@ -180,6 +198,12 @@ def report(label: str, fn: Callable[[], Any], runs: int) -> list[float]:
 def with_image(pod: dict[str, Any], image: str) -> dict[str, Any]:
     spec = pod["spec"]
     containers = [{**spec["containers"][0], "image": image}]
+    return {**pod, "spec": {**spec, "containers": containers}}
+
+
+def with_cpu(pod: dict[str, Any], cpu: str) -> dict[str, Any]:
+    spec = pod["spec"]
+    containers = [{**spec["containers"][0], "resources": {"requests": {"cpu": cpu}}}]
     return {**pod, "spec": {**spec, "containers": containers}}
 
 
@@ -209,7 +233,21 @@ def rescan_counts(
 
 
 def spread_only(pod: dict[str, Any], snap: Snapshot) -> None:
-    """PodTopologySpread alone: PreFilter + Filter on every node, then scoring."""
+    """PodTopologySpread alone, as place() runs it: PreFilter, Filter once per node
+    class, PreScore / Score / NormalizeScore per class on the feasible nodes."""
+    table = snap.node_table()
+    state = filtering.pre_filter(pod, snap)
+    assert not isinstance(state, common.Status)
+    keys = filtering.filter_keys(state)
+    classes = snap.node_classes(keys, (False,) * len(keys), table)
+    verdicts = filtering.filter_classes(state, keys, classes.values)
+    feasible = [i for i, c in enumerate(classes.of_node) if verdicts[c].ok]
+    soft = common.constraints_or_error(pod, snap, common.DEFAULT_ARGS, common.SCHEDULE_ANYWAY)
+    scoring.score_classes(pod, snap, soft, table, feasible, common.NodeInclusion(pod))
+
+
+def spread_node_by_node(pod: dict[str, Any], snap: Snapshot) -> None:
+    """PodTopologySpread alone, node by node: Filter on every node, then scoring."""
     state = filtering.pre_filter(pod, snap)
     assert not isinstance(state, common.Status)
     feasible = [info for info in snap.nodes.values() if filtering.filter_node(state, info).ok]
@@ -223,6 +261,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--replicas", type=int, default=100)
     parser.add_argument("--rescan-runs", type=int, default=5)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="timing rounds per figure; the best is shown"
+    )
     parser.add_argument(
         "--no-gc-freeze",
         dest="gc_freeze",
@@ -255,19 +296,41 @@ def main() -> int:
         f"decision: selected {first.selected_node}, "
         f"{len(first.feasible)}/{len(first.nodes)} feasible"
     )
+    print("load average before timing: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
-    # Cold: a pod spec never seen, so the five filters run on every node. The
-    # image tag changes nothing but the spec, which is what verdicts are kept by.
-    fresh = (with_image(pod, f"x:{i}") for i in itertools.count())
-    report("place(), new spec (cold)", lambda: place(next(fresh), snap), opts.runs)
-    # Warm: the same spec again (the next replica of a workload): the five
-    # filters' verdicts are reused for every unchanged node.
-    samples = report("place(), same spec (warm)", lambda: place(pod, snap), opts.runs)
+    # Cold: filter inputs never seen (the cpu request differs each time), so the
+    # five filters run on every node.
+    cold = (with_cpu(pod, f"{101 + i}m") for i in itertools.count())
+    report(
+        "place(), new filter inputs (cold)", lambda: place(next(cold), snap), opts.runs, opts.rounds
+    )
+    # A new revision: a spec never seen, but only in what no filter reads (the
+    # image), so the filters' remembered verdicts still hold.
+    revision = (with_image(pod, f"x:{i}") for i in itertools.count())
+    report("place(), new image only", lambda: place(next(revision), snap), opts.runs, opts.rounds)
+    # Warm: the same spec again (the next replica of a workload).
+    samples = report("place(), same spec (warm)", lambda: place(pod, snap), opts.runs, opts.rounds)
     spread = cpu_timed(lambda: spread_only(pod, snap), opts.runs)
     print(
-        f"  of which PodTopologySpread alone (prefilter+filter+score), CPU: median "
+        f"  of which PodTopologySpread alone (prefilter, filter and score per node class), "
+        f"CPU: median {statistics.median(spread):.1f} ms, p99 {p99(spread):.1f} ms"
+    )
+    spread = cpu_timed(lambda: spread_node_by_node(pod, snap), opts.runs)
+    print(
+        f"  PodTopologySpread node by node (filter on every node, score_nodes), CPU: median "
         f"{statistics.median(spread):.1f} ms, p99 {p99(spread):.1f} ms"
     )
+    print("load average after timing: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+    # The same answer as evaluating every node one by one (the property tests'
+    # reference), on this cluster too.
+    from tests.test_scheduling_properties import reference_place
+
+    t = time.perf_counter()
+    reference = reference_place(pod, snap, common.DEFAULT_ARGS)
+    ref_ms = (time.perf_counter() - t) * 1000
+    assert place(pod, snap) == reference and place(pod, snap).to_json() == reference.to_json()
+    print(f"node-by-node reference: same placement, {ref_ms:.0f} ms for one decision")
 
     t = time.perf_counter()
     with without_cyclic_gc():  # as `topospread simulate` runs it

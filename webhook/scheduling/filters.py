@@ -59,9 +59,12 @@ __all__ = [
     "REASON_UNSCHEDULABLE",
     "all_passing",
     "allocatable_of",
+    "NodeState",
     "filter_inputs",
+    "ignores_node_identity",
     "fit_reasons",
     "passes_filters",
+    "node_key",
     "passing",
     "prepare",
     "run_filters",
@@ -366,4 +369,37 @@ def filter_inputs(prepared: PreparedPod) -> str:
         sort_keys=True,
         separators=(",", ":"),
         default=str,
+    )
+
+
+class NodeState:
+    """A still image of what the filters read of a node (its Node object, which is
+    replaced, never edited, on update; its pods and requested resources, copied)."""
+
+    __slots__ = ("name", "node", "pods", "requested")
+
+    def __init__(self, node_info: NodeInfoLike) -> None:
+        self.name = node_info.name
+        self.node = node_info.node
+        self.pods = list(node_info.pods)
+        self.requested = dict(node_info.requested)
+
+
+def ignores_node_identity(prepared: PreparedPod) -> bool:
+    """Whether the pod's filter verdicts ignore the node's name and labels (no
+    spec.nodeName, no nodeSelector or required node affinity): then nodes with the
+    same node_key get the same verdicts."""
+    return not prepared.node_name and prepared.affinity is None
+
+
+def node_key(node_info: NodeInfoLike) -> tuple[Any, ...]:
+    """Everything the filters read of a node but its name and labels: whether it is
+    unschedulable, its taints, its allocatable, its pod count and requested resources."""
+    unschedulable, taints, _, allocatable = _node_facts(node_info)
+    return (
+        unschedulable,
+        json.dumps(taints, sort_keys=True, default=str) if taints else None,
+        None if allocatable is None else tuple(sorted(allocatable.items())),
+        len(node_info.pods),
+        tuple(sorted(node_info.requested.items())),
     )

@@ -20,6 +20,7 @@ same answer, so a decision over thousands of nodes stays cheap:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import add, attrgetter
@@ -37,15 +38,19 @@ from webhook.scheduling.common import (
 )
 from webhook.scheduling.filtering import PreFilterState, filter_classes, filter_keys, pre_filter
 from webhook.scheduling.filters import (
+    NodeInfoLike,
+    NodeState,
     PreparedPod,
     all_passing,
     filter_inputs,
+    ignores_node_identity,
+    node_key,
     passing,
     prepare,
     run_filters,
 )
 from webhook.scheduling.scoring import score_classes
-from webhook.scheduling.snapshot import NodeInfo, NodeTable, Snapshot, as_dict, pod_namespace
+from webhook.scheduling.snapshot import NodeTable, Snapshot, as_dict, pod_namespace
 from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Code, Status
 
 PluginStatus = Status
@@ -241,11 +246,13 @@ def _filter_outcomes(
     their outcome for a node holds while the node is unchanged, for every pod
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
-    nodes whose generation moved.
+    nodes whose generation moved. Inputs never seen are judged once per group
+    of nodes the filters cannot tell apart, when the pod names no node and has
+    no node affinity (see filters.node_key).
     """
     memo = snapshot.filter_verdicts(filter_inputs(prepared), all_passing())
 
-    def judge(infos: list[NodeInfo]) -> list[int]:
+    def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
         ids = [0] * len(infos)
         for i, ok in enumerate(passing(prepared, infos)):
             if not ok:
@@ -257,10 +264,9 @@ def _filter_outcomes(
     infos = table.infos
     generations = list(map(_generation, infos))
     then_names, then_generations, ids = memo.state
-    if then_names is not table.names:
-        ids = judge(infos)
-        memo.state = (table.names, generations, ids)
-    elif generations != then_generations:
+    if then_names is table.names:
+        if generations == then_generations:
+            return ids, memo.outcomes
         moved = [
             i
             for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
@@ -269,7 +275,41 @@ def _filter_outcomes(
         ids = list(ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
-        memo.state = (table.names, generations, ids)
+    elif ignores_node_identity(prepared):
+        group_of_node, members = _node_groups(snapshot, table, generations)
+        groups = list(dict.fromkeys(group_of_node))
+        outcome_of = dict(zip(groups, judge([members[g] for g in groups]), strict=True))
+        ids = list(map(outcome_of.__getitem__, group_of_node))
+    else:
+        ids = judge(infos)
+    memo.state = (table.names, generations, ids)
+    return ids, memo.outcomes
+
+
+def _node_groups(
+    snapshot: Snapshot, table: NodeTable, generations: list[int]
+) -> tuple[list[int], list[NodeState]]:
+    """The group of each node of `table` (nodes alike for the filters), and a still
+    image of one member per group; regrouped only for nodes whose generation moved."""
+    memo = snapshot.node_groups()
+
+    def group(i: int) -> int:
+        info = table.infos[i]
+        key = node_key(info)
+        hit = memo.lookup(key)
+        return hit if hit is not None else memo.intern(key, NodeState(info))
+
+    then_names, then_generations, ids = memo.state
+    if then_names is not table.names:
+        ids = [group(i) for i in range(len(generations))]
+    elif generations != then_generations:
+        ids = list(ids)
+        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
+            if now != then:
+                ids[i] = group(i)
+    else:
+        return ids, memo.outcomes
+    memo.state = (table.names, generations, ids)
     return ids, memo.outcomes
 
 

@@ -46,6 +46,8 @@ MAX_SELECTORS_PER_NAMESPACE = 64
 MAX_KEY_INDEXES = 64
 # Pod specs whose node filter verdicts are remembered, least recently used dropped.
 MAX_FILTER_SPECS = 2
+# Groups of nodes alike for the filters remembered, per node, before starting afresh.
+MAX_NODE_GROUPS = 2
 
 # Every change to any NodeInfo draws a fresh number, so a remembered verdict is
 # valid exactly while its node's generation is unchanged (even across re-adds).
@@ -205,12 +207,14 @@ class NodeClasses(NamedTuple):
 
 
 class FilterMemo:
-    """The five filters' outcomes for one pod spec, remembered across decisions.
+    """Something judged per node and remembered across decisions while the node is
+    unchanged: the five filters' outcomes for one pod spec, or the group of
+    nodes the filters cannot tell apart (Snapshot.node_groups).
 
     state: (the NodeTable.names list they were taken against, compared by
     identity; generations[i], the generation of node i when judged; ids[i], its
     outcome), replaced whole, never edited, so a reader sees one consistent set.
-    outcomes[k]: outcome k (outcomes[0] is every filter passing); they only grow.
+    outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
     """
 
     __slots__ = ("state", "outcomes", "_lookup", "_lock")
@@ -220,6 +224,10 @@ class FilterMemo:
         self.outcomes: list[Any] = [first]
         self._lookup: dict[Any, int] = {}
         self._lock = threading.Lock()
+
+    def lookup(self, key: Any) -> int | None:
+        """The index of the outcome identified by `key`, None when not known."""
+        return self._lookup.get(key)
 
     def intern(self, key: Any, outcome: Any) -> int:
         """The index of the outcome identified by `key`, added when new."""
@@ -334,6 +342,7 @@ class Snapshot:
             tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], NodeClasses]
         ] = {}
         self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
+        self._node_groups = FilterMemo(None)
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -423,6 +432,7 @@ class Snapshot:
             other._filter_verdicts = OrderedDict(
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
+            other._node_groups = self._node_groups.copy()
             return other
 
     # ---- reading --------------------------------------------------------------
@@ -507,6 +517,18 @@ class Snapshot:
             else:
                 self._filter_verdicts.move_to_end(spec_key)
             return memo
+
+    def node_groups(self) -> FilterMemo:
+        """Each node's group of nodes alike for the filters (outcomes: a still image of
+        one member), for the caller to fill and check; outcome 0 is unused.
+
+        Groups only accumulate (pods come and go, so nodes keep moving to new
+        ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
+        """
+        memo = self._node_groups
+        if len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self.nodes)):
+            memo = self._node_groups = FilterMemo(None)
+        return memo
 
     def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
         """The nodes carrying every one of `keys`, with their values, and each key's domains.
