@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import add, attrgetter
+from operator import add, attrgetter, is_not
 from typing import Any, NamedTuple
 
 from webhook.config import SpreadArgs
@@ -50,7 +50,7 @@ from webhook.scheduling.filters import (
     run_filters,
 )
 from webhook.scheduling.scoring import score_classes
-from webhook.scheduling.snapshot import NodeTable, Snapshot, as_dict, pod_namespace
+from webhook.scheduling.snapshot import FilterMemo, NodeTable, Snapshot, as_dict, pod_namespace
 from webhook.scheduling.status import PLUGIN_NAME, SUCCESS, Code, Status
 
 PluginStatus = Status
@@ -165,7 +165,8 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
 
     table = snapshot.node_table()
     names = table.names
-    outcome_ids, outcomes = _filter_outcomes(prepared, snapshot, table)
+    outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
+    outcomes = memo.outcomes
 
     # PodTopologySpread's Filter reads only the node's values for the constraints'
     # keys: judge each distinct set of values once.
@@ -188,59 +189,82 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
             keys = codes
 
     # One status map per (five filters' outcome, PodTopologySpread verdict): nodes
-    # sharing both share it.
+    # sharing both share it, and so do later decisions.
     width = len(spread)
     feasible_of: dict[int, bool] = {}
     filters_of: dict[int, dict[str, Status]] = {}
     reasons: dict[str, int] = {}
-    passed = Code.SUCCESS
     for key, count in Counter(keys).items():
         o, c = divmod(key, width)
-        statuses = dict(outcomes[o])
-        statuses[PLUGIN_NAME] = spread[c]
-        ok = True
-        for status in statuses.values():
-            if status.code is not passed:
-                ok = False
-                for reason in status.reasons:
-                    reasons[reason] = reasons.get(reason, 0) + count
+        ok, statuses, failed = memo.share(
+            ("filters", o, spread[c]), _merged, outcomes[o], spread[c]
+        )
+        for reason in failed:
+            reasons[reason] = reasons.get(reason, 0) + count
         feasible_of[key], filters_of[key] = ok, statuses
     flags = list(map(feasible_of.__getitem__, keys))
     feasible = list(compress(range(len(names)), flags))
+    statuses_of_node = list(map(filters_of.__getitem__, keys))
 
-    none: dict[str, int] = {}
+    none: dict[str, int] = memo.share("no score", dict)
     scores: list[dict[str, int]] = [none] * len(names)
     selected: str | None = None
     if feasible:
         values = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        shared = {s: {PLUGIN_NAME: s} for s in set(values)}
+        shared = {s: memo.share(("score", s), _score_map, s) for s in set(values)}
         for p, s in zip(feasible, values, strict=True):
             scores[p] = shared[s]
         selected = names[feasible[values.index(max(values))]]  # ties: first by name
 
+    # A node whose status map and score map are the very ones of the previous
+    # decision keeps its verdict object (fewer objects made, less for the GC).
     new = tuple.__new__
-    verdicts = [
-        new(NodeVerdict, fields)
-        for fields in zip(names, flags, map(filters_of.__getitem__, keys), scores, strict=True)
-    ]
+    last = memo.last
+    if last is not None and last[0] is names:
+        _, last_statuses, last_scores, verdicts = last
+        verdicts = list(verdicts)
+        changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
+        changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
+        for i in changed:
+            verdicts[i] = new(NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i]))
+    else:
+        verdicts = [
+            new(NodeVerdict, fields)
+            for fields in zip(names, flags, statuses_of_node, scores, strict=True)
+        ]
+    memo.last = (names, statuses_of_node, scores, verdicts)
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:
         spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
     return Placement(
         pod=pod_ref(pod),
-        nodes=verdicts,
+        nodes=list(verdicts),
         selected_node=selected,
         reasons=dict(sorted(reasons.items())),
         distribution=spread_over,
     )
 
 
+def _score_map(score: int) -> dict[str, int]:
+    return {PLUGIN_NAME: score}
+
+
+def _merged(
+    five: dict[str, Status], spread: Status
+) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
+    """(feasible, the status map of a node, the reasons its failures count under)."""
+    statuses = dict(five)
+    statuses[PLUGIN_NAME] = spread
+    failed = [s for s in statuses.values() if s.code is not Code.SUCCESS]
+    return not failed, statuses, tuple(r for s in failed for r in s.reasons)
+
+
 def _filter_outcomes(
     prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
-) -> tuple[list[int], list[dict[str, Status]]]:
+) -> tuple[list[int], FilterMemo]:
     """The five filters' outcome for each node of `table`: (outcome index per node,
-    the outcomes' status maps).
+    the memo holding the outcomes' status maps).
 
     The filters read only the node and a few fields of the pod (filter_inputs):
     their outcome for a node holds while the node is unchanged, for every pod
@@ -266,7 +290,7 @@ def _filter_outcomes(
     then_names, then_generations, ids = memo.state
     if then_names is table.names:
         if generations == then_generations:
-            return ids, memo.outcomes
+            return ids, memo
         moved = [
             i
             for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
@@ -283,7 +307,7 @@ def _filter_outcomes(
     else:
         ids = judge(infos)
     memo.state = (table.names, generations, ids)
-    return ids, memo.outcomes
+    return ids, memo
 
 
 def _node_groups(

@@ -48,6 +48,8 @@ MAX_KEY_INDEXES = 64
 MAX_FILTER_SPECS = 2
 # Groups of nodes alike for the filters remembered, per node, before starting afresh.
 MAX_NODE_GROUPS = 2
+# Values a FilterMemo shares out before starting afresh.
+MAX_SHARED = 1024
 
 # Every change to any NodeInfo draws a fresh number, so a remembered verdict is
 # valid exactly while its node's generation is unchanged (even across re-adds).
@@ -215,15 +217,29 @@ class FilterMemo:
     identity; generations[i], the generation of node i when judged; ids[i], its
     outcome), replaced whole, never edited, so a reader sees one consistent set.
     outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
+    shared: values the caller builds from outcomes and hands out again and again
+    (cleared past MAX_SHARED entries); last: the caller's previous answer, to
+    reuse what did not change (None at first).
     """
 
-    __slots__ = ("state", "outcomes", "_lookup", "_lock")
+    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
 
     def __init__(self, first: Any) -> None:
         self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
         self.outcomes: list[Any] = [first]
+        self.shared: dict[Any, Any] = {}
+        self.last: Any = None
         self._lookup: dict[Any, int] = {}
         self._lock = threading.Lock()
+
+    def share(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """shared[key], made by make(*args) when missing."""
+        hit = self.shared.get(key)
+        if hit is None:
+            if len(self.shared) >= MAX_SHARED:
+                self.shared = {}
+            hit = self.shared[key] = make(*args)
+        return hit
 
     def lookup(self, key: Any) -> int | None:
         """The index of the outcome identified by `key`, None when not known."""
@@ -245,6 +261,8 @@ class FilterMemo:
         with self._lock:
             other.state = self.state
             other.outcomes = list(self.outcomes)
+            other.shared = dict(self.shared)
+            other.last = self.last
             other._lookup = dict(self._lookup)
         return other
 
