@@ -272,6 +272,18 @@ class NodeInclusion:
         self._affinity: dict[str, bool] = {}
         self._untainted: dict[str, bool] = {}
 
+    def know_affinity(self, matches: dict[str, bool]) -> None:
+        """Take node name -> whether the pod's node affinity matches it, as already
+        worked out (by the NodeAffinity filter, which checks the very same)."""
+        self._affinity = matches
+
+    def known_affinity(self, c: Constraint) -> Mapping[str, bool]:
+        """Node name -> includes(c, node), for nodes where affinity alone decides it
+        and is already known; {} when taints matter too or nothing is known."""
+        if c.node_affinity_policy != HONOR or c.node_taints_policy == HONOR:
+            return {}
+        return self._affinity
+
     def affinity(self, info: NodeInfo) -> bool:
         if self._matcher is None:
             return True

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
@@ -106,9 +105,14 @@ def pre_filter(
         else:
             per_domain = {}
             nodes = snapshot.nodes
+            # Node affinity alone decides: read it from what is already known.
+            known = inclusion.known_affinity(c)
             for name, values in eligible.items():
-                info = nodes.get(name)
-                if info is not None and inclusion.includes(c, info):
+                ok = known.get(name)
+                if ok is None:
+                    info = nodes.get(name)
+                    ok = info is not None and inclusion.includes(c, info)
+                if ok:
                     per_domain[values[j]] = per_domain.get(values[j], 0) + per_node.get(name, 0)
         domains.append(per_domain)
     labels = pod_labels(pod)
@@ -146,11 +150,23 @@ def filter_classes(
     state: PreFilterState, keys: tuple[str, ...], classes: Sequence[ClassValues]
 ) -> list[Status]:
     """Filter once per node class (snapshot.NodeClasses.values for `keys`): the
-    verdict of every node of that class."""
-    out = []
+    verdict of every node of that class, as filter_labels gives it."""
+    # (position of the key in a class's values, maxSkew, domain counts, offset)
+    plan = [
+        (keys.index(key), max_skew, domains, offset)
+        for key, max_skew, domains, offset in state.checks
+    ]
+    out: list[Status] = []
+    append = out.append
     for values in classes:
-        # Values are the nodes' own label values (never a presence mark: Filter
-        # groups by value), passed on as they are.
-        labels = {k: v for k, v in zip(keys, values, strict=True) if v is not ABSENT}
-        out.append(filter_labels(state, cast(Mapping[str, str], labels)))
+        for j, max_skew, domains, offset in plan:
+            value = values[j]
+            if value is ABSENT or value is None:
+                append(NODE_LABEL_NOT_MATCH)
+                break
+            if domains.get(value, 0) + offset > max_skew:
+                append(CONSTRAINTS_NOT_MATCH)
+                break
+        else:
+            append(SUCCESS)
     return out

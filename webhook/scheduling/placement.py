@@ -155,18 +155,24 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     nodes that must get the same answer (see the module docstring).
     """
     prepared = prepare(pod)
+    table = snapshot.node_table()
+    names = table.names
+    outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
+    outcomes = memo.outcomes
     inclusion = NodeInclusion(pod)
+    if prepared.affinity is not None:
+        # Node inclusion honours the same node affinity the NodeAffinity filter
+        # checks: take its remembered verdicts rather than match every node again.
+        matches = [outcome["NodeAffinity"].ok for outcome in outcomes]
+        inclusion.know_affinity(
+            dict(zip(names, map(matches.__getitem__, outcome_ids), strict=True))
+        )
     pre = pre_filter(pod, snapshot, args, inclusion)
     # Upstream parses ScheduleAnyway constraints only at PreScore, where a parse
     # error fails the whole cycle; checking now lets every verdict say so.
     soft = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
     spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
     state: PreFilterState | None = None if isinstance(pre, Status) else pre
-
-    table = snapshot.node_table()
-    names = table.names
-    outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
-    outcomes = memo.outcomes
 
     # PodTopologySpread's Filter reads only the node's values for the constraints'
     # keys: judge each distinct set of values once.
@@ -179,9 +185,10 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
         hard_keys = filter_keys(state)
         classes = snapshot.node_classes(hard_keys, (False,) * len(hard_keys), table)
         by_class = filter_classes(state, hard_keys, classes.values)
-        spread = list(dict.fromkeys(by_class))
-        slot = {status: i for i, status in enumerate(spread)}
-        codes = list(map([slot[status] for status in by_class].__getitem__, classes.of_node))
+        # The verdicts are a few shared Status objects: tell them apart by identity.
+        spread = list({id(status): status for status in by_class}.values())
+        slot = {id(status): i for i, status in enumerate(spread)}
+        codes = list(map([slot[id(status)] for status in by_class].__getitem__, classes.of_node))
         width = len(spread)
         if any(outcome_ids):
             keys = list(map(add, map(width.__mul__, outcome_ids), codes))
