@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests.builders import ZONE, make_node, make_pod
 from webhook.scheduling.filters import (
     FILTER_PLUGINS,
+    affinity_label_keys,
     allocatable_of,
     filter_inputs,
     fit_reasons,
@@ -391,6 +392,50 @@ INPUT_CASES = [
 def test_filter_inputs_change_only_with_what_the_filters_read(pod: Any, differs: bool) -> None:
     """Pods differing only in fields no filter reads share remembered verdicts."""
     assert (filter_inputs(prepare(pod)) != filter_inputs(prepare(BASE.obj()))) is differs
+
+
+def _with_term(term: Any) -> Any:
+    pod = make_pod().name("p").obj()
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    return pod
+
+
+AFFINITY_KEY_CASES = [
+    ("no node selection", make_pod().name("p").obj(), ()),
+    (
+        "nodeSelector",
+        make_pod().name("p").node_selector({ZONE: "a", "disk": "ssd"}).obj(),
+        (ZONE, "disk"),
+    ),
+    (
+        "nodeSelector and a required term",
+        make_pod().name("p").node_selector({"disk": "ssd"}).node_affinity_in(ZONE, "a").obj(),
+        ("disk", ZONE),
+    ),
+    (
+        "terms ORed",
+        make_pod().name("p").node_affinity_in(ZONE, "a").node_affinity_in("rack", "r1").obj(),
+        (ZONE, "rack"),
+    ),
+    (
+        "matchFields reads the name",
+        _with_term({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}),
+        None,
+    ),
+    ("malformed expression", _with_term({"matchExpressions": [{"operator": "Exists"}, "x"]}), ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "want"), [c[1:] for c in AFFINITY_KEY_CASES], ids=[c[0] for c in AFFINITY_KEY_CASES]
+)
+def test_affinity_label_keys(pod: Any, want: Any) -> None:
+    """The label keys NodeAffinity reads; None when it reads the node's name too."""
+    assert affinity_label_keys(prepare(pod)) == want
 
 
 def test_all_five_run_without_short_circuit() -> None:

@@ -59,9 +59,8 @@ __all__ = [
     "REASON_UNSCHEDULABLE",
     "all_passing",
     "allocatable_of",
-    "NodeState",
+    "affinity_label_keys",
     "filter_inputs",
-    "ignores_node_identity",
     "fit_reasons",
     "passes_filters",
     "node_key",
@@ -372,29 +371,43 @@ def filter_inputs(prepared: PreparedPod) -> str:
     )
 
 
-class NodeState:
-    """A still image of what the filters read of a node (its Node object, which is
-    replaced, never edited, on update; its pods and requested resources, copied)."""
-
-    __slots__ = ("name", "node", "pods", "requested")
-
-    def __init__(self, node_info: NodeInfoLike) -> None:
-        self.name = node_info.name
-        self.node = node_info.node
-        self.pods = list(node_info.pods)
-        self.requested = dict(node_info.requested)
-
-
-def ignores_node_identity(prepared: PreparedPod) -> bool:
-    """Whether the pod's filter verdicts ignore the node's name and labels (no
-    spec.nodeName, no nodeSelector or required node affinity): then nodes with the
-    same node_key get the same verdicts."""
-    return not prepared.node_name and prepared.affinity is None
+def affinity_label_keys(prepared: PreparedPod) -> tuple[str, ...] | None:
+    """The node label keys the pod's nodeSelector and required node affinity read (the
+    NodeAffinity filter reads nothing else of a node), or None when a term also
+    reads the node's name (matchFields)."""
+    pod = prepared.pod
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        return ()
+    keys: list[str] = []
+    node_selector = spec.get("nodeSelector")
+    if isinstance(node_selector, dict):
+        keys += [k for k in node_selector if isinstance(k, str)]
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, dict)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    for term in terms if isinstance(terms, list) else ():
+        if not isinstance(term, dict):
+            continue
+        if term.get("matchFields"):
+            return None
+        expressions = term.get("matchExpressions")
+        for e in expressions if isinstance(expressions, list) else ():
+            if isinstance(e, dict) and isinstance(e.get("key"), str):
+                keys.append(e["key"])
+    return tuple(dict.fromkeys(keys))
 
 
 def node_key(node_info: NodeInfoLike) -> tuple[Any, ...]:
     """Everything the filters read of a node but its name and labels: whether it is
-    unschedulable, its taints, its allocatable, its pod count and requested resources."""
+    unschedulable, its taints, its allocatable, its pod count and requested resources.
+    Nodes with the same key (and the same values for affinity_label_keys) get the
+    same verdicts from a pod that names no node."""
     unschedulable, taints, _, allocatable = _node_facts(node_info)
     return (
         unschedulable,

@@ -39,11 +39,10 @@ from webhook.scheduling.common import (
 from webhook.scheduling.filtering import PreFilterState, filter_classes, filter_keys, pre_filter
 from webhook.scheduling.filters import (
     NodeInfoLike,
-    NodeState,
     PreparedPod,
+    affinity_label_keys,
     all_passing,
     filter_inputs,
-    ignores_node_identity,
     node_key,
     passing,
     prepare,
@@ -278,8 +277,8 @@ def _filter_outcomes(
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
     nodes whose generation moved. Inputs never seen are judged once per group
-    of nodes the filters cannot tell apart, when the pod names no node and has
-    no node affinity (see filters.node_key).
+    of nodes the filters cannot tell apart, when the pod names no node (same
+    filters.node_key and the same values for the labels its node affinity reads).
     """
     memo = snapshot.filter_verdicts(filter_inputs(prepared), all_passing())
 
@@ -306,29 +305,33 @@ def _filter_outcomes(
         ids = list(ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
-    elif ignores_node_identity(prepared):
-        group_of_node, members = _node_groups(snapshot, table, generations)
-        groups = list(dict.fromkeys(group_of_node))
-        outcome_of = dict(zip(groups, judge([members[g] for g in groups]), strict=True))
-        ids = list(map(outcome_of.__getitem__, group_of_node))
+    elif not prepared.node_name and (keys := affinity_label_keys(prepared)) is not None:
+        # Judge one member of each group of nodes the filters cannot tell apart.
+        groups = _node_groups(snapshot, table, generations)
+        if keys:
+            classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+            width = len(classes.values)
+            groups = list(map(add, map(width.__mul__, groups), classes.of_node))
+        # group -> its first node (reversed, so the first write of each group wins)
+        first = dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
+        judged = judge([infos[i] for i in first.values()])
+        outcome_of = dict(zip(first, judged, strict=True))
+        ids = list(map(outcome_of.__getitem__, groups))
     else:
         ids = judge(infos)
     memo.state = (table.names, generations, ids)
     return ids, memo
 
 
-def _node_groups(
-    snapshot: Snapshot, table: NodeTable, generations: list[int]
-) -> tuple[list[int], list[NodeState]]:
-    """The group of each node of `table` (nodes alike for the filters), and a still
-    image of one member per group; regrouped only for nodes whose generation moved."""
+def _node_groups(snapshot: Snapshot, table: NodeTable, generations: list[int]) -> list[int]:
+    """The group of each node of `table`: nodes with the same filters.node_key share
+    one. Regrouped only for nodes whose generation moved."""
     memo = snapshot.node_groups()
 
     def group(i: int) -> int:
-        info = table.infos[i]
-        key = node_key(info)
+        key = node_key(table.infos[i])
         hit = memo.lookup(key)
-        return hit if hit is not None else memo.intern(key, NodeState(info))
+        return hit if hit is not None else memo.intern(key, None)
 
     then_names, then_generations, ids = memo.state
     if then_names is not table.names:
@@ -339,9 +342,9 @@ def _node_groups(
             if now != then:
                 ids[i] = group(i)
     else:
-        return ids, memo.outcomes
+        return ids
     memo.state = (table.names, generations, ids)
-    return ids, memo.outcomes
+    return ids
 
 
 _generation = attrgetter("generation")

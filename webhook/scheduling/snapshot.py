@@ -537,8 +537,8 @@ class Snapshot:
             return memo
 
     def node_groups(self) -> FilterMemo:
-        """Each node's group of nodes alike for the filters (outcomes: a still image of
-        one member), for the caller to fill and check; outcome 0 is unused.
+        """Each node's group of nodes alike for the filters, for the caller to fill
+        and check (outcomes hold nothing but their number; 0 is unused).
 
         Groups only accumulate (pods come and go, so nodes keep moving to new
         ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
