@@ -351,6 +351,27 @@ def test_docs_node_affinity_example_places_in_zone_b() -> None:
     assert placement.selected_node in ("n3", "n4")
 
 
+def test_affinity_honoured_ignores_selected_nodes_lacking_the_key() -> None:
+    """zone spreads = [1/1] plus ?n3?, which the nodeSelector takes in but which has no
+    zone: it adds no (empty) domain, so the minimum stays 1 and both zones fit; n3
+    itself fails for the missing label; ~n4~ (zoneC, not selected) counts 0 there
+    and passes the spread but fails NodeAffinity. Through place(), which reads the
+    node affinity from the NodeAffinity filter's verdicts."""
+    objs = [
+        node("n1", zone="zoneA", rack="r2"),
+        node("n2", zone="zoneB", rack="r2"),
+        node("n3", rack="r2"),
+        node("n4", zone="zoneC", rack="r1"),
+        *foo_pods("n1", "n2"),
+    ]
+    pod = make_pod().name("mypod").label("foo", "bar").constraints([c(1, "zone")])
+    pod = pod.node_selector({"rack": "r2"}).obj()
+    placement = place(pod, Snapshot.from_objects(objs))
+    spread = {n.name: n.filters["PodTopologySpread"] for n in placement.nodes}
+    assert spread == {"n1": OK, "n2": OK, "n3": MISSING, "n4": OK}
+    assert [n.name for n in placement.nodes if n.feasible] == ["n1", "n2"]
+
+
 TAINT_NODES = [
     node("n1", zone="zoneA"),
     make_node().name("n2").label("zone", "zoneB").taint("dedicated", "x", "NoSchedule").obj(),

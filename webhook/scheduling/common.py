@@ -17,7 +17,14 @@ from typing import Any
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
-from webhook.scheduling.snapshot import NodeInfo, Snapshot, as_dict, pod_labels, pod_namespace
+from webhook.scheduling.snapshot import (
+    NodeInfo,
+    NodeTable,
+    Snapshot,
+    as_dict,
+    pod_labels,
+    pod_namespace,
+)
 from webhook.scheduling.status import Code, Status
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -270,19 +277,21 @@ class NodeInclusion:
         self._tolerations: list[RawObj] = tolerations if isinstance(tolerations, list) else []
         self._matcher = compile_node_affinity(pod)
         self._affinity: dict[str, bool] = {}
+        self._known: tuple[NodeTable, list[bool]] | None = None
         self._untainted: dict[str, bool] = {}
 
-    def know_affinity(self, matches: dict[str, bool]) -> None:
-        """Take node name -> whether the pod's node affinity matches it, as already
-        worked out (by the NodeAffinity filter, which checks the very same)."""
-        self._affinity = matches
+    def know_affinity(self, table: NodeTable, matches: list[bool]) -> None:
+        """Take whether the pod's node affinity matches each node of `table`, as
+        already worked out (by the NodeAffinity filter, which checks the very same)."""
+        self._affinity = dict(zip(table.names, matches, strict=True))
+        self._known = (table, matches)
 
-    def known_affinity(self, c: Constraint) -> Mapping[str, bool]:
-        """Node name -> includes(c, node), for nodes where affinity alone decides it
-        and is already known; {} when taints matter too or nothing is known."""
+    def known_affinity(self, c: Constraint) -> tuple[NodeTable, list[bool]] | None:
+        """(table, includes(c, node) for each node of it) when node affinity alone
+        decides inclusion in c and is known for every node; else None."""
         if c.node_affinity_policy != HONOR or c.node_taints_policy == HONOR:
-            return {}
-        return self._affinity
+            return None
+        return self._known
 
     def affinity(self, info: NodeInfo) -> bool:
         if self._matcher is None:

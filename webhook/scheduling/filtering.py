@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import compress
 
 from webhook.config import SpreadArgs
 from webhook.kube import RawObj
@@ -102,17 +103,29 @@ def pre_filter(
                 values = eligible.get(name)
                 if values is not None:
                     per_domain[values[j]] += n
+        elif (known := inclusion.known_affinity(c)) is not None:
+            # Node affinity alone decides and is known for every node: the domains
+            # are those of the node classes holding an included node; counts come
+            # from the nodes with matches.
+            table, included = known
+            classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+            per_domain = {}
+            for k in set(compress(classes.of_node, included)):
+                values = classes.values[k]
+                if not any(v is ABSENT for v in values):
+                    per_domain[values[j]] = 0
+            position = table.position
+            for name, n in per_node.items():
+                values = eligible.get(name)
+                p = position.get(name)
+                if values is not None and p is not None and included[p]:
+                    per_domain[values[j]] += n
         else:
             per_domain = {}
             nodes = snapshot.nodes
-            # Node affinity alone decides: read it from what is already known.
-            known = inclusion.known_affinity(c)
             for name, values in eligible.items():
-                ok = known.get(name)
-                if ok is None:
-                    info = nodes.get(name)
-                    ok = info is not None and inclusion.includes(c, info)
-                if ok:
+                info = nodes.get(name)
+                if info is not None and inclusion.includes(c, info):
                     per_domain[values[j]] = per_domain.get(values[j], 0) + per_node.get(name, 0)
         domains.append(per_domain)
     labels = pod_labels(pod)

@@ -163,9 +163,7 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
         # Node inclusion honours the same node affinity the NodeAffinity filter
         # checks: take its remembered verdicts rather than match every node again.
         matches = [outcome["NodeAffinity"].ok for outcome in outcomes]
-        inclusion.know_affinity(
-            dict(zip(names, map(matches.__getitem__, outcome_ids), strict=True))
-        )
+        inclusion.know_affinity(table, list(map(matches.__getitem__, outcome_ids)))
     pre = pre_filter(pod, snapshot, args, inclusion)
     # Upstream parses ScheduleAnyway constraints only at PreScore, where a parse
     # error fails the whole cycle; checking now lets every verdict say so.
