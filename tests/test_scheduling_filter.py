@@ -462,6 +462,11 @@ def test_no_eligible_domain_leaves_the_minimum_unset() -> None:
             "values set can't be empty",
             id="In without values",
         ),
+        pytest.param(
+            c(1, "zone", sel={"matchExpressions": [{"key": "a", "operator": ["In"]}]}),
+            "['In'] is not a valid label selector operator",
+            id="operator not a string (a list: unhashable)",
+        ),
         pytest.param(c("1", "zone"), "maxSkew must be a 32-bit integer", id="maxSkew as a string"),
         pytest.param(c(1, 7), "topologyKey must be a string", id="topologyKey not a string"),
     ],

@@ -139,7 +139,7 @@ def selector_problem(selector: Any) -> str | None:
         values = e.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             return f"values of {e['key']!r} must be a list of strings"
-        if op not in _SELECTOR_OPERATORS:
+        if not isinstance(op, str) or op not in _SELECTOR_OPERATORS:
             return f"{op!r} is not a valid label selector operator"
         if op in ("In", "NotIn") and not values:
             return "for 'in', 'notin' operators, values set can't be empty"
