@@ -372,6 +372,17 @@ def test_affinity_honoured_ignores_selected_nodes_lacking_the_key() -> None:
     assert [n.name for n in placement.nodes if n.feasible] == ["n1", "n2"]
 
 
+def test_node_label_of_the_wrong_type_never_raises() -> None:
+    """A label value that is not a string (only a malformed snapshot has one) fails a
+    nodeSelector on that key; the nodes are then judged one by one."""
+    odd = node("a")
+    odd["metadata"]["labels"] = {"disk": ["ssd"]}
+    pod = make_pod().name("mypod").node_selector({"disk": "ssd"}).obj()
+    placement = place(pod, Snapshot.from_objects([odd, node("b", disk="ssd")]))
+    assert [n.feasible for n in placement.nodes] == [False, True]
+    assert placement.nodes[0].filters["NodeAffinity"].code is Code.UNRESOLVABLE
+
+
 TAINT_NODES = [
     node("n1", zone="zoneA"),
     make_node().name("n2").label("zone", "zoneB").taint("dedicated", "x", "NoSchedule").obj(),

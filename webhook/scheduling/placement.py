@@ -303,13 +303,8 @@ def _filter_outcomes(
         ids = list(ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
-    elif not prepared.node_name and (keys := affinity_label_keys(prepared)) is not None:
-        # Judge one member of each group of nodes the filters cannot tell apart.
-        groups = _node_groups(snapshot, table, generations)
-        if keys:
-            classes = snapshot.node_classes(keys, (False,) * len(keys), table)
-            width = len(classes.values)
-            groups = list(map(add, map(width.__mul__, groups), classes.of_node))
+    elif (groups := _alike(prepared, snapshot, table, generations)) is not None:
+        # Judge one member of each group of nodes the filters cannot tell apart:
         # group -> its first node (reversed, so the first write of each group wins)
         first = dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
         judged = judge([infos[i] for i in first.values()])
@@ -319,6 +314,26 @@ def _filter_outcomes(
         ids = judge(infos)
     memo.state = (table.names, generations, ids)
     return ids, memo
+
+
+def _alike(
+    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable, generations: list[int]
+) -> list[int] | None:
+    """Each node's group of nodes the filters cannot tell apart for this pod, or None
+    when nodes must be judged one by one (the pod names a node, or its node
+    affinity reads node names)."""
+    keys = affinity_label_keys(prepared)
+    if prepared.node_name or keys is None:
+        return None
+    groups = _node_groups(snapshot, table, generations)
+    if not keys:
+        return groups
+    try:
+        classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+    except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
+        return None
+    width = len(classes.values)
+    return list(map(add, map(width.__mul__, groups), classes.of_node))
 
 
 def _node_groups(snapshot: Snapshot, table: NodeTable, generations: list[int]) -> list[int]:
