@@ -270,3 +270,30 @@ def test_reasons_count_each_resource_shortfall_separately() -> None:
     assert placement.reasons == {"Insufficient cpu": 2, "Too many pods": 1}
     fit = placement.nodes[0].filters["NodeResourcesFit"]
     assert fit.reason == "Too many pods, Insufficient cpu"
+
+
+def test_a_node_changed_while_its_group_is_judged_spoils_no_other_verdict(monkeypatch) -> None:
+    """Two nodes alike for the filters form one group, judged through its first node;
+    when that node fills up during the decision (a concurrent update), the other
+    node is still judged on its own state, then and in the next decision."""
+    import webhook.scheduling.placement as placement_module
+
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects(
+        [make_node().name(n).allocatable(cpu="1", pods="10").obj() for n in ("a", "b")]
+    )
+    real = placement_module.passing
+    calls = []
+
+    def passing_during_an_update(prepared, infos):
+        if not calls:
+            snap.upsert(make_pod().name("busy").node("a").requests(cpu="500m").obj())
+        calls.append(len(infos))
+        return real(prepared, infos)
+
+    monkeypatch.setattr(placement_module, "passing", passing_during_an_update)
+    first = place(pod, snap)
+    monkeypatch.setattr(placement_module, "passing", real)
+    assert calls[0] == 1  # the group was judged through one node
+    assert [n.feasible for n in first.nodes] == [False, True]
+    assert [n.feasible for n in place(pod, snap).nodes] == [False, True]

@@ -310,6 +310,10 @@ def _filter_outcomes(
         judged = judge([infos[i] for i in first.values()])
         outcome_of = dict(zip(first, judged, strict=True))
         ids = list(map(outcome_of.__getitem__, groups))
+        if any(infos[i].generation != generations[i] for i in first.values()):
+            # A judged node changed meanwhile (a concurrent update): its verdict need
+            # not hold for the rest of its group, which would keep it.
+            ids = judge(infos)
     else:
         ids = judge(infos)
     memo.state = (table.names, generations, ids)
