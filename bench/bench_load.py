@@ -464,16 +464,22 @@ class Phase:
     other_cpu_s: float
     wall_s: float
     tls: str = ""
+    worker_cpu_s: str = ""
 
 
 @contextlib.contextmanager
-def measured(server: Server) -> Iterator[dict[str, float]]:
+def measured(server: Server) -> Iterator[dict[str, Any]]:
+    workers = _children(server.proc.pid)
+    per0 = {w: _cpu_seconds(w) for w in workers}
     cpu0, busy0, t0 = tree_cpu(server.proc.pid), machine_busy(), time.monotonic()
-    box: dict[str, float] = {}
+    box: dict[str, Any] = {}
     yield box
     box["server_cpu"] = tree_cpu(server.proc.pid) - cpu0
     box["busy"] = machine_busy() - busy0
     box["wall"] = time.monotonic() - t0
+    # How the work spread over the workers: keep-alive connections stay with the worker
+    # that accepted them.
+    box["split"] = "/".join(f"{_cpu_seconds(w) - c:.1f}" for w, c in per0.items())
 
 
 def run_phase(
@@ -524,6 +530,7 @@ def run_phase(
         other_cpu_s=max(0.0, m["busy"] - server_cpu - client_cpu),
         wall_s=m["wall"],
         tls=tls,
+        worker_cpu_s=m["split"],
     )
 
 
@@ -532,7 +539,7 @@ def print_phase(p: Phase) -> None:
     print(
         f"{p.server:<24} {offered} {p.achieved:>8.0f} {p.p50_ms:>7.2f} {p.p99_ms:>8.2f} "
         f"{p.p999_ms:>8.2f} {p.server_cpu_ms_per_req:>7.3f} {p.requests:>7} {p.bad:>4} "
-        f"{p.client_cpu_s:>6.1f} {p.other_cpu_s:>6.1f}  {p.load}",
+        f"{p.client_cpu_s:>6.1f} {p.other_cpu_s:>6.1f}  {p.load}; workers CPU s {p.worker_cpu_s}",
         flush=True,
     )
 
@@ -577,6 +584,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rates", default="100,500,1000", help="offered req/s, comma separated")
     parser.add_argument("--workers", type=int, default=None, help="default: serve's default")
     parser.add_argument("--variants", action="store_true", help="also try worker classes")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="CLASS:WORKERS:THREADS",
+        help="also try this one (repeatable), e.g. gthread:2:8",
+    )
     parser.add_argument("--no-wrk", action="store_true", help="closed-loop Python saturation")
     parser.add_argument("--json", metavar="OUT", help="write every phase as JSON here")
     args = parser.parse_args(argv)
@@ -611,15 +625,22 @@ def main(argv: list[str] | None = None) -> int:
         common = (args, cert_dir, workdir, mix, script)
         phases += bench_server("webhook", *common, workers, worker_class, threads, rates)
         phases += bench_server("floor", *common, workers, worker_class, threads, rates)
-        if args.variants:
-            for cls, w, t in [
+        variants = (
+            [
                 ("sync", 2, 1),
                 ("sync", 4, 1),
                 ("gthread", 2, 1),
                 ("gthread", 3, 2),
                 ("gthread", 4, 4),
-            ]:
-                phases += bench_server("webhook", *common, w, cls, t, [500.0])
+            ]
+            if args.variants
+            else []
+        )
+        for spec in args.variant:
+            cls, w, t = spec.split(":")
+            variants.append((cls, int(w), int(t)))
+        for cls, w, t in variants:
+            phases += bench_server("webhook", *common, w, cls, t, [500.0])
         webhook = [p for p in phases if p.server.startswith("webhook") and p.offered is None]
         floor = [p for p in phases if p.server.startswith("floor") and p.offered is None]
         if webhook and floor:
