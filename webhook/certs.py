@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import os
 import re
+import socket
 import ssl
 import tempfile
 import threading
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -418,8 +420,42 @@ def cli_certs(args: argparse.Namespace) -> int:
 # Reloading TLS context
 
 
-def _server_context(cert: str, key: str, client_ca: str | None) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+class _TimedSSLSocket(ssl.SSLSocket):
+    """An SSL socket whose "blocking" mode keeps its context's I/O timeout."""
+
+    def setblocking(self, flag: bool) -> None:
+        timeout = getattr(self.context, "io_timeout", None)
+        if flag and timeout:
+            self.settimeout(timeout)
+        else:
+            super().setblocking(flag)
+
+
+class _TimedContext(ssl.SSLContext):
+    """A server context whose sockets time out a stalled handshake, read or write.
+
+    gunicorn's gthread worker reads a request in blocking mode, with no timeout, in one
+    of a few threads: a client that connects and then stalls (mid-handshake or
+    mid-request) would hold that thread for good, and a handful of them would stop the
+    server. Every socket wrapped here starts with `io_timeout` and keeps it whenever
+    gthread switches it back to blocking between keep-alive requests; an idle keep-alive
+    connection waits in gthread's poller, not in a read, so the timeout never cuts it.
+    """
+
+    io_timeout: float | None = None
+    sslsocket_class = _TimedSSLSocket
+
+    def wrap_socket(self, sock: socket.socket, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        if self.io_timeout:
+            sock.settimeout(self.io_timeout)
+        return super().wrap_socket(sock, *args, **kwargs)
+
+
+def _server_context(
+    cert: str, key: str, client_ca: str | None, io_timeout: float | None = None
+) -> ssl.SSLContext:
+    ctx = _TimedContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.io_timeout = io_timeout
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_ciphers(TLS12_CIPHERS)
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
@@ -466,6 +502,7 @@ class CertReloader:
         *,
         client_ca: str | None = None,
         check_interval: float = 1.0,
+        io_timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cert_dir = os.fspath(cert_dir)
@@ -473,6 +510,8 @@ class CertReloader:
         self.key_file = os.path.join(self.cert_dir, TLS_KEY)
         self.client_ca = client_ca
         self.check_interval = check_interval
+        # Seconds a blocking read or write on a client socket may stall (None: forever).
+        self.io_timeout = io_timeout
         self._clock = clock
         self._paths: tuple[str, ...] = (self.cert_file, self.key_file) + (
             (client_ca,) if client_ca is not None else ()
@@ -498,7 +537,10 @@ class CertReloader:
     def _build(self) -> ssl.SSLContext:
         resolved = [os.path.realpath(p) for p in self._paths]
         return _server_context(
-            resolved[0], resolved[1], resolved[2] if self.client_ca is not None else None
+            resolved[0],
+            resolved[1],
+            resolved[2] if self.client_ca is not None else None,
+            self.io_timeout,
         )
 
     def context(self) -> ssl.SSLContext:

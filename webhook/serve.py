@@ -188,6 +188,24 @@ def _client_ca(settings: Settings, cert_dir: str) -> str | None:
     return ca
 
 
+# A client may stall a blocking read or write this long before its connection is closed
+# (kube-apiserver sends a whole review at once and its webhook timeout is at most 30 s).
+IO_TIMEOUT_SECONDS = 10.0
+
+
+def io_timeout_seconds(settings: Settings) -> float:
+    """tls.ioTimeoutSeconds of the config (default IO_TIMEOUT_SECONDS)."""
+    tls = settings.raw.get("tls") or {}
+    if not isinstance(tls, dict):
+        raise ConfigError("tls: must be a mapping")
+    value = tls.get("ioTimeoutSeconds", IO_TIMEOUT_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 300:
+        raise ConfigError(
+            f"tls.ioTimeoutSeconds: must be a number of seconds from 0.1 to 300, got {value!r}"
+        )
+    return float(value)
+
+
 def drain_seconds(settings: Settings) -> float:
     """shutdown.drainSeconds of the config (default gunicorn_conf.drain_seconds)."""
     from webhook import gunicorn_conf
@@ -234,7 +252,11 @@ def cli_serve(args: argparse.Namespace) -> int:
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
     cert_dir = args.cert_dir
-    reloader = CertReloader(cert_dir, client_ca=_client_ca(settings, cert_dir))
+    reloader = CertReloader(
+        cert_dir,
+        client_ca=_client_ca(settings, cert_dir),
+        io_timeout=io_timeout_seconds(settings),
+    )
     source = _source(args)
 
     level = logs.level_from_env()
