@@ -23,6 +23,8 @@ run: $(STAMP) certs/tls.crt
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check webhook tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/bandit -q -r webhook bench/bench_load.py -b bandit-baseline.json
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
