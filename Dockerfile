@@ -12,10 +12,14 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 RUN python -m venv /opt/topospread
-COPY pyproject.toml README.md ./
+COPY requirements.lock pyproject.toml README.md ./
 COPY webhook ./webhook
+# Runtime dependencies exactly as pinned, each checked against its hash
+# (requirements.lock, `make lock`), then the project itself without resolving again.
 # Wheels only: the slim base has no compiler, and the final image must not need one.
-RUN /opt/topospread/bin/pip install --only-binary=:all: . \
+RUN /opt/topospread/bin/pip install --only-binary=:all: --require-hashes --no-deps \
+        -r requirements.lock \
+    && /opt/topospread/bin/pip install --no-deps . \
     && /opt/topospread/bin/python -m compileall -q /opt/topospread/lib \
     && /opt/topospread/bin/pip uninstall -y pip setuptools wheel
 
