@@ -299,10 +299,23 @@ def _slot(c: _Constraint, name: str) -> list[FieldError]:
     return c.type_errors.get(name, [])
 
 
-def _same_pair(a: _Constraint, b: _Constraint) -> bool:
-    if BAD in (a.topology_key, a.when, b.topology_key, b.when):
-        return False
-    return bool(a.topology_key == b.topology_key and a.when == b.when)
+def _pair(c: _Constraint | None) -> tuple[str, str] | None:
+    """The {topologyKey, whenUnsatisfiable} pair that must be unique; None when a field's
+    type was wrong (its error is reported instead) or the element is not an object."""
+    if c is None or c.topology_key is BAD or c.when is BAD:
+        return None
+    return (c.topology_key, c.when)
+
+
+def _last_index_of_pairs(decoded: list[_Constraint | None]) -> dict[tuple[str, str], int]:
+    """Each pair's last index: a constraint repeats a later one when its pair's last index
+    is past its own (one pass instead of comparing every two constraints)."""
+    last: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(decoded):
+        pair = _pair(c)
+        if pair is not None:
+            last[pair] = i
+    return last
 
 
 def _selector_invalid(c: _Constraint) -> bool:
@@ -339,6 +352,8 @@ def validate_constraints(
     def typed(value: Any) -> Any:
         return JSONValue(value) if json_typed else value
 
+    last_of_pair = _last_index_of_pairs(decoded)
+
     for i, c in enumerate(decoded):
         if c is None:
             continue
@@ -355,15 +370,15 @@ def validate_constraints(
         errs.extend(_slot(c, "whenUnsatisfiable"))
         if c.when is not BAD and c.when not in SCHEDULE_ACTIONS:
             errs.append(not_supported(sub + ".whenUnsatisfiable", typed(c.when), SCHEDULE_ACTIONS))
-        for later in decoded[i + 1 :]:
-            if later is not None and _same_pair(c, later):
-                errs.append(
-                    duplicate(
-                        sub + ".{topologyKey, whenUnsatisfiable}",
-                        f"{{{c.topology_key}, {c.when}}}",
-                    )
+        # Upstream checks each constraint against the ones after it.
+        pair = _pair(c)
+        if pair is not None and last_of_pair[pair] > i:
+            errs.append(
+                duplicate(
+                    sub + ".{topologyKey, whenUnsatisfiable}",
+                    f"{{{c.topology_key}, {c.when}}}",
                 )
-                break
+            )
         errs.extend(_slot(c, "minDomains"))
         if c.min_domains is not None and c.min_domains is not BAD:
             if c.min_domains <= 0:
@@ -470,6 +485,8 @@ def _advice(
     mlk = raw.get("matchLabelKeys")
     keys = [k for k in mlk if isinstance(k, str)] if isinstance(mlk, list) else []
     unschedulable = " and cannot run this pod" if when == DO_NOT_SCHEDULE else ""
+    label_keys, expr_keys = selector_keys(sel)
+    in_selector = set(label_keys) | set(expr_keys)
     if isinstance(key, str) and key and validate_label_name(key, ""):
         # kube-apiserver does not check the format of a pod's topologyKey; no node can carry it.
         out.append(
@@ -511,8 +528,7 @@ def _advice(
                 "the key is skipped and narrows nothing"
             )
         elif kind != "Pod" and isinstance(sel, Mapping) and k in labels:
-            label_keys, expr_keys = selector_keys(sel)
-            if k in label_keys or k in expr_keys:
+            if k in in_selector:
                 out.append(
                     f"{sub}.matchLabelKeys[{j}]: {k} is also in labelSelector; kube-apiserver "
                     "v1.34+ merges it into labelSelector when it creates each pod and then "
@@ -535,6 +551,7 @@ def validate_spread_args(args: SpreadArgs) -> list[str]:
             )
         )
     decoded: list[_Constraint | None] = []
+    seen_pairs: set[tuple[str, str]] = set()
     for i, raw in enumerate(constraints):
         p = f"defaultConstraints[{i}]"
         if raw is None:
@@ -567,8 +584,10 @@ def validate_spread_args(args: SpreadArgs) -> list[str]:
                     "constraint must not define a selector, as they deduced for each pod",
                 )
             )
-        for earlier in decoded[:i]:
-            if earlier is not None and _same_pair(c, earlier):
+        # kube-scheduler checks each default constraint against the ones before it.
+        pair = _pair(c)
+        if pair is not None:
+            if pair in seen_pairs:
                 errs.append(duplicate(p, f"{{{c.topology_key}, {c.when}}}"))
-                break
+            seen_pairs.add(pair)
     return list(dict.fromkeys(e.error() for e in errs))
