@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -290,9 +291,12 @@ def error_status(code: int, message: str) -> RawObj:
     }
 
 
+# C0 controls, DEL and C1 controls: any of them makes kube-apiserver drop the whole warning.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _clean(text: str) -> str:
-    # A control character makes kube-apiserver drop the whole warning.
-    return "".join(" " if (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else c for c in text)
+    return _CONTROL.sub(" ", text)
 
 
 def limit_warnings(warnings: Iterable[str]) -> list[str]:
@@ -304,7 +308,8 @@ def limit_warnings(warnings: Iterable[str]) -> list[str]:
     total = 0
     dropped = 0
     for raw in warnings:
-        text = _clean(str(raw))[:MAX_WARNING_RUNES]
+        # Cut before cleaning (one character for one): a long warning costs no more.
+        text = _clean(str(raw)[:MAX_WARNING_RUNES])
         if not text or text in seen:
             continue
         # Keep room for the "more warnings" note.
