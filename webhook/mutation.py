@@ -1,9 +1,11 @@
 """What /mutate changes, as a JSONPatch computed on the raw object.
 
-A mutation is a pipeline of pure steps. Each step edits a deep copy of the object
-in place and returns warnings; after the last step one diff (`jsonpatch`) against
-the object exactly as received gives the patch, so nothing the webhook does not own
-can change (no field dropped, reordered or defaulted on the way).
+A mutation is a pipeline of pure steps. Each step edits a copy of the object in
+place and returns warnings; after the last step one diff (`jsonpatch`) against the
+object exactly as received gives the patch, so nothing the webhook does not own can
+change (no field dropped, reordered or defaulted on the way). The steps only edit
+EDITED_PARTS (each pod's annotations and topologySpreadConstraints): only those are
+copied and diffed.
 
 Before a patch is returned it is checked: applied to the received object, followed
 by what kube-apiserver does next (its own matchLabelKeys merge from v1.34, then
@@ -83,7 +85,7 @@ class MutationResult:
     failed: bool = False
 
 
-# A step edits the object (already a private deep copy) in place and returns warnings.
+# A step edits the object (a private copy of what it may edit) in place and returns warnings.
 Step = Callable[[RawObj, MutationContext], list[str]]
 
 
@@ -112,6 +114,24 @@ def merge_form(mode: str, server_version: tuple[int, int] | None) -> MergeForm:
 
 def _requirement(key: str, value: str) -> RawObj:
     return {"key": key, "operator": "In", "values": [value]}
+
+
+def _requirement_pairs(exprs: list[Any]) -> set[tuple[str, str]]:
+    """(key, value) of each entry of `exprs` equal to a `key In [value]` requirement, so
+    that looking one up is a set lookup rather than a scan of the list."""
+    pairs: set[tuple[str, str]] = set()
+    for expr in exprs:
+        if not isinstance(expr, dict) or len(expr) != 3 or expr.get("operator") != "In":
+            continue
+        key, values = expr.get("key"), expr.get("values")
+        if (
+            isinstance(key, str)
+            and isinstance(values, list)
+            and len(values) == 1
+            and isinstance(values[0], str)
+        ):
+            pairs.add((key, values[0]))
+    return pairs
 
 
 def _pod_parts(pod: RawObj) -> tuple[dict[str, Any], list[Any]] | None:
@@ -174,21 +194,23 @@ def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
             exprs = []
         if not isinstance(exprs, list):
             continue
-        merged = []
+        present = _requirement_pairs(exprs)
+        merged: list[str] = []
         for key in keys:
             value = labels.get(key) if isinstance(key, str) else None
             if not isinstance(value, str):
                 continue
-            requirement = _requirement(key, value)
-            if requirement not in exprs:
-                exprs.append(requirement)
+            if (key, value) not in present:
+                exprs.append(_requirement(key, value))
+                present.add((key, value))
             merged.append(key)
         if merged:
             merged_at.append(i)
         if exprs:
             selector["matchExpressions"] = exprs
         if form == "move-keys" and merged:
-            rest = [k for k in keys if k not in merged]
+            merged_keys = set(merged)
+            rest = [k for k in keys if not (isinstance(k, str) and k in merged_keys)]
             if rest:
                 constraint["matchLabelKeys"] = rest
             else:
@@ -198,7 +220,8 @@ def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
         record = _merged_before(pod)
         for index, keys in moved.items():
             known = record.get(index, [])
-            record[index] = known + [k for k in keys if k not in known]
+            known_keys = set(known)
+            record[index] = known + [k for k in keys if k not in known_keys]
         annotations = pod["metadata"].get("annotations")
         if not isinstance(annotations, dict):
             annotations = pod["metadata"]["annotations"] = {}
@@ -236,10 +259,18 @@ def _stored_errors(obj: RawObj, ctx: MutationContext) -> list[FieldError]:
     return validate_object(obj, old=ctx.old, server_version=ctx.server_version)
 
 
-def _rejection(original: RawObj, patch: list[RawObj], ctx: MutationContext) -> str | None:
+def _rejection(
+    original: RawObj, patch: list[RawObj], ctx: MutationContext, *, scoped: bool = False
+) -> str | None:
     """A warning when the API server would reject the patched object for a reason the
-    received object does not have; None when the patch is safe."""
-    patched = jsonpatch.apply_patch(original, patch)
+    received object does not have; None when the patch is safe.
+
+    `scoped`: the patch only touches EDITED_PARTS, so only those are copied to apply it.
+    """
+    if scoped:
+        patched = jsonpatch.apply_patch(_editable_copy(original), patch, in_place=True)
+    else:
+        patched = jsonpatch.apply_patch(original, patch)
     before = set(_stored_errors(original, ctx))
     new = [e for e in _stored_errors(patched, ctx) if e not in before]
     if not new:
@@ -257,19 +288,105 @@ def _rejection(original: RawObj, patch: list[RawObj], ctx: MutationContext) -> s
 
 STEPS: tuple[Step, ...] = (inject_defaults, merge_match_label_keys, annotate_placement)
 
+# The only parts of an object STEPS edit, as (parent, child): the whole parent when it is
+# not an object. Everything else of the copy they work on is shared with the received
+# object, and only these parts are diffed: the work per request follows what the steps
+# may change, not the size of the object.
+EDITED_PARTS: tuple[tuple[str, str], ...] = (
+    ("metadata", "annotations"),
+    ("spec", "topologySpreadConstraints"),
+)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists and immutable scalars), without
+    copy.deepcopy's bookkeeping."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def _editable_copy(obj: RawObj) -> RawObj:
+    """`obj` with EDITED_PARTS copied deeply and everything else shared."""
+    out = dict(obj)
+    for parent, child in EDITED_PARTS:
+        part = obj.get(parent)
+        if isinstance(part, dict):
+            part = dict(part)
+            if child in part:
+                part[child] = _copy_json(part[child])
+            out[parent] = part
+        elif parent in obj:
+            out[parent] = _copy_json(part)
+    return out
+
+
+def _changed_members(src: Any, dst: Any) -> tuple[Any, Any]:
+    """`src` and `dst` cut down to the members that differ, when both are objects or
+    both lists of one length: a list becomes an object keyed by index, whose diff has
+    the same paths ("/3/..."). Anything else is returned whole."""
+    if isinstance(src, dict) and isinstance(dst, dict):
+        keys = [k for k in src if k not in dst or dst[k] is not src[k]]
+        keys += [k for k in dst if k not in src]
+        return {k: src[k] for k in keys if k in src}, {k: dst[k] for k in keys if k in dst}
+    if isinstance(src, list) and isinstance(dst, list) and len(src) == len(dst):
+        changed = [i for i, (a, b) in enumerate(zip(src, dst, strict=True)) if a != b]
+        return {str(i): src[i] for i in changed}, {str(i): dst[i] for i in changed}
+    return src, dst
+
+
+def _edited_views(obj: RawObj, mutated: RawObj) -> tuple[RawObj, RawObj]:
+    """EDITED_PARTS of both objects, at their own paths and cut down to what differs: the
+    diff of the two views is the diff of the objects, which differ nowhere else."""
+    before: RawObj = {}
+    after: RawObj = {}
+    for parent, child in EDITED_PARTS:
+        src, dst = obj.get(parent), mutated.get(parent)
+        if src is dst:
+            continue
+        if isinstance(src, dict) and isinstance(dst, dict):
+            before[parent], after[parent] = {}, {}
+            if child in src and child in dst:
+                before[parent][child], after[parent][child] = _changed_members(
+                    src[child], dst[child]
+                )
+            else:
+                if child in src:
+                    before[parent][child] = src[child]
+                if child in dst:
+                    after[parent][child] = dst[child]
+        else:
+            if parent in obj:
+                before[parent] = src
+            if parent in mutated:
+                after[parent] = dst
+    return before, after
+
 
 def mutate(
     obj: RawObj, ctx: MutationContext, steps: Sequence[Step] | None = None
 ) -> MutationResult:
-    """Run the steps (default STEPS) on a deep copy of `obj`, diff once, check the patch."""
-    mutated = copy.deepcopy(obj)
+    """Run the steps (default STEPS) on a copy of `obj`, diff once, check the patch.
+
+    STEPS get a copy of EDITED_PARTS only and only those are diffed; other steps get a
+    deep copy of the whole object, diffed whole.
+    """
     warnings: list[str] = []
-    for step in STEPS if steps is None else steps:
-        warnings.extend(step(mutated, ctx))
-    patch: list[RawObj] = jsonpatch.make_patch(obj, mutated).patch
+    if steps is None:
+        mutated = _editable_copy(obj)
+        for step in STEPS:
+            warnings.extend(step(mutated, ctx))
+        patch: list[RawObj] = jsonpatch.make_patch(*_edited_views(obj, mutated)).patch
+    else:
+        mutated = copy.deepcopy(obj)
+        for step in steps:
+            warnings.extend(step(mutated, ctx))
+        patch = jsonpatch.make_patch(obj, mutated).patch
     if not patch:
         return MutationResult([], warnings, obj)
-    rejected = _rejection(obj, patch, ctx)
+    rejected = _rejection(obj, patch, ctx, scoped=steps is None)
     if rejected is not None:
         # The steps' own warnings describe changes that are no longer made.
         return MutationResult([], [rejected], obj)
