@@ -121,13 +121,19 @@ def _reject_constant(name: str) -> Any:
 
 
 def _too_deep(doc: Any, limit: int) -> bool:
-    stack = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
+    """True when containers nest more than `limit` levels (the root is level 1)."""
+    level = [doc]
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        nested = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                if isinstance(child, dict | list):
+                    nested.append(child)
+        level = nested
+        depth += 1
     return False
 
 
@@ -143,7 +149,9 @@ def _decode(body: bytes) -> Any:
         raise too_deep from None
     except ValueError as exc:
         raise _fail(f"the body is not JSON: {exc}") from None
-    if isinstance(doc, dict | list) and _too_deep(doc, MAX_DEPTH):
+    # Nesting never exceeds the number of opening brackets: most bodies need no walk.
+    openers = body.count(b"{") + body.count(b"[")
+    if openers > MAX_DEPTH and isinstance(doc, dict | list) and _too_deep(doc, MAX_DEPTH):
         raise too_deep
     return doc
 
