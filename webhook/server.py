@@ -17,10 +17,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, InternalServerError, RequestEntityTooLarge
+from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import get_input_stream
 
 from webhook.admission import (
     MAX_BODY_BYTES,
@@ -35,6 +37,8 @@ from webhook.logs import log_review
 from webhook.metrics import CONTENT_TYPE_LATEST, Metrics
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
     from webhook.cluster.source import ClusterSource
 
 __all__ = ["EXTENSION", "Services", "create_app"]
@@ -82,8 +86,13 @@ def _server_version(source: ClusterSource) -> tuple[int, int] | None:
 
 
 def _review(services: Services, operation: Operation) -> Response:
+    status, body = _answer(services, operation, request.get_data(cache=False))
+    return Response(body, status=status, mimetype="application/json")
+
+
+def _answer(services: Services, operation: Operation, body: bytes) -> tuple[int, bytes]:
+    """Answer one AdmissionReview body: HTTP status and JSON bytes; metrics and log taken."""
     started = time.perf_counter()
-    body = request.get_data(cache=False)
     source = services.source
     if source is None:
         ctx = ReviewContext(settings=services.settings)
@@ -99,11 +108,50 @@ def _review(services: Services, operation: Operation) -> Response:
                 snapshot=snapshot,
             )
             answer = answer_review(body, operation, ctx)
-    response = _json(answer.doc, answer.status)
+    data = json.dumps(answer.doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     elapsed = time.perf_counter() - started
     services.metrics.observe_review(operation, answer, elapsed)
     log_review(operation, answer, elapsed)
-    return response
+    return answer.status, data
+
+
+_REVIEW_ROUTES: dict[str, Operation] = {"/validate": "validate", "/mutate": "mutate"}
+
+
+class _ReviewFastPath:
+    """POST /validate and /mutate answered straight from WSGI, without Flask's request
+    and app contexts, URL matching and response objects (a large part of the CPU time
+    of a small review). The same answer, status, headers and request count as the Flask
+    routes; anything else, and a body over the cap, goes to Flask."""
+
+    def __init__(self, app: Flask, services: Services) -> None:
+        self.flask_wsgi = app.wsgi_app
+        self.services = services
+        self.max_length = app.config["MAX_CONTENT_LENGTH"]
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Any:
+        operation = _REVIEW_ROUTES.get(environ.get("PATH_INFO", ""))
+        if operation is None or environ.get("REQUEST_METHOD") != "POST":
+            return self.flask_wsgi(environ, start_response)
+        try:
+            stream = get_input_stream(environ, max_content_length=self.max_length)
+        except RequestEntityTooLarge:
+            # Nothing was read: Flask answers it, as for any route.
+            return self.flask_wsgi(environ, start_response)
+        try:
+            status, data = _answer(self.services, operation, stream.read())
+        except Exception:
+            # As Flask does for a route that raises: logged, and a JSON Status 500.
+            log.exception("unexpected failure serving %s", environ["PATH_INFO"])
+            status = 500
+            message = InternalServerError.description or "Internal Server Error"
+            data = json.dumps(error_status(status, message), separators=(",", ":")).encode()
+        self.services.metrics.requests.labels(environ["PATH_INFO"], str(status)).inc()
+        start_response(
+            f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN').upper()}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
+        return [data]
 
 
 def create_app(settings: Settings | None = None, *, source: ClusterSource | None = None) -> Flask:
@@ -160,4 +208,5 @@ def create_app(settings: Settings | None = None, *, source: ClusterSource | None
         services.metrics.requests.labels(route, str(response.status_code)).inc()
         return response
 
+    app.wsgi_app = _ReviewFastPath(app, services)  # type: ignore[method-assign]
     return app
