@@ -241,4 +241,3 @@ def test_workload_advice_on_20000_keys_also_in_the_selector() -> None:
     both = [w for w in warnings if "is also in labelSelector" in w]
     assert len(both) == N
     assert both[0].startswith("spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]")
-
