@@ -30,6 +30,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
 
 from tests.builders import (
     DNS,
@@ -647,3 +649,23 @@ def test_wrong_method_or_path_gets_a_json_status(method: str, path: str, status:
     resp = _clients()[0].open(path, method=method, data=b"{}")
     assert resp.status_code == status
     assert resp.get_json()["code"] == status
+
+
+@FUZZ
+@given(mutated_reviews())
+def test_review_routes_answer_as_the_flask_routes_do(doc: Any) -> None:
+    """POST /validate and /mutate are answered straight from WSGI: same status line,
+    headers and body as the Flask routes behind them."""
+    body = _dumps(doc)
+    for app in _apps():
+        direct = Client(app.wsgi_app, Response)
+        routed = Client(app.wsgi_app.flask_wsgi, Response)  # type: ignore[attr-defined]
+        for path in ENDPOINTS:
+            answers = [
+                client.post(path, data=body, content_type="application/json")
+                for client in (direct, routed)
+            ]
+            fast, flask = answers
+            assert fast.status == flask.status
+            assert sorted(fast.headers.items()) == sorted(flask.headers.items())
+            assert fast.get_data() == flask.get_data()
