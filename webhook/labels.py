@@ -204,10 +204,19 @@ def _selector_requirements(sel: Any) -> list[_Requirement] | None:
         if req is None:
             return None
         reqs.append(req)
+    more = _expression_requirements(expressions, _LABEL_OPS)
+    return None if more is None else reqs + more
+
+
+def _expression_requirements(
+    expressions: list[Any], operators: dict[str, Any]
+) -> list[_Requirement] | None:
+    """Requirements of label or node selector expressions; None when one does not parse."""
+    reqs: list[_Requirement] = []
     for expression in expressions:
         if not isinstance(expression, dict):
             return None
-        op = _LABEL_OPS.get(_text(expression.get("operator")))
+        op = operators.get(_text(expression.get("operator")))
         if op is None:
             return None
         req = _requirement(expression.get("key", ""), op, expression.get("values"))
@@ -279,17 +288,9 @@ def _node_term_matcher(term: Any) -> NodeMatcher | None:
         return None
     label_match: LabelMatcher | None = None
     if expressions:
-        reqs: list[_Requirement] = []
-        for expression in expressions:
-            if not isinstance(expression, dict):
-                return match_nothing
-            op = _NODE_OPS.get(_text(expression.get("operator")))
-            if op is None:
-                return match_nothing
-            req = _requirement(expression.get("key", ""), op, expression.get("values"))
-            if req is None:
-                return match_nothing
-            reqs.append(req)
+        reqs = _expression_requirements(expressions, _NODE_OPS)
+        if reqs is None:
+            return match_nothing
         label_match = _requirements_matcher(reqs)
     field_reqs: list[tuple[str, bool, str]] = []  # (field, equal?, value)
     for expression in fields:
