@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.secret_volume import kubelet_layout, kubelet_swap
 from webhook import certs
 from webhook.cli import main
 from webhook.errors import ConfigError
@@ -89,29 +90,6 @@ def handshake(
 
 def der(path: Path) -> bytes:
     return load(path).public_bytes(serialization.Encoding.DER)
-
-
-def kubelet_layout(cert_dir: Path, source: Path, stamp: str) -> None:
-    """Lay `source`'s files out as kubelet's AtomicWriter does for a Secret volume."""
-    ts = cert_dir / f"..{stamp}"
-    ts.mkdir()
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        shutil.copy(source / n, ts / n)
-    os.symlink(ts.name, cert_dir / "..data")
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        os.symlink(f"..data/{n}", cert_dir / n)
-
-
-def kubelet_swap(cert_dir: Path, source: Path, stamp: str) -> None:
-    """Write a new timestamped dir, swap ..data to it atomically, drop the old dir."""
-    old = os.readlink(cert_dir / "..data")
-    ts = cert_dir / f"..{stamp}"
-    ts.mkdir()
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        shutil.copy(source / n, ts / n)
-    os.symlink(ts.name, cert_dir / "..data_tmp")
-    os.rename(cert_dir / "..data_tmp", cert_dir / "..data")
-    shutil.rmtree(cert_dir / old)
 
 
 # --- needs_rotation --------------------------------------------------------------------------

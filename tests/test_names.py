@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.builders import expr, selector
+from tests.upstream_messages import KEY_REGEX, VALUE_REGEX
 from webhook.field import JSONValue, go_json, go_quote, render_value
 from webhook.names import (
     is_dns1123_subdomain,
@@ -14,18 +15,6 @@ from webhook.names import (
     validate_label_selector,
 )
 
-# Messages copied by hand from k8s.io/apimachinery api/validate/content
-# (kube.go, dns.go, errors.go).
-KEY_REGEX = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for validation "
-    "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-VALUE_REGEX = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue' or 'my_value' "
-    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
 SUBDOMAIN_REGEX = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "

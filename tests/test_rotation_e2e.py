@@ -30,6 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.builders import make_pod, review
+from tests.secret_volume import kubelet_layout, kubelet_swap
 from webhook import certs
 
 pytestmark = pytest.mark.slow
@@ -85,29 +86,6 @@ def call_validate(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> Outc
         return Outcome(False, None, repr(exc))
     finally:
         conn.close()
-
-
-def kubelet_layout(cert_dir: Path, source: Path, stamp: str) -> None:
-    """Lay `source`'s files out as kubelet's AtomicWriter does for a Secret volume."""
-    ts = cert_dir / f"..{stamp}"
-    ts.mkdir(parents=True)
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        shutil.copy(source / n, ts / n)
-    os.symlink(ts.name, cert_dir / "..data")
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        os.symlink(f"..data/{n}", cert_dir / n)
-
-
-def kubelet_swap(cert_dir: Path, source: Path, stamp: str) -> None:
-    """New timestamped dir, ..data swapped to it by rename, old dir removed."""
-    old = os.readlink(cert_dir / "..data")
-    ts = cert_dir / f"..{stamp}"
-    ts.mkdir()
-    for n in ("tls.crt", "tls.key", "ca.crt"):
-        shutil.copy(source / n, ts / n)
-    os.symlink(ts.name, cert_dir / "..data_tmp")
-    os.rename(cert_dir / "..data_tmp", cert_dir / "..data")
-    shutil.rmtree(cert_dir / old)
 
 
 def test_rotation_by_secret_update_serves_the_new_certificate_without_a_failed_request(

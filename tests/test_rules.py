@@ -27,6 +27,7 @@ from tests.builders import (
     selector,
     workload,
 )
+from tests.upstream_messages import KEY_REGEX, VALUE_REGEX
 from webhook.config import SpreadArgs
 from webhook.rules import (
     object_warnings,
@@ -37,16 +38,6 @@ from webhook.rules import (
 
 P = "spec.topologySpreadConstraints"
 WEB = selector({"app": "web"})
-KEY_REGEX = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for validation "
-    "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-VALUE_REGEX = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue' or 'my_value' "
-    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
 WHEN_VALUES = 'supported values: "DoNotSchedule", "ScheduleAnyway"'
 POLICIES = 'supported values: "Honor", "Ignore"'
 NO_SELECTOR = "Forbidden: must not be specified when labelSelector is not set"
