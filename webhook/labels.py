@@ -344,6 +344,16 @@ def _required_terms_matcher(required: Any) -> NodeMatcher:
     return match_any
 
 
+def required_node_affinity(spec: Any) -> Any:
+    """spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution of a pod
+    spec as given (any JSON value), None when absent anywhere on the way."""
+    affinity = spec.get("affinity") if isinstance(spec, dict) else None
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    if not isinstance(node_affinity, dict):
+        return None
+    return node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+
+
 def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
     """The pod's required node selection (nodeSelector AND required node affinity) as a
     predicate over Node objects; None when the pod constrains nothing."""
@@ -359,14 +369,8 @@ def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
             label_match = selector_from_set(
                 {k: "" if v is None else v for k, v in node_selector.items()}
             )
-    affinity = spec.get("affinity")
-    required: Any = None
-    has_required = False
-    if isinstance(affinity, dict):
-        node_affinity = affinity.get("nodeAffinity")
-        if isinstance(node_affinity, dict):
-            required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-            has_required = required is not None
+    required = required_node_affinity(spec)
+    has_required = required is not None
     if label_match is None and not has_required:
         return None
     terms_match = _required_terms_matcher(required) if has_required else None

@@ -41,6 +41,7 @@ from webhook.labels import (
     NodeMatcher,
     compile_node_affinity,
     find_untolerated_taint,
+    required_node_affinity,
     taint_tolerated,
 )
 from webhook.scheduling.resources import (
@@ -349,13 +350,7 @@ def filter_inputs(prepared: PreparedPod) -> str:
     spec = pod.get("spec") if isinstance(pod, dict) else None
     if not isinstance(spec, dict):
         spec = {}
-    affinity = spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, dict)
-        else None
-    )
+    required = required_node_affinity(spec)
     return json.dumps(
         [
             prepared.node_name,
@@ -383,13 +378,7 @@ def affinity_label_keys(prepared: PreparedPod) -> tuple[str, ...] | None:
     node_selector = spec.get("nodeSelector")
     if isinstance(node_selector, dict):
         keys += [k for k in node_selector if isinstance(k, str)]
-    affinity = spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, dict)
-        else None
-    )
+    required = required_node_affinity(spec)
     terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
     for term in terms if isinstance(terms, list) else ():
         if not isinstance(term, dict):
