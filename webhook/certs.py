@@ -240,6 +240,15 @@ class _CA:
     pem: bytes
 
 
+def _same_public_key(key: Any, cert: x509.Certificate) -> bool:
+    """Whether the private key belongs to the certificate (their public keys match)."""
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    return bool(
+        key.public_key().public_bytes(der, spki) == cert.public_key().public_bytes(der, spki)
+    )
+
+
 def _load_ca(out: Path, now: dt.datetime) -> _CA | None:
     """The CA in `out` when it is complete, a CA, matches its key, and is not near expiry.
 
@@ -264,9 +273,7 @@ def _load_ca(out: Path, now: dt.datetime) -> _CA | None:
         ) from exc
     except ValueError:
         return None
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    der = serialization.Encoding.DER
-    if key.public_key().public_bytes(der, spki) != cert.public_key().public_bytes(der, spki):
+    if not _same_public_key(key, cert):
         return None
     try:
         if not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
@@ -292,9 +299,7 @@ def _leaf_ok(out: Path, ca: _CA, service: str, namespace: str, now: dt.datetime)
         key = serialization.load_pem_private_key(key_pem, password=None)
     except (OSError, ValueError, TypeError):
         return False
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    der = serialization.Encoding.DER
-    if key.public_key().public_bytes(der, spki) != cert.public_key().public_bytes(der, spki):
+    if not _same_public_key(key, cert):
         return False
     try:
         cert.verify_directly_issued_by(ca.cert)
