@@ -412,18 +412,9 @@ def validate_stored(
     rules.validate_object merges a created Pod first, which is right for a manifest not
     yet sent (`check`) and for a patch the API server has still to process.
     """
-    from webhook.rules import validate_constraints, validate_object
+    from webhook.rules import validate_object
 
-    if old is None and obj.get("kind") == "Pod":
-        template = pod_template(obj)
-        if template is None:
-            return []
-        return validate_constraints(
-            template.spec.get("topologySpreadConstraints"),
-            template.spec_path + ".topologySpreadConstraints",
-            server_version=server_version,
-        )
-    return validate_object(obj, old=old, server_version=server_version)
+    return validate_object(obj, old=old, server_version=server_version, merge=False)
 
 
 @dataclass(frozen=True)

@@ -416,10 +416,13 @@ def validate_object(
     *,
     old: RawObj | None = None,
     server_version: tuple[int, int] | None = None,
+    merge: bool = True,
 ) -> list[FieldError]:
     """The topology spread rules on an object's pod template; paths follow the object.
 
-    A Pod with no `old` is a CREATE (the v1.34 merge applies); with `old` an UPDATE.
+    A Pod with no `old` is a CREATE: from v1.34 the API server merges its matchLabelKeys
+    first, which `merge` replays; merge=False for a Pod the API server already merged
+    (what a validating webhook receives). With `old` an UPDATE.
     Objects of other kinds, or without a usable pod template, give [].
     """
     tpl = pod_template(obj)
@@ -429,7 +432,7 @@ def validate_object(
     if old is not None:
         old_tpl = pod_template(old)
         old_constraints = old_tpl.spec.get("topologySpreadConstraints") if old_tpl else None
-    create_pod = tpl.kind == "Pod" and old is None
+    create_pod = tpl.kind == "Pod" and old is None and merge
     return validate_constraints(
         tpl.spec.get("topologySpreadConstraints"),
         tpl.spec_path + ".topologySpreadConstraints",
