@@ -78,17 +78,17 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # gunicorn's OPTIONS overridden for the worker class variants.
 _SERVE = """
 import sys
-from webhook import gunicorn_conf
+from webhook.server import gunicorn_conf
 gunicorn_conf.OPTIONS.update(worker_class=sys.argv[1], threads=int(sys.argv[2]))
-from webhook.cli import main
+from webhook.cli.main import main
 sys.exit(main(sys.argv[3:]))
 """
 
 _FLOOR = """
 import sys
-from webhook import gunicorn_conf
-from webhook.certs import CertReloader
-from webhook.serve import WebhookApplication
+from webhook.server import gunicorn_conf
+from webhook.install.certs import CertReloader
+from webhook.server.serve import WebhookApplication
 
 cert_dir, bind, workers, worker_class, threads = sys.argv[1:6]
 BODY = (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":'
@@ -597,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     args.duration = min(max(args.duration, 2.0), 60.0)
     rates = [float(r) for r in args.rates.split(",") if r]
 
-    from webhook.gunicorn_conf import OPTIONS
+    from webhook.server.gunicorn_conf import OPTIONS
 
     workers = args.workers or int(OPTIONS["workers"])
     worker_class, threads = str(OPTIONS["worker_class"]), int(OPTIONS["threads"])
@@ -612,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     cert_dir = str(workdir / "certs")
     try:
         subprocess.run(  # nosec B603  # our own CLI, fixed arguments
-            [sys.executable, "-m", "webhook.cli", "certs", "--service", SERVICE,
+            [sys.executable, "-m", "webhook.cli.main", "certs", "--service", SERVICE,
              "--namespace", NAMESPACE, "--out", cert_dir],
             check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,

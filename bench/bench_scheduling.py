@@ -32,11 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from webhook.cli.simulate import without_cyclic_gc  # noqa: E402
 from webhook.cluster.files import load_snapshot  # noqa: E402
-from webhook.scheduling import common, filtering, scoring  # noqa: E402
-from webhook.scheduling.placement import place, simulate  # noqa: E402
-from webhook.scheduling.snapshot import Snapshot, pod_namespace  # noqa: E402
-from webhook.simulate import without_cyclic_gc  # noqa: E402
+from webhook.scheduler import common, filtering, scoring  # noqa: E402
+from webhook.scheduler.framework.snapshot import Snapshot, pod_namespace  # noqa: E402
+from webhook.scheduler.placement import place, simulate  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"

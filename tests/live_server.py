@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.certs import generate
+from webhook.install.certs import generate
 
 STARTUP_SECONDS = 30.0
 
@@ -85,7 +85,7 @@ def start_server(
     cert_dir = tmp / "certs"
     generate("topospread", "topospread", cert_dir, days=2)
     args = [
-        sys.executable, "-m", "webhook.cli", "serve", "--cert-dir", str(cert_dir),
+        sys.executable, "-m", "webhook.cli.main", "serve", "--cert-dir", str(cert_dir),
         "--bind", f"127.0.0.1:{free_port()}", "--workers", str(workers),
     ]
     if config is not None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PURE = sorted((ROOT / "webhook" / "scheduling").glob("*.py")) + [ROOT / "webhook" / "labels.py"]
+PURE = sorted((ROOT / "webhook" / "scheduler").rglob("*.py")) + sorted(
+    (ROOT / "webhook" / "api").glob("*.py")
+)
 FORBIDDEN = ("flask", "werkzeug", "gunicorn", "kubernetes", "prometheus_client")
 
 
@@ -87,5 +89,5 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path: Path) ->
     """The parser is not blind: lazy imports inside functions and relative ones count."""
     probe = tmp_path / "probe.py"
     probe.write_text("def f():\n    import flask\n    from .x import y\n    from .. import kube\n")
-    found = imported_modules(probe, package="webhook.scheduling")
-    assert {"flask", "webhook.scheduling.x", "webhook.scheduling.x.y", "webhook.kube"} <= found
+    found = imported_modules(probe, package="webhook.scheduler")
+    assert {"flask", "webhook.scheduler.x", "webhook.scheduler.x.y", "webhook.kube"} <= found

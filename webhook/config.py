@@ -21,8 +21,8 @@ from typing import Any, Literal, cast
 
 import yaml
 
+from webhook.api.kube import RawObj
 from webhook.errors import ConfigError
-from webhook.kube import RawObj
 
 MergeMode = Literal["auto", "webhook", "apiserver"]
 MERGE_MODES: tuple[MergeMode, ...] = ("auto", "webhook", "apiserver")
@@ -74,7 +74,7 @@ def settings_from_dict(raw: Any) -> Settings:
     # Checked below with the scheduler's own rules (System | List), hence the cast.
     defaulting_type = cast(DefaultingType, spread_raw.get("defaultingType") or "System")
     spread = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting_type)
-    from webhook.rules import validate_spread_args
+    from webhook.validation.rules import validate_spread_args
 
     errors = validate_spread_args(spread)
     if errors:
@@ -90,7 +90,7 @@ def settings_from_dict(raw: Any) -> Settings:
         raise ConfigError("policy: must be a mapping")
     ns_selector = raw.get("injectNamespaceSelector")
     if ns_selector is not None:
-        from webhook.names import validate_label_selector
+        from webhook.api.names import validate_label_selector
 
         problems = validate_label_selector(ns_selector, "injectNamespaceSelector")
         if problems:

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from webhook.api.kube import RawObj
 from webhook.errors import InputError
-from webhook.kube import RawObj
 
 if TYPE_CHECKING:
-    from webhook.scheduling.snapshot import Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
 # A manifest larger than this is refused rather than parsed (YAML parsing is slow and
 # memory hungry); a 5,000-node, 150,000-pod snapshot is well below it.
@@ -156,7 +156,7 @@ def _require_list(top: Any, source: str) -> None:
 def load_snapshot(path: str | Path) -> Snapshot:
     """Read a snapshot file (a JSON or YAML List of Nodes, Pods, Services, ReplicaSets,
     StatefulSets, ReplicationControllers); raise InputError when it is not one."""
-    from webhook.scheduling.snapshot import Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
     source = "<stdin>" if str(path) == "-" else str(path)
     text = read_text(path)

@@ -41,15 +41,15 @@ from urllib.parse import urlencode
 
 import urllib3
 
+from webhook.api.kube import RawObj
 from webhook.cluster.source import ReadWriteLock, SnapshotFactory, default_snapshot_factory
 from webhook.cluster.trim import API_VERSIONS, trim
 from webhook.errors import ConfigError
-from webhook.kube import RawObj
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from kubernetes.client import ApiClient, Configuration
 
-    from webhook.scheduling.snapshot import Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = ["RESOURCES", "Backoff", "LiveSource", "Resource", "parse_server_version"]
 

@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from webhook.api.kube import RawObj
 from webhook.cluster.trim import API_VERSIONS, trim
-from webhook.kube import RawObj
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.scheduling.snapshot import Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = [
     "ClusterSource",
@@ -44,7 +44,7 @@ SnapshotFactory = Callable[[Iterable[RawObj]], "Snapshot"]
 
 def default_snapshot_factory() -> SnapshotFactory:
     """Snapshot.from_objects, imported late so importing this module stays cheap."""
-    from webhook.scheduling.snapshot import Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
     return Snapshot.from_objects
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from webhook.kube import RawObj
+from webhook.api.kube import RawObj
 
 # The kinds a cluster source lists and watches, with their API group/version.
 API_VERSIONS: dict[str, str] = {

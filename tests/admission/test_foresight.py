@@ -1,0 +1,262 @@
+"""Unschedulable foresight on /validate: warnings naming the constraint, denial by policy.
+
+Legend: node(zone)[matching pods], `tainted` = a NoSchedule taint the pod does not
+tolerate (so the node fails TaintToleration but, under the default
+nodeTaintsPolicy Ignore, still counts as a domain). Filter arithmetic from
+upstream's filtering.go: a node passes a DoNotSchedule constraint when
+matching(domain) + selfMatch - globalMin <= maxSkew, globalMin being the smallest
+eligible domain count (0 while fewer eligible domains than minDomains); a node
+lacking the topology key fails it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.builders import (
+    DNS,
+    SA,
+    ZONE,
+    RawObj,
+    make_node,
+    make_pod,
+    review,
+    selector,
+    workload,
+)
+from webhook.admission.foresight import Blocked
+from webhook.admission.review import ReviewContext, answer_review
+from webhook.cluster.source import StaticSource
+from webhook.config import Settings, settings_from_dict
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.server.app import create_app
+
+WEB = {"app": "web"}
+HEAD = "no node fits: maxSkew 1 over topology.kubernetes.io/zone (DoNotSchedule) rules out"
+
+
+def node(name: str, zone: str | None = None, *, tainted: bool = False) -> RawObj:
+    builder = make_node().name(name).hostname()
+    if zone:
+        builder = builder.zone(zone)
+    if tainted:
+        builder = builder.taint("dedicated", "infra")
+    return builder.obj()
+
+
+def pods(on: str, n: int) -> list[RawObj]:
+    return [make_pod().name(f"{on}-w{i}").labels(WEB).node(on).obj() for i in range(n)]
+
+
+def web(*constraints: RawObj) -> RawObj:
+    return make_pod().name("web").labels(WEB).constraints(list(constraints)).obj()
+
+
+def dns(max_skew: int = 1, **extra: Any) -> RawObj:
+    return {"maxSkew": max_skew, "topologyKey": ZONE, "whenUnsatisfiable": DNS,
+            "labelSelector": selector(WEB), **extra}
+
+
+def sa(max_skew: int = 1) -> RawObj:
+    return {"maxSkew": max_skew, "topologyKey": ZONE, "whenUnsatisfiable": SA,
+            "labelSelector": selector(WEB)}
+
+
+def validate(
+    cluster: list[RawObj] | None, obj: RawObj, settings: Settings | None = None, **kw: Any
+) -> RawObj:
+    snapshot = Snapshot.from_objects(cluster) if cluster is not None else None
+    app = create_app(settings or Settings(), source=StaticSource(snapshot, (1, 34)))
+    with app.test_client() as client:
+        doc: RawObj = client.post("/validate", json=review(obj, **kw)).get_json()
+    return doc["response"]
+
+
+# a1(a)[2] b1(b, tainted)[0]: only a1 passes the other filters; 2 + 1 - 0 = 3 > 1.
+SKEWED = [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 2)]
+SKEWED_TEXT = (
+    f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters; "
+    "matching pods per domain: a=2, b=0"
+)
+
+CASES = [
+    # (name, cluster, pod, expected warnings)
+    ("constraint leaves no node", SKEWED, web(dns()), [SKEWED_TEXT]),
+    # 2 + 1 - 0 = 3: maxSkew 2 still rules a1 out, maxSkew 3 lets it in.
+    ("maxSkew 2 still rules out", SKEWED, web(dns(2)),
+     [SKEWED_TEXT.replace("maxSkew 1", "maxSkew 2")]),
+    ("maxSkew 3 leaves a node", SKEWED, web(dns(3)), []),
+    ("a node is free", [node("a1", "a"), node("b1", "b"), *pods("a1", 2)], web(dns()), []),
+    ("ScheduleAnyway never rules out",  SKEWED, web(sa()), []),
+    ("second constraint named by its own index", SKEWED, web(sa(), dns()),
+     [SKEWED_TEXT.replace("[0]", "[1]")]),
+    ("every node fails another filter: not the constraint's doing",
+     [node("a1", "a", tainted=True), node("b1", "b", tainted=True), *pods("a1", 2)],
+     web(dns()), []),
+    ("no node at all", [], web(dns()), []),
+    ("candidate lacking the key (missing required label)",
+     [node("a1", "a", tainted=True), node("n0"), *pods("a1", 2)], web(dns()),
+     [f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters; "
+      "matching pods per domain: a=2"]),
+    # a1(a)[1] b1(b, tainted)[1]: min would be 1 (a1 passes: 1 + 1 - 1 = 1), but two
+    # eligible domains < minDomains 3 make it 0: 1 + 1 - 0 = 2 > 1.
+    ("minDomains makes the minimum 0",
+     [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 1), *pods("b1", 1)],
+     web(dns(minDomains=3)),
+     [f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters "
+      "(2 eligible domain(s) < minDomains 3); matching pods per domain: a=1, b=1"]),
+    ("same cluster without minDomains", [node("a1", "a"), node("b1", "b", tainted=True),
+                                         *pods("a1", 1), *pods("b1", 1)], web(dns()), []),
+]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "pod", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_warning_names_the_constraint_and_domain_counts(
+    cluster: list[RawObj], pod: RawObj, expected: list[str]
+) -> None:
+    """Allowed; a warning per DoNotSchedule constraint that leaves the pod no node."""
+    response = validate(cluster, pod)
+    assert response["allowed"] is True
+    assert response.get("warnings", []) == expected
+
+
+def test_denied_under_policy_with_forbidden() -> None:
+    """policy.denyUnschedulable: 403 Forbidden, worded as apierrors.NewForbidden for pods."""
+    response = validate(SKEWED, web(dns()), Settings(deny_unschedulable=True))
+    cause = SKEWED_TEXT.removeprefix("spec.topologySpreadConstraints[0]: ")
+    assert response["allowed"] is False
+    assert response["status"] == {
+        "status": "Failure",
+        "message": 'pods "web" is forbidden: unschedulable in the current cluster state '
+        f"(policy.denyUnschedulable): {SKEWED_TEXT}",
+        "reason": "Forbidden",
+        "details": {
+            "name": "web",
+            "kind": "pods",
+            "causes": [{"reason": "FieldValueForbidden",
+                        "field": "spec.topologySpreadConstraints[0]", "message": cause}],
+        },
+        "code": 403,
+    }
+
+
+def test_policy_does_not_deny_a_schedulable_pod() -> None:
+    """The policy only denies what would warn."""
+    response = validate(SKEWED, web(dns(3)), Settings(deny_unschedulable=True))
+    assert response == {"uid": response["uid"], "allowed": True}
+
+
+def test_denial_names_a_generate_name_pod() -> None:
+    """A controller-made pod has no name yet: the denial speaks of its generateName."""
+    pod = make_pod().generate_name("web-").labels(WEB).constraints([dns()]).obj()
+    response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
+    assert response["status"]["details"]["name"] == "web-"
+    assert response["status"]["message"].startswith('pods "web-" is forbidden: ')
+
+
+def test_invalid_pod_is_denied_as_invalid_first() -> None:
+    """An invalid object gets kube-apiserver's 422 Invalid; foresight does not run."""
+    response = validate(SKEWED, web(dns(0)), Settings(deny_unschedulable=True))
+    assert response["status"]["code"] == 422
+    assert response["status"]["reason"] == "Invalid"
+
+
+def test_default_constraint_named_by_its_config_path() -> None:
+    """A pod left to List defaults (injection off) is told which default rules it out."""
+    settings = settings_from_dict(
+        {
+            "injectDefaults": False,
+            "podTopologySpread": {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": DNS}
+                ],
+            },
+        }
+    )
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": WEB}}
+    pod = make_pod().name("web").labels(WEB).obj()
+    response = validate([*SKEWED, service], pod, settings)
+    path = "podTopologySpread.defaultConstraints"
+    assert response["warnings"] == [SKEWED_TEXT.replace("spec.topologySpreadConstraints", path)]
+
+
+@pytest.mark.parametrize(
+    ("obj", "operation"),
+    [
+        (workload("Deployment", web(dns())), "CREATE"),
+        (workload("CronJob", web(dns())), "CREATE"),
+        (web(dns()), "UPDATE"),
+    ],
+    ids=["deployment template", "cronjob template", "pod update"],
+)
+def test_only_pod_create_is_foreseen(obj: RawObj, operation: str) -> None:
+    """Templates and updates are not placed (see docs/admission.md)."""
+    old = obj if operation == "UPDATE" else None
+    response = validate(SKEWED, obj, Settings(deny_unschedulable=True),
+                        operation=operation, old=old)
+    assert response["allowed"] is True
+    assert "warnings" not in response
+
+
+def test_unsynced_source_checks_nothing() -> None:
+    """No cluster state: nothing to foresee, allowed without a warning."""
+    response = validate(None, web(dns()), Settings(deny_unschedulable=True))
+    assert response == {"uid": response["uid"], "allowed": True}
+
+
+class BrokenSnapshot:
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"model failure reading {name}")
+
+
+def test_model_raising_allows_with_a_warning() -> None:
+    """A model failure never denies: allowed, and the warning says the check did not run."""
+    ctx = ReviewContext(
+        settings=Settings(deny_unschedulable=True), server_version=(1, 34),
+        snapshot=BrokenSnapshot(),
+    )
+    answer = answer_review(json.dumps(review(web(dns()))).encode(), "validate", ctx)
+    assert answer.doc["response"]["allowed"] is True
+    assert answer.doc["response"]["warnings"] == [
+        "spec.topologySpreadConstraints: not checked for schedulability by topospread "
+        "because of an internal error in the cluster model"
+    ]
+    assert answer.decision == "internal_error"
+
+
+def test_long_domain_lists_are_cut_to_256_runes() -> None:
+    """300 domains do not fit in one warning: the least loaded come first, the rest counted."""
+    blocked = Blocked(
+        path="spec.topologySpreadConstraints[0]", topology_key=ZONE, max_skew=1, rejected=300,
+        candidates=300, domains={f"zone-{i:03d}": 5 for i in range(300)} | {"zone-x": 0},
+        global_min=0, min_domains=1,
+    )
+    text = blocked.text()
+    assert len(text) <= 256
+    assert "matching pods per domain: zone-x=0, zone-000=5, " in text
+    shown = text.count("=")
+    assert text.endswith(f", +{301 - shown} more")
+
+
+def test_pod_bound_at_creation_is_not_foreseen() -> None:
+    """A pod with spec.nodeName skips the scheduler: its constraints cannot stop it."""
+    pod = make_pod().name("web").labels(WEB).node("a1").constraints([dns()]).obj()
+    response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
+    assert response == {"uid": response["uid"], "allowed": True}
+
+
+def test_crowded_domains_come_first() -> None:
+    """The domains the pod is ruled out of lead (most pods first), then the emptiest."""
+    blocked = Blocked(
+        path="spec.topologySpreadConstraints[0]", topology_key=ZONE, max_skew=1, rejected=2,
+        candidates=2, domains={"a": 3, "b": 0, "c": 4, "d": 1}, global_min=0, min_domains=1,
+        crowded=("a", "c"),
+    )
+    assert blocked.text().endswith("matching pods per domain: c=4, a=3, b=0, d=1")

@@ -1,0 +1,283 @@
+"""`check`, `review` and `mutate` through the real command line dispatcher.
+
+The manifests under tests/data/valid and tests/data/invalid carry their expected
+error on a first `# expect:` line, written from upstream's messages.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests import paths
+from tests.builders import DNS, ZONE, make_pod, review, selector
+from webhook.cli.main import main
+
+DATA = paths.DATA
+VALID = sorted((DATA / "valid").glob("*.yaml"))
+INVALID = sorted((DATA / "invalid").glob("*.yaml"))
+
+
+def expected_error(path: Path) -> str:
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# expect: ")
+    return first.removeprefix("# expect: ")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_data_sets_are_there() -> None:
+    """The checks below run over real files, not over nothing."""
+    assert len(VALID) >= 5
+    assert len(INVALID) >= 15
+
+
+# ---------------------------------------------------------------------------------------
+# check: exit codes
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.name for p in VALID])
+def test_check_valid_manifest_exits_0(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    """Every object valid: exit 0, each named as valid."""
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 0, out
+    assert out.strip()
+    assert all(" is valid" in line or ": warning: " in line for line in out.splitlines())
+
+
+@pytest.mark.parametrize("path", INVALID, ids=[p.name for p in INVALID])
+def test_check_invalid_manifest_exits_1_with_upstream_message(
+    capsys: pytest.CaptureFixture[str], path: Path
+) -> None:
+    """An invalid object: exit 1 and kube-apiserver's own message after the file name."""
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 1
+    line = out.splitlines()[0]
+    assert line.startswith(f"{path}: ")
+    assert line.endswith(" is invalid: " + expected_error(path))
+
+
+def test_check_text_line_is_the_denial_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """`file: Pod "web" is invalid: ...`, exactly the message a denial carries."""
+    path = DATA / "invalid" / "maxskew-zero.yaml"
+    _, out, _ = run(capsys, "check", str(path))
+    assert out.splitlines()[0] == (
+        f'{path}: Pod "web" is invalid: spec.topologySpreadConstraints[0].maxSkew: '
+        "Invalid value: 0: must be greater than zero"
+    )
+
+
+def test_check_mixed_files_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """Valid and invalid together: 1."""
+    code, _, _ = run(capsys, "check", str(VALID[0]), str(INVALID[0]))
+    assert code == 1
+
+
+@pytest.mark.parametrize(
+    ("case", "text"),
+    [
+        ("not YAML", "kind: Pod\n  metadata: [\n"),
+        ("a scalar document", "just a string\n"),
+        ("an object without kind", "apiVersion: v1\nmetadata: {name: x}\n"),
+        ("List items not a list", "apiVersion: v1\nkind: List\nitems: {a: 1}\n"),
+    ],
+)
+def test_check_unusable_file_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str, text: str
+) -> None:
+    """A file that cannot be read as Kubernetes objects: exit 2 and a message on stderr."""
+    path = write(tmp_path, "bad.yaml", text)
+    code, _, err = run(capsys, "check", path)
+    assert code == 2, case
+    assert path in err
+
+
+def test_check_missing_file_exits_2_even_beside_invalid(capsys: pytest.CaptureFixture[str]) -> None:
+    """A parse error outranks an invalid object; the other files are still checked."""
+    code, out, err = run(capsys, "check", str(INVALID[0]), "/nonexistent/pods.yaml")
+    assert code == 2
+    assert "no such file" in err
+    assert " is invalid: " in out
+
+
+def test_check_bad_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A config that cannot be used: exit 2 naming the key."""
+    config = write(tmp_path, "config.yaml", "matchLabelKeysMerge: sometimes\n")
+    code, _, err = run(capsys, "check", "--config", config, str(VALID[0]))
+    assert code == 2
+    assert "matchLabelKeysMerge" in err
+
+
+def test_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse refuses a missing FILE with exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(["check"])
+    assert exc.value.code == 2
+
+
+# ---------------------------------------------------------------------------------------
+# check -o json
+
+
+def test_check_json_lists_every_object(capsys: pytest.CaptureFixture[str]) -> None:
+    """One entry per object with file, kind, name, namespace, valid, errors, warnings."""
+    invalid = DATA / "invalid" / "maxskew-zero.yaml"
+    listing = DATA / "valid" / "list-deployment-and-job.yaml"
+    code, out, _ = run(capsys, "check", "-o", "json", str(invalid), str(listing))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc[0] == {
+        "file": str(invalid),
+        "kind": "Pod",
+        "name": "web",
+        "namespace": "default",
+        "valid": False,
+        "errors": [
+            {
+                "field": "spec.topologySpreadConstraints[0].maxSkew",
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: 0: must be greater than zero",
+            }
+        ],
+        "warnings": [],
+    }
+    listed = yaml.safe_load(listing.read_text())["items"]
+    assert [(d["file"], d["kind"], d["valid"]) for d in doc[1:]] == [
+        (str(listing), item["kind"], True) for item in listed
+    ]
+
+
+def test_check_json_carries_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Advice lands in warnings, each starting with the field path."""
+    pod = make_pod().name("web").spread(1, ZONE, DNS, None).obj()
+    code, out, _ = run(capsys, "check", "-o", "json", write(tmp_path, "p.json", json.dumps(pod)))
+    assert code == 0
+    warnings = json.loads(out)[0]["warnings"]
+    assert warnings[0].startswith("spec.topologySpreadConstraints[0].labelSelector: ")
+
+
+def test_check_json_includes_unhandled_kinds_as_valid(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A ConfigMap beside a pod: listed, valid, nothing checked."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n"
+    code, out, _ = run(capsys, "check", "-o", "json", write(tmp_path, "cm.yaml", text))
+    assert code == 0
+    assert json.loads(out)[0]["kind"] == "ConfigMap"
+    assert json.loads(out)[0]["namespace"] == "shop"
+
+
+# ---------------------------------------------------------------------------------------
+# review
+
+
+def stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_review_validate_prints_the_http_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same AdmissionReview the server answers, on stdout, exit 0."""
+    pod = make_pod().name("web").spread(0, ZONE, DNS, selector({"app": "web"})).obj()
+    stdin(monkeypatch, json.dumps(review(pod, uid="u-1")).encode())
+    code, out, _ = run(capsys, "review", "validate")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["response"]["uid"] == "u-1"
+    assert doc["response"]["status"]["message"] == (
+        'Pod "web" is invalid: spec.topologySpreadConstraints[0].maxSkew: '
+        "Invalid value: 0: must be greater than zero"
+    )
+
+
+def test_review_mutate_prints_the_patch(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`review mutate` returns a JSONPatch answer."""
+    pod = (
+        make_pod()
+        .labels({"app": "web", "pod-template-hash": "h1"})
+        .spread(1, ZONE, DNS, selector({"app": "web"}), matchLabelKeys=["pod-template-hash"])
+        .obj()
+    )
+    stdin(monkeypatch, json.dumps(review(pod)).encode())
+    code, out, _ = run(capsys, "review", "mutate")
+    assert code == 0
+    assert json.loads(out)["response"]["patchType"] == "JSONPatch"
+
+
+def test_review_malformed_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A malformed review: the 400 Status on stdout, the reason on stderr, exit 2."""
+    stdin(monkeypatch, b"{not json")
+    code, out, err = run(capsys, "review", "validate")
+    assert code == 2
+    assert json.loads(out)["code"] == 400
+    assert "not JSON" in err
+
+
+# ---------------------------------------------------------------------------------------
+# mutate
+
+
+def web_pods_yaml() -> str:
+    pods: list[Any] = []
+    for name in ("web-1", "web-2"):
+        pods.append(
+            make_pod()
+            .name(name)
+            .labels({"app": "web", "pod-template-hash": "h1"})
+            .spread(1, ZONE, DNS, selector({"app": "web"}), matchLabelKeys=["pod-template-hash"])
+            .obj()
+        )
+    return yaml.safe_dump_all(pods)
+
+
+def test_mutate_prints_each_object_changed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Multi-document in, multi-document out, each pod merged as the v1.34 API server would."""
+    code, out, err = run(capsys, "mutate", write(tmp_path, "pods.yaml", web_pods_yaml()))
+    assert code == 0
+    docs = list(yaml.safe_load_all(out))
+    assert [d["metadata"]["name"] for d in docs] == ["web-1", "web-2"]
+    for doc in docs:
+        constraint = doc["spec"]["topologySpreadConstraints"][0]
+        assert constraint["labelSelector"]["matchExpressions"] == [
+            {"key": "pod-template-hash", "operator": "In", "values": ["h1"]}
+        ]
+        assert constraint["matchLabelKeys"] == ["pod-template-hash"]
+    assert err.count(": warning: spec.topologySpreadConstraints[0].matchLabelKeys: ") == 2
+
+
+def test_mutate_follows_the_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """matchLabelKeysMerge: apiserver leaves the objects as they are."""
+    config = write(tmp_path, "config.yaml", "matchLabelKeysMerge: apiserver\n")
+    text = web_pods_yaml()
+    code, out, _ = run(capsys, "mutate", "--config", config, write(tmp_path, "p.yaml", text))
+    assert code == 0
+    assert list(yaml.safe_load_all(out)) == list(yaml.safe_load_all(text))
+
+
+def test_mutate_unreadable_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """No output and exit 2 when a file cannot be read."""
+    code, out, err = run(capsys, "mutate", "/nonexistent/pods.yaml")
+    assert (code, out) == (2, "")
+    assert "no such file" in err

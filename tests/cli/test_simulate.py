@@ -1,0 +1,300 @@
+"""`topospread simulate` and placement.simulate: output shapes, replicas, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import paths
+from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector, workload
+from webhook.cli.main import main
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import Code
+from webhook.scheduler.placement import place, simulate
+
+DATA = paths.DATA / "snapshots"
+SMALL = str(DATA / "small.json")
+WEB = str(DATA / "web-pod.json")
+PLUGINS = [
+    "NodeUnschedulable",
+    "NodeName",
+    "NodeAffinity",
+    "TaintToleration",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    """small.json: zone-a holds 3 web pods, zone-b 1 (node-c), node-e has no zone.
+
+    Only zone-b passes (1 + 1 - 1 <= 1); node-d has no web pod, so the hostname
+    score prefers it (raw 0 vs 1 -> 100 vs 0).
+    """
+    code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", WEB)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert list(doc) == ["pod", "nodes", "selectedNode", "placements", "distribution"]
+    assert doc["pod"] == "default/web"
+    assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
+    for n in doc["nodes"]:
+        assert list(n["filters"]) == PLUGINS
+    by_name = {n["name"]: n for n in doc["nodes"]}
+    assert by_name["node-a"]["feasible"] is False
+    assert by_name["node-a"]["filters"]["PodTopologySpread"] == {
+        "code": "Unschedulable",
+        "reason": "node(s) didn't match pod topology spread constraints",
+    }
+    assert by_name["node-e"]["filters"]["PodTopologySpread"] == {
+        "code": "UnschedulableAndUnresolvable",
+        "reason": "node(s) didn't match pod topology spread constraints (missing required label)",
+    }
+    assert by_name["node-a"]["scores"] == {}
+    assert by_name["node-c"]["scores"] == {"PodTopologySpread": 0}
+    assert by_name["node-d"]["scores"] == {"PodTopologySpread": 100}
+    assert doc["selectedNode"] == "node-d"
+    assert doc["placements"] == ["node-d"]
+    # distribution is counted once the pod is placed
+    assert doc["distribution"][ZONE] == {"zone-a": 3, "zone-b": 2}
+
+
+def test_replicas_place_copies_one_after_another(capsys: pytest.CaptureFixture[str]) -> None:
+    """Worked by hand: d (zone-b, empty node), c (tie c/d at 100, by name), b (zones
+    even at 3/3; b and d score 100, by name), d (zone-b again, d has fewer)."""
+    code, out, _ = run(capsys, "--snapshot", SMALL, "-o", "json", "--replicas", "4", WEB)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["selectedNode"] == "node-d"
+    assert doc["placements"] == ["node-d", "node-c", "node-b", "node-d"]
+    assert doc["distribution"] == {
+        ZONE: {"zone-a": 4, "zone-b": 4},
+        HOSTNAME: {"node-a": 2, "node-b": 2, "node-c": 2, "node-d": 2, "node-e": 0},
+    }
+
+
+def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--snapshot", SMALL, "--replicas", "2", WEB)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Pod default/web: 2/5 nodes feasible, selected node-d"
+    assert lines[1].split() == ["NODE", "FEASIBLE", "SCORE", "WHY", "NOT"]
+    assert lines[5].split()[:3] == ["node-d*", "yes", "100"]
+    assert "missing required label" in lines[6]
+    assert "Placements (2/2 placed):" in out
+    assert "topology.kubernetes.io/zone  (skew 0)" in out
+
+
+def test_a_workload_file_stands_for_its_pod_template(tmp_path: Path, capsys) -> None:
+    pod = json.loads(Path(WEB).read_text())
+    path = tmp_path / "deploy.yaml"
+    path.write_text(yaml.safe_dump(workload("Deployment", pod, name="web")))
+    code, out, _ = run(capsys, "--snapshot", SMALL, "-o", "json", str(path))
+    assert code == 0
+    assert json.loads(out)["selectedNode"] == "node-d"
+
+
+def test_invalid_pod_is_evaluated_with_warnings(tmp_path: Path, capsys) -> None:
+    """maxSkew 0 is rejected by the API but simulate still evaluates it, as the scheduler would."""
+    pod = (
+        make_pod()
+        .name("bad")
+        .label("app", "web")
+        .spread(0, ZONE, DNS, selector({"app": "web"}))
+        .obj()
+    )
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(pod))
+    code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", str(path))
+    assert code == 0
+    assert "warning: spec.topologySpreadConstraints[0].maxSkew" in err
+    # 0 + 1 - 1 > 0 in zone-b, worse elsewhere: no node passes.
+    assert json.loads(out)["selectedNode"] is None
+
+
+@pytest.mark.parametrize(
+    ("files", "argv", "fragment"),
+    [
+        pytest.param(
+            {"snap.json": json.dumps({"kind": "Pod"})},
+            [],
+            "must be one List",
+            id="snapshot not a List",
+        ),
+        pytest.param(
+            {"pod.yaml": "kind: Pod\n---\nkind: Pod\n"}, [], "exactly one Pod", id="two documents"
+        ),
+        pytest.param({"pod.yaml": "metadata: {name: x}\n"}, [], "has no kind", id="no kind"),
+        pytest.param(
+            {"pod.yaml": "kind: Service\n"}, [], "cannot simulate a Service", id="not a pod"
+        ),
+        pytest.param(
+            {"pod.yaml": "kind: Pod\nspec: [1]\n"}, [], "must be objects", id="spec a list"
+        ),
+        pytest.param({}, ["--replicas", "0"], "--replicas must be at least 1", id="zero replicas"),
+        pytest.param({"pod.yaml": "{{{"}, [], "not valid YAML", id="pod file unreadable"),
+    ],
+)
+def test_bad_input_exits_2_without_traceback(tmp_path: Path, capsys, files, argv, fragment) -> None:
+    snap, pod = SMALL, WEB
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        if name.startswith("snap"):
+            snap = str(tmp_path / name)
+        else:
+            pod = str(tmp_path / name)
+    code, out, err = run(capsys, "--snapshot", snap, *argv, pod)
+    assert code == 2
+    assert fragment in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_missing_snapshot_file_exits_2(tmp_path: Path, capsys) -> None:
+    code, _, err = run(capsys, "--snapshot", str(tmp_path / "none.json"), WEB)
+    assert code == 2 and "no such file" in err
+
+
+def _three_hosts() -> Snapshot:
+    return Snapshot.from_objects([make_node().name(n).hostname().obj() for n in ("n1", "n2", "n3")])
+
+
+def test_min_domains_blog_example_leaves_two_replicas_pending() -> None:
+    """v1.27 blog: 3 nodes, minDomains 5: 3 pods go to 3 nodes, the other 2 wait."""
+    pod = (
+        make_pod()
+        .name("p")
+        .label("foo", "bar")
+        .spread(1, HOSTNAME, DNS, selector({"foo": "bar"}), minDomains=5)
+        .obj()
+    )
+    snap = _three_hosts()
+    sim = simulate(pod, snap, replicas=5)
+    assert sim.placements == ["n1", "n2", "n3", None, None]
+    assert sim.distribution == {HOSTNAME: {"n1": 1, "n2": 1, "n3": 1}}
+    assert snap.pod_count() == 0  # the caller's snapshot is untouched
+
+
+def test_copies_get_distinct_names() -> None:
+    """Each copy stays in the snapshot: were they all named "web", each would replace
+    the one before and the third would go back to n1 ([n1, n2, n1])."""
+    pod = (
+        make_pod()
+        .name("web")
+        .label("foo", "bar")
+        .spread(1, HOSTNAME, SA, selector({"foo": "bar"}))
+        .obj()
+    )
+    sim = simulate(pod, _three_hosts(), replicas=3)
+    assert sim.placements == ["n1", "n2", "n3"]
+    assert sim.distribution == {HOSTNAME: {"n1": 1, "n2": 1, "n3": 1}}
+
+
+def test_no_node_at_all_gives_no_selection() -> None:
+    placement = place(make_pod().name("p").obj(), Snapshot())
+    assert placement.selected_node is None and placement.nodes == []
+
+
+def test_reasons_count_every_failing_plugin() -> None:
+    """A node failing two plugins counts under both reasons."""
+    objs = [
+        make_node().name("a").unschedulable().obj(),
+        make_node().name("b").zone("z").obj(),
+    ]
+    pod = (
+        make_pod()
+        .name("p")
+        .label("foo", "bar")
+        .spread(1, ZONE, DNS, selector({"foo": "bar"}))
+        .obj()
+    )
+    placement = place(pod, Snapshot.from_objects(objs))
+    assert placement.reasons == {
+        "node(s) didn't match pod topology spread constraints (missing required label)": 1,
+        "node(s) were unschedulable": 1,
+    }
+    assert placement.selected_node == "b"
+
+
+def test_remembered_filter_verdicts_follow_node_changes() -> None:
+    """A second decision for the same spec sees a node filled up, tainted, or
+    deleted and re-added differently since the first."""
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects(
+        [
+            make_node().name("a").allocatable(cpu="1", pods="10").obj(),
+            make_node().name("b").allocatable(cpu="2", pods="10").obj(),
+        ]
+    )
+    assert [n.feasible for n in place(pod, snap).nodes] == [True, True]
+    snap.upsert(make_pod().name("busy").node("a").requests(cpu="500m").obj())
+    snap.upsert(make_node().name("b").allocatable(cpu="2", pods="10").taint("k", "v").obj())
+    first = place(pod, snap)
+    assert [n.feasible for n in first.nodes] == [False, False]
+    assert first.nodes[0].filters["NodeResourcesFit"].reason == "Insufficient cpu"
+    assert first.nodes[1].filters["TaintToleration"].code is Code.UNRESOLVABLE
+    snap.delete({"kind": "Pod", "metadata": {"name": "busy", "namespace": "default"}})
+    snap.delete({"kind": "Node", "metadata": {"name": "b"}})
+    snap.upsert(make_node().name("b").allocatable(cpu="2", pods="10").obj())
+    assert [n.feasible for n in place(pod, snap).nodes] == [True, True]
+
+
+def test_simulate_reuses_nothing_stale_from_the_caller() -> None:
+    """Verdicts remembered on the caller's snapshot carry into a simulation's copy
+    only while valid: copies landing on a node are seen by the next copy."""
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects([make_node().name("a").allocatable(cpu="2", pods="10").obj()])
+    place(pod, snap)  # remembers "a fits"
+    assert simulate(pod, snap, replicas=3).placements == ["a", "a", None]
+    assert place(pod, snap).selected_node == "a"  # the caller's snapshot is unchanged
+
+
+def test_reasons_count_each_resource_shortfall_separately() -> None:
+    """A node short of cpu and full of pods counts once under each reason, as FitError does."""
+    from tests.builders import make_node, make_pod
+    from webhook.scheduler.framework.snapshot import Snapshot
+    from webhook.scheduler.placement import place
+
+    full = make_node().name("full").allocatable(cpu="1", memory="1Gi", pods="1").obj()
+    short = make_node().name("short").allocatable(cpu="1", memory="1Gi", pods="10").obj()
+    resident = make_pod().name("resident").node("full").requests(cpu="100m").obj()
+    pod = make_pod().name("new").requests(cpu="2").obj()
+    placement = place(pod, Snapshot.from_objects([full, short, resident]))
+    assert placement.reasons == {"Insufficient cpu": 2, "Too many pods": 1}
+    fit = placement.nodes[0].filters["NodeResourcesFit"]
+    assert fit.reason == "Too many pods, Insufficient cpu"
+
+
+def test_a_node_changed_while_its_group_is_judged_spoils_no_other_verdict(monkeypatch) -> None:
+    """Two nodes alike for the filters form one group, judged through its first node;
+    when that node fills up during the decision (a concurrent update), the other
+    node is still judged on its own state, then and in the next decision."""
+    import webhook.scheduler.placement as placement_module
+
+    pod = make_pod().name("p").requests(cpu="1").obj()
+    snap = Snapshot.from_objects(
+        [make_node().name(n).allocatable(cpu="1", pods="10").obj() for n in ("a", "b")]
+    )
+    real = placement_module.passing
+    calls = []
+
+    def passing_during_an_update(prepared, infos):
+        if not calls:
+            snap.upsert(make_pod().name("busy").node("a").requests(cpu="500m").obj())
+        calls.append(len(infos))
+        return real(prepared, infos)
+
+    monkeypatch.setattr(placement_module, "passing", passing_during_an_update)
+    first = place(pod, snap)
+    monkeypatch.setattr(placement_module, "passing", real)
+    assert calls[0] == 1  # the group was judged through one node
+    assert [n.feasible for n in first.nodes] == [False, True]
+    assert [n.feasible for n in place(pod, snap).nodes] == [False, True]

@@ -1,0 +1,279 @@
+"""Snapshot: building from objects, incremental upsert/delete, counts, and load_snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import paths
+from tests.builders import ZONE, make_node, make_pod, selector
+from webhook.cluster.files import load_snapshot
+from webhook.errors import InputError
+from webhook.scheduler.framework.snapshot import Snapshot
+
+DATA = paths.DATA / "snapshots"
+FOO = selector({"foo": "bar"})
+
+
+def foo_pod(name: str, node: str, ns: str = "default", **labels: str) -> dict:
+    return make_pod().name(name).namespace(ns).labels({"foo": "bar", **labels}).node(node).obj()
+
+
+def test_from_objects_keeps_nodes_bound_pods_and_workloads() -> None:
+    """Nodes, bound pods and the four workload kinds are kept; other kinds are ignored."""
+    svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "ns1"}, "spec": {}}
+    rs = {"kind": "ReplicaSet", "metadata": {"name": "r", "namespace": "ns1"}, "spec": {}}
+    ss = {"kind": "StatefulSet", "metadata": {"name": "t", "namespace": "ns2"}}
+    rc = {"kind": "ReplicationController", "metadata": {"name": "c"}}
+    cm = {"kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns1"}}
+    snap = Snapshot.from_objects(
+        [
+            make_node().name("n1").obj(),
+            foo_pod("p", "n1"),
+            make_pod().name("u").obj(),
+            svc,
+            rs,
+            ss,
+            rc,
+            cm,
+        ]
+    )
+    assert list(snap.nodes) == ["n1"]
+    assert [p["metadata"]["name"] for p in snap.nodes["n1"].pods] == ["p"]
+    assert snap.services == {"ns1": [svc]}
+    assert snap.replicasets == {"ns1": [rs]}
+    assert snap.statefulsets == {"ns2": [ss]}
+    assert snap.replicationcontrollers == {"default": [rc]}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"kind": "Node"},
+        {"kind": "Node", "metadata": None},
+        {"kind": "Pod", "metadata": {"namespace": "x"}},
+        {"kind": "Pod", "metadata": {"name": "p"}, "spec": None},
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p", "labels": ["not", "a", "map"]},
+            "spec": {"nodeName": "n1"},
+        },
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": []},
+        },
+        {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": "x"},
+        {"kind": None},
+        "not an object",
+        None,
+    ],
+)
+def test_malformed_objects_never_raise(obj) -> None:
+    """Objects missing fields are skipped or read with defaults, never an exception."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), obj])
+    assert list(snap.nodes) == ["n1"]
+
+
+def test_node_without_labels_has_empty_labels() -> None:
+    snap = Snapshot.from_objects([{"kind": "Node", "metadata": {"name": "bare"}}])
+    assert snap.nodes["bare"].labels == {}
+
+
+def test_requested_sums_and_subtracts_pod_requests() -> None:
+    """NodeInfo.requested follows pods as they come and go."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj()])
+    snap.upsert(make_pod().name("a").node("n1").requests(cpu="500m", memory="1Gi").obj())
+    snap.upsert(make_pod().name("b").node("n1").requests(cpu="250m").obj())
+    assert snap.nodes["n1"].requested["cpu"] == 750
+    assert snap.nodes["n1"].requested["memory"] == 2**30
+    assert snap.nodes["n1"].requested["pods"] == 2
+    snap.delete({"kind": "Pod", "metadata": {"name": "a", "namespace": "default"}})
+    assert snap.nodes["n1"].requested["cpu"] == 250
+    assert "memory" not in snap.nodes["n1"].requested
+    assert [p["metadata"]["name"] for p in snap.nodes["n1"].pods] == ["b"]
+
+
+def test_terminating_pod_holds_resources_but_is_not_counted() -> None:
+    """Bypass terminating pods in counts (kubernetes#87621); they still use the node."""
+    snap = Snapshot.from_objects(
+        [
+            make_node().name("n1").obj(),
+            make_pod().name("t").label("foo", "bar").node("n1").terminating().obj(),
+        ]
+    )
+    assert len(snap.nodes["n1"].pods) == 1
+    assert snap.match_counts("default", FOO) == {}
+
+
+def test_finished_pods_are_dropped() -> None:
+    """Succeeded and Failed pods are gone from the scheduler's view."""
+    snap = Snapshot.from_objects(
+        [
+            make_node().name("n1").obj(),
+            make_pod().name("s").node("n1").phase("Succeeded").obj(),
+            make_pod().name("f").node("n1").phase("Failed").obj(),
+            make_pod().name("r").node("n1").phase("Running").obj(),
+        ]
+    )
+    assert [p["metadata"]["name"] for p in snap.nodes["n1"].pods] == ["r"]
+
+
+def test_counts_follow_upserts_and_deletes() -> None:
+    """An index built once is kept right through adds, label changes, moves and deletes."""
+    snap = Snapshot.from_objects(
+        [make_node().name("n1").obj(), make_node().name("n2").obj(), foo_pod("a", "n1")]
+    )
+    assert snap.match_counts("default", FOO) == {"n1": 1}
+    snap.upsert(foo_pod("b", "n1"))
+    snap.upsert(foo_pod("c", "n2"))
+    assert snap.match_counts("default", FOO) == {"n1": 2, "n2": 1}
+    snap.upsert(make_pod().name("b").label("foo", "other").node("n1").obj())  # relabelled
+    assert snap.match_counts("default", FOO) == {"n1": 1, "n2": 1}
+    snap.upsert(foo_pod("a", "n2"))  # moved
+    assert snap.match_counts("default", FOO) == {"n2": 2}
+    snap.delete(foo_pod("c", "n2"))
+    snap.upsert(foo_pod("d", "n1", ns="other"))
+    assert snap.match_counts("default", FOO) == {"n2": 1}
+    assert snap.match_counts("other", FOO) == {"n1": 1}
+
+
+def test_pods_seen_before_their_node_attach_when_it_arrives() -> None:
+    """A pod bound to an unknown node waits; the node brings it along when added."""
+    snap = Snapshot.from_objects([foo_pod("a", "late")])
+    assert snap.nodes == {}
+    snap.upsert(make_node().name("late").zone("z").obj())
+    assert [p["metadata"]["name"] for p in snap.nodes["late"].pods] == ["a"]
+
+
+def test_deleting_a_node_keeps_its_pods_for_when_it_returns() -> None:
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), foo_pod("a", "n1")])
+    snap.delete({"kind": "Node", "metadata": {"name": "n1"}})
+    assert snap.nodes == {}
+    snap.upsert(make_node().name("n1").obj())
+    assert len(snap.nodes["n1"].pods) == 1
+
+
+def test_node_relabel_updates_key_index() -> None:
+    """Changing a node's zone label changes the domains at the next decision."""
+    snap = Snapshot.from_objects([make_node().name("n1").zone("a").obj()])
+    assert snap.key_index((ZONE,)) == ({"n1": ("a",)}, (("a",),))
+    snap.upsert(make_node().name("n1").zone("b").obj())
+    assert snap.key_index((ZONE,)) == ({"n1": ("b",)}, (("b",),))
+
+
+def test_workload_upsert_replaces_by_name_and_delete_removes() -> None:
+    svc = {
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"selector": {"a": "1"}},
+    }
+    svc2 = {
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"selector": {"a": "2"}},
+    }
+    snap = Snapshot.from_objects([svc])
+    snap.upsert(svc2)
+    assert snap.services == {"ns": [svc2]}
+    snap.delete(svc2)
+    assert snap.services == {}
+
+
+def test_add_pod_binds_a_copy() -> None:
+    pod = make_pod().name("x").label("foo", "bar").obj()
+    snap = Snapshot.from_objects([make_node().name("n1").obj()])
+    snap.add_pod(pod, "n1")
+    assert "nodeName" not in pod["spec"]
+    assert snap.match_counts("default", FOO) == {"n1": 1}
+
+
+def test_copy_is_independent() -> None:
+    """Changing a copy leaves the original untouched, indexes included."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), foo_pod("a", "n1")])
+    assert snap.match_counts("default", FOO) == {"n1": 1}
+    other = snap.copy()
+    other.upsert(foo_pod("b", "n1"))
+    other.upsert(make_node().name("n2").obj())
+    assert snap.match_counts("default", FOO) == {"n1": 1}
+    assert len(snap.nodes["n1"].pods) == 1
+    assert snap.node_names() == ["n1"]
+    assert other.match_counts("default", FOO) == {"n1": 2}
+    assert other.node_names() == ["n1", "n2"]
+
+
+# ---- load_snapshot ----------------------------------------------------------------
+
+
+def _items() -> list[dict]:
+    return [make_node().name("n1").zone("a").obj(), foo_pod("a", "n1")]
+
+
+def test_load_snapshot_json_list(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": _items(), "metadata": {}})
+    )
+    snap = load_snapshot(path)
+    assert list(snap.nodes) == ["n1"] and snap.pod_count() == 1
+
+
+def test_load_snapshot_json_with_kind_after_items_and_nested_values(tmp_path: Path) -> None:
+    """Field order does not matter; the items are streamed one by one."""
+    items = json.dumps(_items())
+    text = '{"items": ' + items + ', "metadata": {"a": [1, {"b": "]"}]}, "kind": "List"}'
+    path = tmp_path / "s.json"
+    path.write_text(text)
+    assert load_snapshot(path).pod_count() == 1
+
+
+def test_load_snapshot_yaml_list(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": _items()}))
+    assert load_snapshot(path).pod_count() == 1
+
+
+def test_load_snapshot_shipped_example() -> None:
+    snap = load_snapshot(DATA / "small.json")
+    assert snap.node_names() == ["node-a", "node-b", "node-c", "node-d", "node-e"]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        pytest.param(
+            json.dumps({"kind": "Pod", "metadata": {"name": "p"}}),
+            "must be one List",
+            id="a single Pod",
+        ),
+        pytest.param(json.dumps({"kind": "List"}), "must be one List", id="List without items"),
+        pytest.param("[1, 2]", "must be one List", id="a JSON array"),
+        pytest.param('{"kind": "List", "items": [', "not valid JSON", id="truncated JSON"),
+        pytest.param(
+            '{"kind": "List", "items": []} trailing', "unexpected data", id="trailing data"
+        ),
+        pytest.param(
+            "kind: List\nitems: []\n---\nkind: List\nitems: []\n",
+            "found 2",
+            id="two YAML documents",
+        ),
+        pytest.param(
+            "kind: List\nitems: {a: 1}\n", "items of the List must be a list", id="items not a list"
+        ),
+        pytest.param("kind: [unclosed\n", "not valid YAML", id="broken YAML"),
+    ],
+)
+def test_load_snapshot_rejects_what_is_not_a_list(tmp_path: Path, text: str, fragment: str) -> None:
+    path = tmp_path / "bad"
+    path.write_text(text)
+    with pytest.raises(InputError, match=fragment):
+        load_snapshot(path)
+
+
+def test_load_snapshot_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_snapshot(tmp_path / "absent.json")

@@ -1,0 +1,413 @@
+"""Properties of the scheduling model, checked with hypothesis.
+
+- the incrementally kept matching counts always equal a recount from scratch;
+- placing N replicas one by one never leaves a DoNotSchedule spread whose skew
+  over the eligible domains exceeds maxSkew (starting from no matching pod);
+- place() (which judges groups of alike nodes once and remembers filter
+  outcomes across decisions) gives, node for node, what running every filter
+  on every node and scoring the feasible ones one by one gives, before and
+  after the cluster changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import (
+    DNS,
+    HOSTNAME,
+    SA,
+    ZONE,
+    constraint,
+    exists,
+    make_node,
+    make_pod,
+    selector,
+)
+from webhook.config import SpreadArgs
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import PLUGIN_NAME, SUCCESS, Status
+from webhook.scheduler.placement import NodeVerdict, Placement, place, pod_ref, simulate
+from webhook.scheduler.plugins.filters import run_filters
+from webhook.scheduler.plugins.podtopologyspread.common import (
+    SCHEDULE_ANYWAY,
+    constraints_or_error,
+    distribution,
+)
+from webhook.scheduler.plugins.podtopologyspread.filtering import filter_node, pre_filter
+from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
+
+NODES = ["n0", "n1", "n2", "n3"]
+NAMESPACES = ["default", "other"]
+SELECTORS = [{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {"tier": "y"}]
+
+labels_st = st.dictionaries(
+    st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b", "x", "y"]), max_size=2
+)
+add_st = st.tuples(
+    st.just("add"),
+    st.integers(0, 7),  # pod name
+    st.sampled_from(NAMESPACES),
+    st.sampled_from([*NODES, ""]),  # "" leaves the pod unbound
+    labels_st,
+    st.booleans(),  # terminating
+    st.sampled_from(["Running", "Succeeded"]),
+)
+delete_st = st.tuples(st.just("delete"), st.integers(0, 7), st.sampled_from(NAMESPACES))
+ops_st = st.lists(st.one_of(add_st, delete_st), max_size=40)
+
+
+def _pod(name: int, ns: str, node: str, labels: dict[str, str], terminating: bool, phase: str):
+    b = make_pod().name(f"p{name}").namespace(ns).labels(labels).phase(phase)
+    if node:
+        b = b.node(node)
+    if terminating:
+        b = b.terminating()
+    return b.obj()
+
+
+def _recount(live: dict[tuple[str, str], dict[str, Any]], ns: str, sel: dict[str, str]):
+    """Counts straight from the pod objects, without the snapshot's index."""
+    out: dict[str, int] = {}
+    for (pod_ns, _), pod in live.items():
+        meta, spec = pod["metadata"], pod["spec"]
+        if pod_ns != ns or not spec.get("nodeName") or "deletionTimestamp" in meta:
+            continue
+        if pod["status"]["phase"] in ("Succeeded", "Failed"):
+            continue
+        labels = meta.get("labels", {})
+        if all(labels.get(k) == v for k, v in sel.items()):
+            out[spec["nodeName"]] = out.get(spec["nodeName"], 0) + 1
+    return out
+
+
+@given(ops_st)
+def test_incremental_counts_equal_a_full_recount(ops) -> None:
+    snap = Snapshot.from_objects([make_node().name(n).obj() for n in NODES])
+    for ns in NAMESPACES:  # build every index first, so every op updates it
+        for sel in SELECTORS:
+            snap.match_counts(ns, selector(sel))
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for op in ops:
+        if op[0] == "add":
+            _, name, ns, node, labels, terminating, phase = op
+            pod = _pod(name, ns, node, labels, terminating, phase)
+            live[(ns, f"p{name}")] = pod
+            snap.upsert(pod)
+        else:
+            _, name, ns = op
+            live.pop((ns, f"p{name}"), None)
+            snap.delete({"kind": "Pod", "metadata": {"name": f"p{name}", "namespace": ns}})
+    fresh = Snapshot.from_objects([make_node().name(n).obj() for n in NODES] + list(live.values()))
+    for ns in NAMESPACES:
+        for sel in SELECTORS:
+            want = _recount(live, ns, sel)
+            assert snap.match_counts(ns, selector(sel)) == want
+            assert fresh.match_counts(ns, selector(sel)) == want
+    bound = sum(
+        1 for p in live.values() if p["spec"].get("nodeName") and p["status"]["phase"] == "Running"
+    )
+    assert snap.pod_count() == bound
+
+
+cluster_st = st.lists(
+    st.tuples(st.sampled_from(["za", "zb", "zc", "zd", None]), st.booleans()),
+    min_size=1,
+    max_size=8,
+)
+
+
+@given(
+    cluster_st,
+    st.integers(1, 3),
+    st.integers(1, 12),
+    st.one_of(st.none(), st.integers(1, 5)),
+    st.lists(st.integers(0, 7), max_size=6),
+)
+def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains, others) -> None:
+    """From no matching pod, every placement keeps max - min <= maxSkew over the
+    eligible domains (zones of nodes carrying the key), whatever else fails."""
+    objs: list[dict[str, Any]] = []
+    for i, (zone, unschedulable) in enumerate(cluster):
+        b = make_node().name(f"n{i}")
+        if zone:
+            b = b.zone(zone)
+        if unschedulable:
+            b = b.unschedulable()
+        objs.append(b.obj())
+    # Pods that do not match the selector may sit anywhere.
+    for j, idx in enumerate(others):
+        if idx < len(cluster):
+            objs.append(make_pod().name(f"o{j}").label("app", "other").node(f"n{idx}").obj())
+    extra = {"minDomains": min_domains} if min_domains is not None else {}
+    pod = (
+        make_pod()
+        .name("web")
+        .label("app", "web")
+        .spread(max_skew, ZONE, DNS, selector({"app": "web"}), **extra)
+        .obj()
+    )
+    sim = simulate(pod, Snapshot.from_objects(objs), replicas=replicas)
+    domains = sim.distribution.get(ZONE, {})
+    if domains:
+        assert max(domains.values()) - min(domains.values()) <= max_skew
+    placed = [p for p in sim.placements if p is not None]
+    assert sum(domains.values()) == len(placed)
+    # Placements only ever land on schedulable nodes with a zone.
+    for name in placed:
+        zone, unschedulable = cluster[int(name[1:])]
+        assert zone is not None and not unschedulable
+
+
+# ---- place() against a one-node-at-a-time reference -------------------------------
+
+RACK = "example.com/rack"
+
+
+def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Placement:
+    """place() the straightforward way: every filter on every node, one node at a
+    time, then PreScore / Score / NormalizeScore over the feasible nodes."""
+    pre = pre_filter(pod, snap, args)
+    soft = constraints_or_error(pod, snap, args, SCHEDULE_ANYWAY)
+    spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
+    rows = []
+    reasons: dict[str, int] = {}
+    for name in sorted(snap.nodes):
+        info = snap.nodes[name]
+        statuses = run_filters(pod, info)
+        if spread_error is not None:
+            statuses[PLUGIN_NAME] = spread_error
+        elif not isinstance(pre, Status) and pre.constraints:
+            statuses[PLUGIN_NAME] = filter_node(pre, info)
+        else:
+            statuses[PLUGIN_NAME] = SUCCESS
+        failed = [s for s in statuses.values() if not s.ok]
+        for status in failed:
+            for reason in status.reasons:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        rows.append((info, statuses, not failed))
+    feasible = [info for info, _, ok in rows if ok]
+    scores = score_nodes(pod, snap, args, feasible) if feasible else {}
+    if isinstance(scores, Status):
+        scores = {}
+    nodes = [
+        NodeVerdict(info.name, ok, statuses, {PLUGIN_NAME: scores.get(info.name, 0)} if ok else {})
+        for info, statuses, ok in rows
+    ]
+    best = max((v.scores[PLUGIN_NAME] for v in nodes if v.feasible), default=None)
+    selected = next((v.name for v in nodes if v.feasible and v.scores[PLUGIN_NAME] == best), None)
+    return Placement(
+        pod_ref(pod), nodes, selected, dict(sorted(reasons.items())), distribution(pod, snap, args)
+    )
+
+
+def _same_placement(got: Placement, want: Placement) -> None:
+    assert got.to_json() == want.to_json()
+    assert got.nodes == want.nodes
+    assert got.selected_node == want.selected_node
+    assert got.reasons == want.reasons
+    # Status equality leaves out parts: compare them too.
+    assert [[s.parts for s in v.filters.values()] for v in got.nodes] == [
+        [s.parts for s in v.filters.values()] for v in want.nodes
+    ]
+
+
+node_st = st.fixed_dictionaries(
+    {
+        "zone": st.sampled_from(["za", "zb", "zc", None]),
+        "hostname": st.sampled_from([True, True, True, False]),
+        "rack": st.sampled_from(["r1", "r2", None]),
+        "unschedulable": st.sampled_from([False, False, False, False, True]),
+        "taint": st.sampled_from([None, None, None, "NoSchedule", "NoExecute", "PreferNoSchedule"]),
+        "allocatable": st.sampled_from([None, None, ("1", "2"), ("4", "10"), ("8", "6")]),
+    }
+)
+resident_st = st.tuples(
+    st.integers(0, 7),  # node index
+    st.sampled_from(["default", "default", "other"]),
+    st.sampled_from([{"app": "a"}, {"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}]),
+    st.booleans(),  # terminating
+    st.sampled_from(["100m", "500m", "1"]),
+)
+selector_st = st.sampled_from(
+    [
+        selector({"app": "a"}),
+        selector({"app": "a"}),
+        selector({"app": "b"}),
+        selector({}),
+        exists("tier"),
+        None,
+    ]
+)
+constraint_st = st.builds(
+    lambda skew, key, when, sel, extra: constraint(skew, key, when, sel, **extra),
+    st.integers(1, 3),
+    st.sampled_from([ZONE, HOSTNAME, HOSTNAME, RACK]),
+    st.sampled_from([DNS, SA, SA]),
+    selector_st,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "minDomains": st.integers(1, 4),
+            "nodeAffinityPolicy": st.sampled_from(["Honor", "Ignore"]),
+            "nodeTaintsPolicy": st.sampled_from(["Honor", "Ignore"]),
+            "matchLabelKeys": st.just(["tier"]),
+        },
+    ),
+)
+incoming_st = st.fixed_dictionaries(
+    {
+        "labels": st.sampled_from([{"app": "a"}, {"app": "a", "tier": "x"}, {"app": "b"}]),
+        "constraints": st.lists(constraint_st, max_size=3),
+        "node_selector": st.sampled_from([None, None, {ZONE: "za"}, {RACK: "r2"}]),
+        "tolerates": st.booleans(),
+        "cpu": st.sampled_from([None, None, "500m", "3"]),
+        "node_name": st.sampled_from([None, None, None, None, "n1"]),
+    }
+)
+# Changes between two decisions: bind a replica to a node, relabel, taint, remove, re-add.
+change_st = st.tuples(
+    st.sampled_from(["bind", "zone", "taint", "remove", "node"]),
+    st.integers(0, 7),
+    st.sampled_from(["za", "zb", "zd"]),
+)
+
+
+def _node_obj(i: int, spec: dict[str, Any], zone: str | None = None) -> dict[str, Any]:
+    b = make_node().name(f"n{i}")
+    if zone or spec["zone"]:
+        b = b.zone(zone or spec["zone"])
+    if spec["hostname"]:
+        b = b.hostname()
+    if spec["rack"]:
+        b = b.label(RACK, spec["rack"])
+    if spec["unschedulable"]:
+        b = b.unschedulable()
+    if spec["taint"]:
+        b = b.taint("dedicated", "x", spec["taint"])
+    if spec["allocatable"]:
+        cpu, pods = spec["allocatable"]
+        b = b.allocatable(cpu=cpu, pods=pods)
+    return b.obj()
+
+
+def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
+    b = make_pod().name("web").labels(spec["labels"]).constraints(spec["constraints"])
+    if spec["node_selector"]:
+        b = b.node_selector(spec["node_selector"])
+    if spec["tolerates"]:
+        b = b.toleration("dedicated", "x")
+    if spec["cpu"]:
+        b = b.requests(cpu=spec["cpu"])
+    pod = b.obj()
+    if spec["node_name"]:
+        pod["spec"]["nodeName"] = spec["node_name"]
+    return pod
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(node_st, min_size=1, max_size=8),
+    st.lists(resident_st, max_size=16),
+    incoming_st,
+    st.sampled_from(["System", "List", "Service"]),
+    st.lists(change_st, max_size=4),
+    incoming_st,
+)
+def test_place_equals_one_node_at_a_time(
+    nodes, residents, incoming, defaults, changes, second
+) -> None:
+    """Same verdicts, scores, choice, reasons and distribution as the reference, for
+    the first decision, for each decision after a change to the cluster, and for a
+    second pod decided in between (its own remembered filter verdicts)."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, cpu) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        b = b.requests(cpu=cpu)
+        objs.append((b.terminating() if terminating else b).obj())
+    args = SpreadArgs()
+    if defaults == "List":
+        args = SpreadArgs(
+            default_constraints=(constraint(1, ZONE, DNS), constraint(2, HOSTNAME, SA)),
+            defaulting_type="List",
+        )
+    if defaults != "System":
+        # A Service selecting app=a gives pods without constraints a default selector.
+        objs.append(
+            {
+                "kind": "Service",
+                "metadata": {"name": "svc", "namespace": "default"},
+                "spec": {"selector": {"app": "a"}},
+            }
+        )
+    snap = Snapshot.from_objects(objs)
+    pod = _incoming(incoming)
+    _same_placement(place(pod, snap, args), reference_place(pod, snap, args))
+    for n, (what, i, zone) in enumerate(changes):
+        name = f"n{i % len(nodes)}"
+        if what == "bind":
+            snap.add_pod({**pod, "metadata": {**pod["metadata"], "name": f"web-{n}"}}, name)
+        elif what == "zone":
+            snap.upsert(_node_obj(i % len(nodes), nodes[i % len(nodes)], zone))
+        elif what == "taint":
+            spec = {**nodes[i % len(nodes)], "taint": "NoSchedule"}
+            snap.upsert(_node_obj(i % len(nodes), spec))
+        elif what == "remove":
+            snap.delete({"kind": "Node", "metadata": {"name": name}})
+        else:
+            snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
+        _same_placement(place(pod, snap, args), reference_place(pod, snap, args))
+        if n == 0:
+            other = _incoming(second)
+            _same_placement(place(other, snap, args), reference_place(other, snap, args))
+
+
+soft_st = st.builds(
+    lambda skew, key, sel, extra: constraint(skew, key, SA, sel, **extra),
+    st.integers(1, 4),
+    st.sampled_from([ZONE, HOSTNAME, RACK]),
+    selector_st,
+    st.fixed_dictionaries(
+        {}, optional={"nodeAffinityPolicy": st.just("Ignore"), "nodeTaintsPolicy": st.just("Honor")}
+    ),
+)
+open_node_st = st.fixed_dictionaries(
+    {
+        "zone": st.sampled_from(["za", "zb", "zc", None]),
+        "hostname": st.sampled_from([True, True, True, False]),
+        "rack": st.sampled_from(["r1", "r2", None]),
+        "unschedulable": st.just(False),
+        "taint": st.sampled_from([None, None, "PreferNoSchedule", "NoSchedule"]),
+        "allocatable": st.just(None),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(open_node_st, min_size=2, max_size=8),
+    st.lists(resident_st, min_size=1, max_size=20),
+    st.lists(soft_st, min_size=1, max_size=3),
+    st.booleans(),
+)
+def test_place_scores_equal_one_node_at_a_time(nodes, residents, soft, tolerates) -> None:
+    """Scores, most nodes feasible: the same normalised score on every node as the
+    reference, with nodes holding matching pods scored among alike nodes without."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        objs.append((b.terminating() if terminating else b).obj())
+    snap = Snapshot.from_objects(objs)
+    incoming = {
+        "labels": {"app": "a"},
+        "constraints": soft,
+        "node_selector": None,
+        "tolerates": tolerates,
+        "cpu": None,
+        "node_name": None,
+    }
+    pod = _incoming(incoming)
+    _same_placement(place(pod, snap), reference_place(pod, snap, SpreadArgs()))

@@ -1,0 +1,108 @@
+"""Clients that connect and stall cannot take the server down (tls.ioTimeoutSeconds)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.live_server import LiveServer, start_server
+from webhook.config import settings_from_dict
+from webhook.errors import ConfigError
+from webhook.server.serve import IO_TIMEOUT_SECONDS, io_timeout_seconds
+
+# More stalled connections than the server has threads (2 workers x 4 threads).
+STALLED = 12
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    srv = start_server(
+        tmp_path, config="tls:\n  ioTimeoutSeconds: 1\nshutdown:\n  drainSeconds: 0\n"
+    )
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
+def _stall(port: int, first_bytes: bytes) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    if first_bytes:
+        s.sendall(first_bytes)
+    return s
+
+
+# A client silent after connecting is not this test's case: gthread itself waits at
+# most 5 s for a new connection's first bytes before parking it in its poller.
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "first_bytes",
+    [
+        # The first bytes of a TLS record header: a handshake that never completes.
+        pytest.param(b"\x16\x03\x01\x02\x00\x01", id="stalled mid-handshake"),
+        # A ClientHello record header promising more than ever arrives.
+        pytest.param(b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03", id="half a ClientHello"),
+    ],
+)
+def test_stalled_connections_do_not_block_new_requests(
+    server: LiveServer, first_bytes: bytes
+) -> None:
+    """With every thread held by a stalled client, a new request is still answered."""
+    stalled = [_stall(server.port, first_bytes) for _ in range(STALLED)]
+    try:
+        # Without the I/O timeout the stalled clients hold all threads for good and
+        # this request times out after 15 s; with it they are dropped after 1 s.
+        conn = server.connection(timeout=15)
+        try:
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+        assert server.proc.poll() is None
+    finally:
+        for s in stalled:
+            s.close()
+
+
+@pytest.mark.slow
+def test_keep_alive_connections_stalled_mid_request_are_dropped(server: LiveServer) -> None:
+    """A client that sends half of its second keep-alive request cannot hold a thread."""
+    stalled = []
+    try:
+        for _ in range(STALLED):
+            raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            tls = server.context().wrap_socket(raw, server_hostname="localhost")
+            tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert tls.recv(4096).startswith(b"HTTP/1.1 200")
+            tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: loc")  # ...and never the rest
+            stalled.append(tls)
+        conn = server.connection(timeout=15)
+        try:
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+    finally:
+        for s in stalled:
+            s.close()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({}, IO_TIMEOUT_SECONDS),
+        ({"tls": {"ioTimeoutSeconds": 2.5}}, 2.5),
+        ({"tls": {"ioTimeoutSeconds": 300}}, 300.0),
+    ],
+)
+def test_io_timeout_setting(raw: dict, expected: float) -> None:
+    assert io_timeout_seconds(settings_from_dict(raw)) == expected
+
+
+@pytest.mark.parametrize("value", [0, 0.05, 301, "10", True, None])
+def test_io_timeout_setting_refuses_bad_values(value: object) -> None:
+    with pytest.raises(ConfigError, match="tls.ioTimeoutSeconds"):
+        io_timeout_seconds(settings_from_dict({"tls": {"ioTimeoutSeconds": value}}))

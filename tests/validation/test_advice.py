@@ -1,0 +1,203 @@
+"""object_warnings: upstream's pod warnings, then our advice; silence on a good pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import (
+    DNS,
+    HOSTNAME,
+    REGION,
+    SA,
+    ZONE,
+    constraint,
+    exists,
+    make_pod,
+    selector,
+    workload,
+)
+from webhook.validation.rules import object_warnings
+
+P = "spec.topologySpreadConstraints"
+WEB = selector({"app": "web"})
+GHOST = (
+    "labelSelector: does not select this pod's own labels; the constraint counts other pods "
+    "but never this pod or its replicas, which can then pile up in one domain (ghost pods)"
+)
+WELL_KNOWN = (
+    "is not a well-known topology label (kubernetes.io/hostname, topology.kubernetes.io/zone, "
+    "topology.kubernetes.io/region); nodes without it are left out of the spread"
+)
+
+
+def pod(*constraints: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return (
+        make_pod()
+        .labels(labels if labels is not None else {"app": "web"})
+        .constraints(list(constraints))
+        .obj()
+    )
+
+
+CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] = [
+    (
+        "good-pod",
+        [
+            constraint(1, ZONE, DNS, WEB, minDomains=2),
+            constraint(1, HOSTNAME, SA, WEB),
+            constraint(2, REGION, SA, {}, matchLabelKeys=["app"]),
+        ],
+        None,
+        [],
+    ),
+    (
+        "deprecated-zone",
+        [constraint(1, "failure-domain.beta.kubernetes.io/zone", DNS, WEB)],
+        None,
+        [
+            f"{P}[0].topologyKey: failure-domain.beta.kubernetes.io/zone is deprecated since "
+            'v1.17; use "topology.kubernetes.io/zone" instead'
+        ],
+    ),
+    (
+        "deprecated-region",
+        [constraint(1, "failure-domain.beta.kubernetes.io/region", SA, WEB)],
+        None,
+        [
+            f"{P}[0].topologyKey: failure-domain.beta.kubernetes.io/region is deprecated since "
+            'v1.17; use "topology.kubernetes.io/region" instead'
+        ],
+    ),
+    (
+        "null-selector",
+        [constraint(1, ZONE, DNS, None)],
+        None,
+        [f"{P}[0].labelSelector: a null labelSelector results in matching no pod"],
+    ),
+    ("ghost-pods", [constraint(1, ZONE, DNS, selector({"app": "db"}))], None, [f"{P}[0].{GHOST}"]),
+    (
+        "ghost-pods-expression",
+        [constraint(1, ZONE, DNS, exists("tier"))],
+        None,
+        [f"{P}[0].{GHOST}"],
+    ),
+    (
+        "empty-selector",
+        [constraint(1, ZONE, DNS, {})],
+        None,
+        [
+            f"{P}[0].labelSelector: an empty labelSelector selects every pod in the namespace, "
+            "so unrelated pods are counted in the spread"
+        ],
+    ),
+    (
+        "matchLabelKeys-missing-label",
+        [constraint(1, ZONE, DNS, WEB, matchLabelKeys=["pod-template-hash"])],
+        None,
+        [
+            f"{P}[0].matchLabelKeys[0]: the pod has no label pod-template-hash; "
+            "the key is skipped and narrows nothing"
+        ],
+    ),
+    (
+        "custom-key-DoNotSchedule",
+        [constraint(1, "rack", DNS, WEB)],
+        None,
+        [f"{P}[0].topologyKey: rack {WELL_KNOWN} and cannot run this pod"],
+    ),
+    (
+        "custom-key-ScheduleAnyway",
+        [constraint(1, "rack", SA, WEB)],
+        None,
+        [f"{P}[0].topologyKey: rack {WELL_KNOWN}"],
+    ),
+    (
+        "invalid-key",
+        [constraint(1, "rack id", DNS, WEB)],
+        None,
+        [
+            f"{P}[0].topologyKey: rack id is not a valid label key, so no node has it; "
+            "every node is left out of the spread and cannot run this pod"
+        ],
+    ),
+    ("invalid-constraint-no-advice", [constraint(1, ZONE, DNS, selector({"a b": "x"}))], None, []),
+    ("not-a-list", [], None, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("constraints", "labels", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_pod_warnings(
+    constraints: list[dict[str, Any]], labels: dict[str, str] | None, expected: list[str]
+) -> None:
+    """Each warning, exactly worded, starts with its field path."""
+    assert object_warnings(pod(*constraints, labels=labels)) == expected
+
+
+def test_upstream_warnings_come_before_advice() -> None:
+    """Per constraint: upstream's deprecation and null-selector warnings, then our advice."""
+    obj = pod(
+        constraint(1, "failure-domain.beta.kubernetes.io/zone", DNS, None, matchLabelKeys=["x"])
+    )
+    assert object_warnings(obj) == [
+        f"{P}[0].topologyKey: failure-domain.beta.kubernetes.io/zone is deprecated since "
+        'v1.17; use "topology.kubernetes.io/zone" instead',
+        f"{P}[0].labelSelector: a null labelSelector results in matching no pod",
+        f"{P}[0].matchLabelKeys[0]: the pod has no label x; the key is skipped and narrows nothing",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "spec_path"),
+    [
+        ("Deployment", "pod-template-hash", "spec.template.spec"),
+        ("StatefulSet", "controller-revision-hash", "spec.template.spec"),
+        ("DaemonSet", "controller-revision-hash", "spec.template.spec"),
+        ("CronJob", "batch.kubernetes.io/job-name", "spec.jobTemplate.spec.template.spec"),
+    ],
+    ids=["deployment", "statefulset", "daemonset", "cronjob"],
+)
+def test_controller_labels_are_not_missing(kind: str, key: str, spec_path: str) -> None:
+    """A key the controller adds to its pods is not reported missing on the template."""
+    obj = workload(
+        kind, pod(constraint(1, ZONE, DNS, selector({"app": "db"}), matchLabelKeys=[key]))
+    )
+    assert object_warnings(obj) == [f"{spec_path}.topologySpreadConstraints[0].{GHOST}"]
+
+
+def test_template_key_in_selector_warns_about_pod_rejection() -> None:
+    """A template that v1.34 accepts but whose pods the merge would make invalid is flagged."""
+    obj = workload("Deployment", pod(constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app"])))
+    assert object_warnings(obj) == [
+        "spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]: app is also in "
+        "labelSelector; kube-apiserver v1.34+ merges it into labelSelector when it creates each "
+        "pod and then rejects the pod (exists in both matchLabelKeys and labelSelector)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"kind": "Pod", "spec": {"topologySpreadConstraints": "x"}},
+        {
+            "kind": "Pod",
+            "metadata": {"labels": [1]},
+            "spec": {"topologySpreadConstraints": [1, None]},
+        },
+        {
+            "kind": "Pod",
+            "spec": {"topologySpreadConstraints": [{"labelSelector": [1], "topologyKey": 3}]},
+        },
+        {"kind": "Service"},
+        None,
+    ],
+    ids=["constraints-string", "labels-list", "wrong-field-types", "other-kind", "none"],
+)
+def test_warnings_never_raise(obj: Any) -> None:
+    """Malformed input gives no exception; only upstream's null-selector warning applies."""
+    warnings = object_warnings(obj)
+    assert all(w.startswith(P) for w in warnings)
+    assert all("labelSelector: a null labelSelector" in w for w in warnings)

@@ -1,0 +1,1 @@
+"""AdmissionReview in and out: parse, decide (/validate, /mutate), respond."""

@@ -1,0 +1,240 @@
+"""Unschedulable foresight: does a created Pod's DoNotSchedule spreading leave it nowhere to go?
+
+/validate sees the Pod as it will be stored (defaults injected, selectors merged).
+`foresee` places it against the current cluster state; when some nodes pass every
+other filter but each of them is ruled out by the pod's DoNotSchedule constraints,
+the answer names each constraint that rules nodes out (its field path) with the
+matching pods per domain it counted. That is a warning, or a denial under
+`policy.denyUnschedulable: true`.
+
+A pod no node can take for another reason (no node at all, taints, resources, node
+affinity) is not reported: the constraints are not what stops it.
+
+Only Pods at CREATE: a workload's template would be checked against a state that
+will have changed by the time its pods exist, with replicas placed one after the
+other; docs/admission.md says so.
+
+Never blocks on its own trouble: without a snapshot nothing is checked; when the
+model raises, a warning says the check did not run.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.api.kube import RawObj
+from webhook.config import Settings
+
+__all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
+
+log = logging.getLogger("topospread.foresight")
+
+# Room for the domain list inside kube-apiserver's 256-rune cap per warning.
+_WARNING_RUNES = 256
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """One DoNotSchedule constraint that rules out nodes the other filters accept.
+
+    path: its field path (spec.topologySpreadConstraints[i], or
+    podTopologySpread.defaultConstraints[i] for a scheduler default); rejected: how
+    many of the `candidates` (nodes passing every other filter) it rules out;
+    domains: eligible domain -> matching pods, as PreFilter counted them;
+    crowded: the domains of the candidates this constraint rules out for skew;
+    global_min: the minimum the skew is measured from (0 while fewer eligible
+    domains than minDomains).
+    """
+
+    path: str
+    topology_key: str
+    max_skew: int
+    rejected: int
+    candidates: int
+    domains: dict[str, int]
+    global_min: int
+    min_domains: int
+    # Domains of the candidates ruled out for their skew, shown first.
+    crowded: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """The warning (and denial cause) for this constraint, at most 256 runes."""
+        head = (
+            f"{self.path}: no node fits: maxSkew {self.max_skew} over {self.topology_key} "
+            f"(DoNotSchedule) rules out {self.rejected} of {self.candidates} node(s) passing "
+            "the other filters"
+        )
+        if len(self.domains) < self.min_domains:
+            head += f" ({len(self.domains)} eligible domain(s) < minDomains {self.min_domains})"
+        head += "; matching pods per domain: "
+        # Where the pod cannot go (most pods first), then the rest from the emptiest:
+        # the two ends of the skew.
+        crowded = sorted(
+            (d for d in set(self.crowded) if d in self.domains),
+            key=lambda d: (-self.domains[d], d),
+        )
+        others = sorted(
+            (kv for kv in self.domains.items() if kv[0] not in self.crowded),
+            key=lambda kv: (kv[1], kv[0]),
+        )
+        ordered = [f"{d}={self.domains[d]}" for d in crowded] + [f"{d}={n}" for d, n in others]
+        shown: list[str] = []
+        for i, piece in enumerate(ordered):
+            left = len(ordered) - i - 1
+            body = ", ".join([*shown, piece]) + (f", +{left} more" if left else "")
+            if len(head) + len(body) > _WARNING_RUNES:
+                break
+            shown.append(piece)
+        more = len(ordered) - len(shown)
+        return head + (", ".join([*shown, f"+{more} more"] if more else shown) or "none")
+
+
+@dataclass(frozen=True)
+class Foresight:
+    """What /validate adds: warnings, or a denial Status when the policy denies."""
+
+    warnings: list[str] = field(default_factory=list)
+    denial: RawObj | None = None
+    failed: bool = False
+
+
+def _dns_paths(pod: RawObj, count: int) -> list[str]:
+    """The field path of each DoNotSchedule constraint the model uses, in its order."""
+    spec = pod.get("spec")
+    own = spec.get("topologySpreadConstraints") if isinstance(spec, dict) else None
+    prefix = "spec.topologySpreadConstraints"
+    if not isinstance(own, list) or not own:
+        own, prefix = [], "podTopologySpread.defaultConstraints"
+    paths = [
+        f"{prefix}[{i}]"
+        for i, c in enumerate(own)
+        if isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule"
+    ]
+    # Scheduler defaults (the pod has none): their order is the config's.
+    while len(paths) < count:
+        paths.append(f"{prefix}[{len(paths)}]")
+    return paths[:count]
+
+
+def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
+    """Cheap first look: only a DoNotSchedule constraint (the pod's, or a default
+    when it has none) can rule nodes out, so without one nothing is placed."""
+    from webhook.scheduler.plugins.helper.spread import defaults_for_args
+
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or spec.get("nodeName"):
+        return False  # bound at creation: no scheduler, kubelet admits it anyway
+    own = spec.get("topologySpreadConstraints")
+    if not isinstance(own, list) or not own:
+        own = list(defaults_for_args(settings.spread))
+    return any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in own)
+
+
+def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
+    """The DoNotSchedule constraints that leave the pod no node, [] when it has one.
+
+    Raises whatever the model raises; `foresee` catches.
+    """
+    from webhook.scheduler.plugins.filters import prepare, run_filters
+    from webhook.scheduler.plugins.podtopologyspread.filtering import (
+        PreFilterState,
+        filter_node,
+        pre_filter,
+    )
+
+    state = pre_filter(pod, snapshot, settings.spread)
+    if not isinstance(state, PreFilterState) or not state.constraints:
+        return []  # PreFilter error (invalid constraints, reported by validation) or no DNS
+    prepared = prepare(pod)
+    # The nodes passing every filter but PodTopologySpread. The walk stops at the
+    # first node passing it too: the pod has somewhere to go (the usual case, cheap).
+    candidates = []
+    for info in list(snapshot.nodes.values()):
+        if not all(s.ok for s in run_filters(prepared, info).values()):
+            continue
+        if filter_node(state, info).ok:
+            return []
+        candidates.append(info)
+    if not candidates:
+        return []  # nothing passes the other filters: spreading is not the cause
+    paths = _dns_paths(pod, len(state.constraints))
+    out: list[Blocked] = []
+    for i, (key, max_skew, domains, offset) in enumerate(state.checks):
+        rejected = 0
+        crowded: set[str] = set()
+        for info in candidates:
+            value = info.labels.get(key)
+            if value is None:
+                rejected += 1
+            elif domains.get(value, 0) + offset > max_skew:
+                rejected += 1
+                crowded.add(value)
+        if rejected:
+            c = state.constraints[i]
+            out.append(
+                Blocked(
+                    path=paths[i],
+                    topology_key=key,
+                    max_skew=max_skew,
+                    rejected=rejected,
+                    candidates=len(candidates),
+                    domains=dict(domains),
+                    global_min=state.global_min(i),
+                    min_domains=c.min_domains,
+                    crowded=tuple(sorted(crowded)),
+                )
+            )
+    return out
+
+
+def denial_status(name: str, blocked: list[Blocked]) -> RawObj:
+    """apierrors.NewForbidden for pods: 403 Forbidden, as ResourceQuota denies a pod
+    the current state cannot take (docs/admission.md explains the choice)."""
+    reasons = "; ".join(b.text() for b in blocked)
+    return {
+        "status": "Failure",
+        "message": f'pods "{name}" is forbidden: unschedulable in the current cluster '
+        f"state (policy.denyUnschedulable): {reasons}",
+        "reason": "Forbidden",
+        "details": {
+            "name": name,
+            "kind": "pods",
+            "causes": [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": b.path,
+                    "message": b.text()[len(b.path) + 2 :],
+                }
+                for b in blocked
+            ],
+        },
+        "code": 403,
+    }
+
+
+def foresee(
+    pod: RawObj, snapshot: Any, settings: Settings, *, name: str = "", namespace: str = ""
+) -> Foresight:
+    """Warnings (or a denial) for a Pod being created. Never raises."""
+    from webhook.admission.inject import as_created
+
+    if snapshot is None or pod.get("kind") != "Pod" or not _has_hard_constraint(pod, settings):
+        return Foresight()
+    try:
+        blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+    except Exception:
+        log.exception("unschedulable foresight failed for pod %r", name)
+        return Foresight(
+            [
+                "spec.topologySpreadConstraints: not checked for schedulability by topospread "
+                "because of an internal error in the cluster model"
+            ],
+            failed=True,
+        )
+    if not blocked:
+        return Foresight()
+    if settings.deny_unschedulable:
+        return Foresight(denial=denial_status(name, blocked))
+    return Foresight([b.text() for b in blocked])

@@ -1,0 +1,581 @@
+"""AdmissionReview in and out: parse a review, decide, build the response.
+
+One entry point, `handle_review(body, operation, ctx)`, serves the HTTP handler and
+the `review` command alike. Two error channels stay apart (as kopf keeps them): a
+body that is not a usable AdmissionReview is an HTTP 400 with a JSON Status; a bad
+object is an ordinary answer, `allowed: false` with the Status kube-apiserver itself
+would have written (`<Kind> "<name>" is invalid: ...`, reason Invalid, code 422).
+
+Nothing here raises out: an unexpected failure inside a rule or a mutation step
+answers `allowed: true` with a warning and is logged, because a webhook that fails
+blocks every pod of the cluster under failurePolicy Fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from webhook.api.field import FieldError, aggregate, go_quote
+from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template
+from webhook.config import Settings
+from webhook.errors import ReviewError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.admission.mutation import MutationResult
+
+__all__ = [
+    "ADMISSION_VERSIONS",
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "MAX_WARNING_RUNES",
+    "Operation",
+    "MAX_WARNINGS_TOTAL_RUNES",
+    "Review",
+    "ReviewContext",
+    "Verdict",
+    "Answer",
+    "allowed_response",
+    "answer_review",
+    "denied_response",
+    "error_status",
+    "handle_review",
+    "invalid_status",
+    "limit_warnings",
+    "mutate_reviewed",
+    "object_name",
+    "parse_review",
+    "qualified_kind",
+    "review_object",
+    "validate_stored",
+]
+
+log = logging.getLogger("topospread.admission")
+
+Operation = Literal["validate", "mutate"]
+
+ADMISSION_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+
+# kube-apiserver sends at most an object and its old version, each capped at 3 MiB by
+# the request size limit; 7 MiB leaves room for both and the envelope.
+MAX_BODY_BYTES = 7 * 1024 * 1024
+
+# kube-apiserver's warning recorder (apiserver/pkg/endpoints/filters/warning.go) keeps
+# 4096 runes of warning text per response; past that it cuts every warning to 256
+# runes, and it drops any warning holding a control character (NewWarningHeader).
+# Staying within both limits means what we send is what the user sees.
+MAX_WARNING_RUNES = 256
+MAX_WARNINGS_TOTAL_RUNES = 4 * 1024
+
+REVIEWED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
+
+# No object we review nests deeper than about 20 levels (a CronJob's pod template is the
+# deepest). The bound keeps every recursive walk (copies, diffs, rules) far from Python's
+# recursion limit, whatever a body holds.
+MAX_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Review:
+    """The parts of an AdmissionReview request we read, checked for type.
+
+    `obj` is the raw object as sent (never copied or normalised: a patch is computed
+    against exactly this); it is a dict for CREATE and UPDATE, None otherwise.
+    """
+
+    api_version: str
+    uid: str
+    operation: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+    sub_resource: str
+    dry_run: bool
+    obj: RawObj | None
+    old: RawObj | None
+
+
+@dataclass(frozen=True)
+class ReviewContext:
+    """What a review needs from the running process: settings and cluster state."""
+
+    settings: Settings = field(default_factory=Settings)
+    # (major, minor) of the kube-apiserver we serve, None when unknown.
+    server_version: tuple[int, int] | None = None
+    # webhook.scheduler.framework.snapshot.Snapshot of the cluster, None without cluster state.
+    snapshot: Any = None
+
+
+def _fail(message: str) -> ReviewError:
+    return ReviewError(f"malformed AdmissionReview: {message}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _too_deep(doc: Any, limit: int) -> bool:
+    """True when containers nest more than `limit` levels (the root is level 1)."""
+    level = [doc]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        nested = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                if isinstance(child, dict | list):
+                    nested.append(child)
+        level = nested
+        depth += 1
+    return False
+
+
+def _decode(body: bytes) -> Any:
+    too_deep = _fail(f"the body is nested too deeply (more than {MAX_DEPTH} levels)")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(f"the body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:
+        raise _fail(f"the body is not JSON: {exc}") from None
+    # Nesting never exceeds the number of opening brackets: most bodies need no walk.
+    openers = body.count(b"{") + body.count(b"[")
+    if openers > MAX_DEPTH and isinstance(doc, dict | list) and _too_deep(doc, MAX_DEPTH):
+        raise too_deep
+    return doc
+
+
+def _opt_str(request: RawObj, key: str) -> str:
+    value = request.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _fail(f"request.{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _group_of(api_version: Any) -> str:
+    if not isinstance(api_version, str):
+        return ""
+    group, _, _ = api_version.rpartition("/")
+    return group
+
+
+def parse_review(body: bytes) -> Review:
+    """Parse and type-check an AdmissionReview; raise ReviewError (HTTP 400) when unusable."""
+    if len(body) > MAX_BODY_BYTES:
+        raise ReviewError(f"request body larger than {MAX_BODY_BYTES} bytes", status=413)
+    doc = _decode(body)
+    if not isinstance(doc, dict):
+        raise _fail(f"expected a JSON object, got {type(doc).__name__}")
+    if doc.get("kind") != "AdmissionReview":
+        raise _fail(f"kind must be AdmissionReview, got {doc.get('kind')!r}")
+    api_version = doc.get("apiVersion")
+    if api_version not in ADMISSION_VERSIONS:
+        raise _fail(
+            f"apiVersion must be one of {', '.join(ADMISSION_VERSIONS)}, got {api_version!r}"
+        )
+    request = doc.get("request")
+    if not isinstance(request, dict):
+        raise _fail("request is missing or not an object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise _fail("request.uid is missing or not a non-empty string")
+    operation = _opt_str(request, "operation")
+    if not operation:
+        raise _fail("request.operation is missing")
+
+    obj = request.get("object")
+    old = request.get("oldObject")
+    if operation in REVIEWED_OPERATIONS and not isinstance(obj, dict):
+        raise _fail(f"request.object must be an object for {operation}")
+    if old is not None and not isinstance(old, dict):
+        raise _fail("request.oldObject must be an object or null")
+
+    req_kind = request.get("kind")
+    if req_kind is None:
+        req_kind = {}
+    if not isinstance(req_kind, dict):
+        raise _fail("request.kind must be an object (group, version, kind)")
+    kind = req_kind.get("kind")
+    group = req_kind.get("group")
+    if isinstance(obj, dict):
+        # The object is sent in request.kind's version, so the two must agree.
+        obj_kind = obj.get("kind")
+        if kind is None:
+            kind = obj_kind
+        elif obj_kind is not None and obj_kind != kind:
+            raise _fail(f"request.object.kind {obj_kind!r} does not match request.kind {kind!r}")
+        if group is None:
+            group = _group_of(obj.get("apiVersion"))
+    if kind is None:
+        kind = ""
+    if not isinstance(kind, str) or not isinstance(group or "", str):
+        raise _fail("request.kind.kind and request.kind.group must be strings")
+
+    dry_run = request.get("dryRun")
+    if dry_run is not None and not isinstance(dry_run, bool):
+        raise _fail("request.dryRun must be true or false")
+    return Review(
+        api_version=api_version,
+        uid=uid,
+        operation=operation,
+        group=group or "",
+        kind=kind,
+        namespace=_opt_str(request, "namespace"),
+        name=_opt_str(request, "name"),
+        sub_resource=_opt_str(request, "subResource"),
+        dry_run=bool(dry_run),
+        obj=obj if isinstance(obj, dict) else None,
+        old=old,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Response builders
+
+
+def qualified_kind(group: str, kind: str) -> str:
+    """schema.GroupKind.String(): "Pod", "Deployment.apps", "CronJob.batch"."""
+    return f"{kind}.{group}" if group else kind
+
+
+def object_name(obj: RawObj | None, request_name: str = "") -> str:
+    """The name a denial speaks of: metadata.name, else request.name, else generateName."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and isinstance(meta.get("name"), str) and meta["name"]:
+        return str(meta["name"])
+    if request_name:
+        return request_name
+    if isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+        return str(meta["generateName"])
+    return ""
+
+
+def invalid_status(group: str, kind: str, name: str, errors: list[FieldError]) -> RawObj:
+    """The metav1.Status of apierrors.NewInvalid(GroupKind{group, kind}, name, errors)."""
+    details: RawObj = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [e.cause() for e in errors]
+    message = f"{qualified_kind(group, kind)} {go_quote(name)} is invalid: {aggregate(errors)}"
+    return {
+        "status": "Failure",
+        "message": message,
+        "reason": "Invalid",
+        "details": details,
+        "code": 422,
+    }
+
+
+def error_status(code: int, message: str) -> RawObj:
+    """The JSON body of an HTTP error: a metav1.Status, as kube-apiserver answers."""
+    reason = {
+        400: "BadRequest",
+        404: "NotFound",
+        405: "MethodNotAllowed",
+        413: "RequestEntityTooLarge",
+    }
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason.get(code, "InternalError"),
+        "code": code,
+    }
+
+
+# C0 controls, DEL and C1 controls: any of them makes kube-apiserver drop the whole warning.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub(" ", text)
+
+
+def limit_warnings(warnings: Iterable[str]) -> list[str]:
+    """Warnings as kube-apiserver will pass them on: no control characters, no repeats,
+    each at most 256 runes, at most 4096 runes in all; what does not fit is counted in a
+    last warning."""
+    out: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    dropped = 0
+    for raw in warnings:
+        # Cut before cleaning (one character for one): a long warning costs no more.
+        text = _clean(str(raw)[:MAX_WARNING_RUNES])
+        if not text or text in seen:
+            continue
+        # Keep room for the "more warnings" note.
+        if total + len(text) > MAX_WARNINGS_TOTAL_RUNES - 64:
+            dropped += 1
+            continue
+        seen.add(text)
+        out.append(text)
+        total += len(text)
+    if dropped:
+        out.append(f"topospread: {dropped} more warning(s) not shown")
+    return out
+
+
+def _envelope(review: Review, response: RawObj) -> RawObj:
+    return {"apiVersion": review.api_version, "kind": "AdmissionReview", "response": response}
+
+
+def allowed_response(
+    review: Review, warnings: Iterable[str] = (), patch: list[RawObj] | None = None
+) -> RawObj:
+    """An AdmissionReview allowing the request, with a JSONPatch when `patch` is not empty."""
+    response: RawObj = {"uid": review.uid, "allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        raw = json.dumps(patch, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        response["patch"] = base64.b64encode(raw).decode("ascii")
+    kept = limit_warnings(warnings)
+    if kept:
+        response["warnings"] = kept
+    return _envelope(review, response)
+
+
+def denied_response(
+    review: Review, errors: list[FieldError], warnings: Iterable[str] = ()
+) -> RawObj:
+    """An AdmissionReview denying the request with kube-apiserver's Invalid status."""
+    name = object_name(review.obj, review.name)
+    response: RawObj = {
+        "uid": review.uid,
+        "allowed": False,
+        "status": invalid_status(review.group, review.kind, name, errors),
+    }
+    kept = limit_warnings(warnings)
+    if kept:
+        response["warnings"] = kept
+    return _envelope(review, response)
+
+
+# ---------------------------------------------------------------------------------------
+# Decisions
+
+
+def _constraints_path(obj: RawObj) -> str:
+    template = pod_template(obj)
+    spec = template.spec_path if template is not None else "spec"
+    return f"{spec}.topologySpreadConstraints"
+
+
+def _internal_warning(obj: RawObj, what: str) -> str:
+    return (
+        f"{_constraints_path(obj)}: not {what} by topospread because of an internal error; "
+        "allowed unchecked"
+    )
+
+
+def _with_kind(review: Review) -> RawObj:
+    """The object with kind and apiVersion filled from the request when absent (a shallow
+    copy, so the caller's dict stays the one a patch is computed against)."""
+    assert review.obj is not None
+    obj = dict(review.obj)
+    obj.setdefault("kind", review.kind)
+    return obj
+
+
+def _reviewed(review: Review) -> bool:
+    return (
+        review.operation in REVIEWED_OPERATIONS
+        and not review.sub_resource
+        and review.kind in HANDLED_KINDS
+        and review.obj is not None
+    )
+
+
+def validate_stored(
+    obj: RawObj, *, old: RawObj | None = None, server_version: tuple[int, int] | None = None
+) -> list[FieldError]:
+    """The rules on an object as kube-apiserver stores it: no matchLabelKeys merge to come.
+
+    A validating webhook is called after the API server's PrepareForCreate, so a Pod it
+    sees was already merged (v1.34+); merging it again would find every key twice.
+    rules.validate_object merges a created Pod first, which is right for a manifest not
+    yet sent (`check`) and for a patch the API server has still to process.
+    """
+    from webhook.validation.rules import validate_object
+
+    return validate_object(obj, old=old, server_version=server_version, merge=False)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What validation found: errors, warnings, and whether a rule failed unexpectedly."""
+
+    errors: list[FieldError]
+    warnings: list[str]
+    failed: bool = False
+
+
+def review_object(
+    obj: RawObj, ctx: ReviewContext, *, old: RawObj | None = None, stored: bool = True
+) -> Verdict:
+    """Validation errors and warnings for one object.
+
+    `stored`: the object as a validating webhook receives it (see validate_stored);
+    False for a manifest the API server has yet to create (`check`). A rule that fails
+    unexpectedly yields no error and a warning saying the object went unchecked (and is
+    logged): advice never blocks a pod.
+    """
+    from webhook.validation.rules import object_warnings, validate_object
+
+    errors: list[FieldError] = []
+    warnings: list[str] = []
+    failed = False
+    validate = validate_stored if stored else validate_object
+    try:
+        errors = list(validate(obj, old=old, server_version=ctx.server_version))
+    except Exception:
+        log.exception("validation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
+        warnings.append(_internal_warning(obj, "validated"))
+        failed = True
+    try:
+        warnings.extend(object_warnings(obj))
+    except Exception:
+        log.exception("warnings failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
+    return Verdict(errors, warnings, failed)
+
+
+def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
+    if not _reviewed(review):
+        return allowed_response(review), False
+    obj = _with_kind(review)
+    old = review.old if review.operation == "UPDATE" else None
+    verdict = review_object(obj, ctx, old=old)
+    if verdict.errors:
+        return denied_response(review, verdict.errors, verdict.warnings), verdict.failed
+    if review.operation == "CREATE" and review.kind == "Pod" and not review.group:
+        # Unschedulable foresight (webhook/foresight.py): warns, or denies by policy.
+        from webhook.admission.foresight import foresee
+
+        name = object_name(review.obj, review.name)
+        seen = foresee(obj, ctx.snapshot, ctx.settings, name=name, namespace=review.namespace)
+        failed = verdict.failed or seen.failed
+        if seen.denial is not None:
+            response = {"uid": review.uid, "allowed": False, "status": seen.denial}
+            kept = limit_warnings(verdict.warnings)
+            if kept:
+                response["warnings"] = kept
+            return _envelope(review, response), failed
+        return allowed_response(review, [*verdict.warnings, *seen.warnings]), failed
+    return allowed_response(review, verdict.warnings), verdict.failed
+
+
+def mutate_reviewed(
+    obj: RawObj,
+    ctx: ReviewContext,
+    *,
+    operation: str = "CREATE",
+    namespace: str = "",
+    dry_run: bool = False,
+    old: RawObj | None = None,
+) -> MutationResult:
+    """What /mutate does to one object (its kind set), as /mutate and `mutate` see it.
+
+    A step that fails unexpectedly gives no patch and a warning (and is logged).
+    """
+    from webhook.admission.mutation import MutationContext, MutationResult, mutate
+
+    mctx = MutationContext(
+        operation=operation,
+        namespace=namespace,
+        dry_run=dry_run,
+        settings=ctx.settings,
+        server_version=ctx.server_version,
+        snapshot=ctx.snapshot,
+        old=old,
+    )
+    try:
+        return mutate(obj, mctx)
+    except Exception:
+        log.exception("mutation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
+        return MutationResult([], [_internal_warning(obj, "mutated")], obj, failed=True)
+
+
+def _mutate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
+    if not _reviewed(review):
+        return allowed_response(review), False
+    result = mutate_reviewed(
+        _with_kind(review),
+        ctx,
+        operation=review.operation,
+        namespace=review.namespace,
+        dry_run=review.dry_run,
+        old=review.old if review.operation == "UPDATE" else None,
+    )
+    return allowed_response(review, result.warnings, result.patch), result.failed
+
+
+# Each handler answers a parsed review: the AdmissionReview and whether something failed.
+_HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
+    "validate": _validate,
+    "mutate": _mutate,
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answered review: HTTP status, JSON document, and the decision for metrics
+    (allowed, denied, patched, malformed or internal_error), and the parsed review
+    (None when the body was malformed) for metrics and request logs."""
+
+    status: int
+    doc: RawObj
+    decision: str
+    review: Review | None = None
+
+
+def _decision(doc: RawObj, failed: bool) -> str:
+    response = doc["response"]
+    if not response["allowed"]:
+        return "denied"
+    if failed:
+        return "internal_error"
+    return "patched" if "patch" in response else "allowed"
+
+
+def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answer:
+    """Answer one AdmissionReview. Never raises.
+
+    200 with an AdmissionReview for every well formed review; 400 (413 when too large)
+    with a Status for a malformed one.
+    """
+    try:
+        review = parse_review(body)
+    except ReviewError as exc:
+        return Answer(exc.status, error_status(exc.status, str(exc)), "malformed")
+    except Exception:  # a parser bug must still not become a 5xx
+        log.exception("unexpected failure parsing an AdmissionReview")
+        return Answer(400, error_status(400, "malformed AdmissionReview"), "malformed")
+    try:
+        doc, failed = _HANDLERS[operation](review, ctx)
+    except Exception:
+        log.exception("unexpected failure answering review %s", review.uid)
+        warning = "topospread: internal error; the request was allowed unchecked"
+        return Answer(200, allowed_response(review, [warning]), "internal_error", review)
+    return Answer(200, doc, _decision(doc, failed), review)
+
+
+def handle_review(body: bytes, operation: Operation, ctx: ReviewContext) -> tuple[int, RawObj]:
+    """Answer one AdmissionReview: (HTTP status, JSON document); see answer_review."""
+    answer = answer_review(body, operation, ctx)
+    return answer.status, answer.doc

@@ -1,0 +1,1 @@
+"""The `topospread` command line: one module per subcommand."""

@@ -1,0 +1,1 @@
+"""Installing the webhook: certificates and manifests."""

@@ -1,0 +1,1 @@
+"""A pure port of kube-scheduler (pkg/scheduler): framework, plugins, config, placement."""

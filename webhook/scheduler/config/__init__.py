@@ -1,0 +1,1 @@
+"""Scheduler configuration: plugin args, their defaults and validation."""

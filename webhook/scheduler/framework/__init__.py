@@ -1,0 +1,1 @@
+"""The scheduler framework: status codes, the read-only snapshot, the plugin runtime."""

@@ -1,0 +1,715 @@
+"""Cluster state the scheduling model reads, kept up to date one object at a time.
+
+A Snapshot holds the Nodes, the Pods bound to them (bucketed by node and by
+namespace), and the Services / ReplicaSets / StatefulSets /
+ReplicationControllers that DefaultSelector reads. `upsert` and `delete` take
+any handled kind, so a live informer feeds it event by event.
+
+It also keeps the one index PodTopologySpread needs to be fast on a large
+cluster: for each (namespace, label selector) asked about, how many matching,
+non-terminating pods each node holds. The index is built on the first question
+(one scan of that namespace) and then maintained on every pod add and delete,
+so a placement decision never rescans every pod.
+
+CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
+(metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName).
+Their resource requests are summed into NodeInfo.requested before the rest is
+dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from webhook.api.kube import RawObj
+
+# Pods in these phases hold no resources and no place in any spread: kube-scheduler's
+# informer for assigned pods excludes them by field selector.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+WORKLOAD_KINDS = {
+    "Service": "services",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "ReplicationController": "replicationcontrollers",
+}
+
+# Selector indexes kept per namespace; the least recently asked is dropped beyond this.
+MAX_SELECTORS_PER_NAMESPACE = 64
+# Topology key sets indexed at once; all are dropped on any Node change anyway.
+MAX_KEY_INDEXES = 64
+# Pod specs whose node filter verdicts are remembered, least recently used dropped.
+MAX_FILTER_SPECS = 2
+# Groups of nodes alike for the filters remembered, per node, before starting afresh.
+MAX_NODE_GROUPS = 2
+# Values a FilterMemo shares out before starting afresh.
+MAX_SHARED = 1024
+
+# Every change to any NodeInfo draws a fresh number, so a remembered verdict is
+# valid exactly while its node's generation is unchanged (even across re-adds).
+_GENERATIONS = itertools.count(1)
+
+PodKey = tuple[str, str]
+
+
+class _Absent:
+    """Marks a key a node does not carry in NodeClasses.values (a label may be
+    present with a null value, which is not the same)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+# Per key: the node's label value (ABSENT when it has none), or for a key read by
+# presence only, True when the value is not null (None when it is, ABSENT when
+# the key is missing).
+ClassValues = tuple[Any, ...]
+# (node name -> its values for the keys, for nodes carrying every key;
+#  per key, the distinct values over those nodes)
+KeyIndex = tuple[dict[str, tuple[str, ...]], tuple[tuple[str, ...], ...]]
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else {} (fields of the wrong type read as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    return as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
+
+
+def pod_namespace(pod: RawObj) -> str:
+    """The pod's namespace; a pod read from a file without one lives in "default"."""
+    ns = _meta(pod).get("namespace")
+    return ns if isinstance(ns, str) and ns else "default"
+
+
+def pod_labels(pod: RawObj) -> dict[str, str]:
+    """The pod's labels, {} when absent or not a mapping."""
+    labels = _meta(pod).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def is_terminating(pod: RawObj) -> bool:
+    return _meta(pod).get("deletionTimestamp") is not None
+
+
+def _node_name_of(pod: RawObj) -> str:
+    spec = pod.get("spec")
+    name = spec.get("nodeName") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def selector_fingerprint(selector: RawObj | None) -> str:
+    """A stable key for a label selector (None and {} differ: nothing vs everything)."""
+    return json.dumps(selector, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class NodeInfo:
+    """One node and what is bound to it.
+
+    name: the node's name; node: the Node object ({} only for a node known
+    from its pods before its Node arrived, never listed in Snapshot.nodes);
+    labels: its labels ({} when absent); pods: the (light) pods bound there,
+    terminating ones included as they still hold resources; requested: the sum
+    of resources.pod_requests over pods; generation: changes whenever any of
+    these does.
+    """
+
+    __slots__ = ("name", "node", "labels", "pods", "requested", "generation", "_slots")
+
+    def __init__(self, name: str, node: RawObj | None = None) -> None:
+        self.name = name
+        self.node: RawObj = {}
+        self.labels: dict[str, str] = {}
+        self.pods: list[RawObj] = []
+        self.requested: dict[str, int] = {}
+        self._slots: dict[PodKey, int] = {}
+        self.generation = next(_GENERATIONS)
+        if node is not None:
+            self.set_node(node)
+
+    def set_node(self, node: RawObj | None) -> None:
+        self.generation = next(_GENERATIONS)
+        self.node = node if node is not None else {}
+        self.labels = dict(as_dict(_meta(node).get("labels")))
+
+    def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
+        self.generation = next(_GENERATIONS)
+        self._slots[key] = len(self.pods)
+        self.pods.append(pod)
+        req = self.requested
+        for name, value in requests.items():
+            req[name] = req.get(name, 0) + value
+
+    def _remove(self, key: PodKey, requests: Mapping[str, int]) -> None:
+        self.generation = next(_GENERATIONS)
+        i = self._slots.pop(key)
+        last = self.pods.pop()
+        if i < len(self.pods):
+            # Swap-remove: order carries no meaning and this keeps removal O(1).
+            self.pods[i] = last
+            self._slots[_key_of(last)] = i
+        req = self.requested
+        for name, value in requests.items():
+            left = req.get(name, 0) - value
+            if left:
+                req[name] = left
+            else:
+                req.pop(name, None)
+
+    def _copy(self) -> NodeInfo:
+        other = NodeInfo(self.name)
+        other.node = self.node
+        other.labels = self.labels
+        other.pods = list(self.pods)
+        other.requested = dict(self.requested)
+        other._slots = dict(self._slots)
+        other.generation = self.generation
+        return other
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)})"
+
+
+def _key_of(pod: RawObj) -> PodKey:
+    meta = _meta(pod)
+    return (meta.get("namespace") or "default", meta.get("name") or "")
+
+
+class NodeTable(NamedTuple):
+    """The known nodes in name order, built once per change to the set of nodes.
+
+    names: node names, sorted; infos: the NodeInfo of each, same order;
+    position: node name -> its index in both.
+    """
+
+    names: list[str]
+    infos: list[NodeInfo]
+    position: dict[str, int]
+
+
+class NodeClasses(NamedTuple):
+    """Nodes grouped by what they carry for some topology keys.
+
+    of_node[i]: the class of the i-th node of the NodeTable; values[c]: what the
+    nodes of class c carry for each key (ClassValues). A decision judges a class
+    once and applies the outcome to its nodes.
+    """
+
+    of_node: list[int]
+    values: list[ClassValues]
+
+
+class FilterMemo:
+    """Something judged per node and remembered across decisions while the node is
+    unchanged: the five filters' outcomes for one pod spec, or the group of
+    nodes the filters cannot tell apart (Snapshot.node_groups).
+
+    state: (the NodeTable.names list they were taken against, compared by
+    identity; generations[i], the generation of node i when judged; ids[i], its
+    outcome), replaced whole, never edited, so a reader sees one consistent set.
+    outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
+    shared: values the caller builds from outcomes and hands out again and again
+    (cleared past MAX_SHARED entries); last: the caller's previous answer, to
+    reuse what did not change (None at first).
+    """
+
+    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
+
+    def __init__(self, first: Any) -> None:
+        self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
+        self.outcomes: list[Any] = [first]
+        self.shared: dict[Any, Any] = {}
+        self.last: Any = None
+        self._lookup: dict[Any, int] = {}
+        self._lock = threading.Lock()
+
+    def share(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """shared[key], made by make(*args) when missing."""
+        hit = self.shared.get(key)
+        if hit is None:
+            if len(self.shared) >= MAX_SHARED:
+                self.shared = {}
+            hit = self.shared[key] = make(*args)
+        return hit
+
+    def lookup(self, key: Any) -> int | None:
+        """The index of the outcome identified by `key`, None when not known."""
+        return self._lookup.get(key)
+
+    def intern(self, key: Any, outcome: Any) -> int:
+        """The index of the outcome identified by `key`, added when new."""
+        hit = self._lookup.get(key)
+        if hit is None:
+            with self._lock:
+                hit = self._lookup.get(key)
+                if hit is None:
+                    self.outcomes.append(outcome)
+                    hit = self._lookup[key] = len(self.outcomes) - 1
+        return hit
+
+    def copy(self) -> FilterMemo:
+        other = FilterMemo(None)
+        with self._lock:
+            other.state = self.state
+            other.outcomes = list(self.outcomes)
+            other.shared = dict(self.shared)
+            other.last = self.last
+            other._lookup = dict(self._lookup)
+        return other
+
+
+class _PodEntry:
+    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
+
+    def __init__(
+        self,
+        key: PodKey,
+        pod: RawObj,
+        node: str,
+        labels: dict[str, str],
+        terminating: bool,
+        requests: Mapping[str, int],
+    ) -> None:
+        self.key = key
+        self.pod = pod
+        self.node = node
+        self.labels = labels
+        self.terminating = terminating
+        self.requests = requests
+
+
+class _SelectorIndex:
+    """Matching, non-terminating pods of one namespace per node, for one selector."""
+
+    __slots__ = ("matches", "per_node")
+
+    def __init__(self, matches: Callable[[Mapping[str, str]], bool]) -> None:
+        self.matches = matches
+        self.per_node: dict[str, int] = {}
+
+    def bump(self, node: str, delta: int) -> None:
+        left = self.per_node.get(node, 0) + delta
+        if left:
+            self.per_node[node] = left
+        else:
+            self.per_node.pop(node, None)
+
+
+def _intern_labels(labels: Any) -> dict[str, str]:
+    if not isinstance(labels, dict):
+        return {}
+    intern = sys.intern
+    return {
+        intern(k): intern(v) if isinstance(v, str) else v
+        for k, v in labels.items()
+        if isinstance(k, str)
+    }
+
+
+def _pod_requests(pod: RawObj) -> dict[str, int]:
+    from webhook.api.resources import pod_requests
+
+    return pod_requests(pod)
+
+
+def _compile(selector: RawObj | None) -> Callable[[Mapping[str, str]], bool]:
+    from webhook.api.labels import compile_selector
+
+    return compile_selector(selector)
+
+
+class Snapshot:
+    """Nodes, bound pods and workload objects, with incremental matching counts.
+
+    nodes: node name -> NodeInfo, only nodes whose Node object is known.
+    services / replicasets / statefulsets / replicationcontrollers: namespace ->
+    objects, for DefaultSelector. Every mutation goes through upsert / delete /
+    add_pod and takes the lock, so a reader never sees an index half updated.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.services: dict[str, list[RawObj]] = {}
+        self.replicasets: dict[str, list[RawObj]] = {}
+        self.statefulsets: dict[str, list[RawObj]] = {}
+        self.replicationcontrollers: dict[str, list[RawObj]] = {}
+        # Namespace objects by name (their labels, for injectNamespaceSelector).
+        self.namespaces: dict[str, RawObj] = {}
+        # Every node name that has a Node object or bound pods (pods may arrive first).
+        self._infos: dict[str, NodeInfo] = {}
+        self._pods: dict[PodKey, _PodEntry] = {}
+        self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
+        self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
+        self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
+        self._sorted_domains: dict[str, tuple[Any, ...]] = {}
+        self._sorted_names: list[str] | None = None
+        self._table: NodeTable | None = None
+        self._topology_version = 0
+        # (keys, presence) -> (the NodeTable.names they were grouped over, the classes)
+        self._classes: dict[
+            tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], NodeClasses]
+        ] = {}
+        self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
+        self._node_groups = FilterMemo(None)
+        self._lock = threading.RLock()
+
+    # ---- building -------------------------------------------------------------
+
+    @classmethod
+    def from_objects(cls, objs: Iterable[RawObj]) -> Snapshot:
+        """A snapshot of every handled object in `objs` (other kinds are ignored)."""
+        snap = cls()
+        for obj in objs:
+            snap.upsert(obj)
+        return snap
+
+    def upsert(self, obj: RawObj) -> None:
+        """Add or replace one Node, Pod, Service, ReplicaSet, StatefulSet, RC or Namespace."""
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("kind")
+        with self._lock:
+            if kind == "Pod":
+                self._upsert_pod(obj)
+            elif kind == "Node":
+                self._upsert_node(obj)
+            elif kind in WORKLOAD_KINDS:
+                self._upsert_workload(kind, obj)
+            elif kind == "Namespace":
+                name = _meta(obj).get("name")
+                if isinstance(name, str):
+                    self.namespaces[name] = obj
+
+    def delete(self, obj: RawObj) -> None:
+        """Forget one object (by kind, namespace and name); unknown objects are ignored."""
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("kind")
+        with self._lock:
+            if kind == "Pod":
+                self._remove_pod(_key_of(obj))
+            elif kind == "Node":
+                name = _meta(obj).get("name")
+                info = self._infos.get(name) if isinstance(name, str) else None
+                if info is not None:
+                    # Pods bound to a vanished node stay known: the node may come back.
+                    info.set_node(None)
+                    self.nodes.pop(info.name, None)
+                    self._topology_changed()
+                    self._sorted_names = None
+                    self._table = None
+                    if not info.pods:
+                        del self._infos[info.name]
+            elif kind in WORKLOAD_KINDS:
+                self._delete_workload(kind, obj)
+            elif kind == "Namespace":
+                name = _meta(obj).get("name")
+                if isinstance(name, str):
+                    self.namespaces.pop(name, None)
+
+    def add_pod(self, pod: RawObj, node_name: str) -> None:
+        """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
+        bound = {**pod, "spec": {**as_dict(pod.get("spec")), "nodeName": node_name}}
+        self.upsert(bound)
+
+    def copy(self) -> Snapshot:
+        """An independent snapshot sharing only the immutable pieces (for simulation)."""
+        with self._lock:
+            other = Snapshot()
+            other._infos = {name: info._copy() for name, info in self._infos.items()}
+            other.nodes = {name: other._infos[name] for name in self.nodes}
+            for attr in WORKLOAD_KINDS.values():
+                setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
+            other.namespaces = dict(self.namespaces)
+            other._pods = dict(self._pods)
+            other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
+            for ns, indexes in self._indexes.items():
+                copied: OrderedDict[str, _SelectorIndex] = OrderedDict()
+                for fp, index in indexes.items():
+                    dup = _SelectorIndex(index.matches)
+                    dup.per_node = dict(index.per_node)
+                    copied[fp] = dup
+                other._indexes[ns] = copied
+            other._requests_cache = self._requests_cache
+            other._key_indexes = dict(self._key_indexes)
+            other._sorted_domains = dict(self._sorted_domains)
+            other._classes = dict(self._classes)
+            # The copy's NodeTable holds its own NodeInfos; the names list is shared,
+            # and copied nodes keep their generations, so remembered verdicts stay valid.
+            other._sorted_names = self._sorted_names
+            other._filter_verdicts = OrderedDict(
+                (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
+            )
+            other._node_groups = self._node_groups.copy()
+            return other
+
+    # ---- reading --------------------------------------------------------------
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def has_pod(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._pods
+
+    def pods_in(self, namespace: str) -> list[RawObj]:
+        """The (light) bound pods of one namespace."""
+        return [e.pod for e in self._by_ns.get(namespace, {}).values()]
+
+    def node_names(self) -> list[str]:
+        """Names of the known nodes, sorted (cached until a node comes or goes)."""
+        names = self._sorted_names
+        if names is None:
+            names = self._sorted_names = sorted(self.nodes)
+        return names
+
+    def node_table(self) -> NodeTable:
+        """The known nodes in name order (cached until a node comes or goes)."""
+        table = self._table
+        if table is None:
+            with self._lock:
+                names = self.node_names()
+                nodes = self.nodes
+                table = NodeTable(
+                    names, [nodes[n] for n in names], {n: i for i, n in enumerate(names)}
+                )
+                self._table = table
+        return table
+
+    def node_classes(
+        self, keys: tuple[str, ...], presence: tuple[bool, ...], table: NodeTable
+    ) -> NodeClasses:
+        """The nodes of `table` (a node_table() answer) grouped by their values for `keys`.
+
+        presence[j]: key j is read by presence only, as kubernetes.io/hostname is,
+        where grouping by value would make one class per node. Cached until the
+        next change to a node's labels or to the set of nodes.
+        """
+        hit = self._classes.get((keys, presence))
+        if hit is not None and hit[0] is table.names:
+            return hit[1]
+        version = self._topology_version
+        lookup: dict[ClassValues, int] = {}
+        of_node: list[int] = []
+        for info in table.infos:
+            labels = info.labels
+            values = tuple(
+                ABSENT
+                if k not in labels
+                else (labels[k] is not None or None)
+                if by_presence
+                else labels[k]
+                for k, by_presence in zip(keys, presence, strict=True)
+            )
+            c = lookup.get(values)
+            if c is None:
+                c = lookup[values] = len(lookup)
+            of_node.append(c)
+        classes = NodeClasses(of_node, list(lookup))
+        with self._lock:
+            # Keep it only if no node changed labels or came or went meanwhile.
+            if self._table is table and self._topology_version == version:
+                if len(self._classes) >= MAX_KEY_INDEXES:
+                    self._classes.clear()
+                self._classes[(keys, presence)] = (table.names, classes)
+        return classes
+
+    def filter_verdicts(self, spec_key: str, first: Any) -> FilterMemo:
+        """The remembered filter outcomes for one pod spec (new and empty when the spec
+        is new; `first` is then its outcome 0). The caller fills and checks it."""
+        with self._lock:
+            memo = self._filter_verdicts.get(spec_key)
+            if memo is None:
+                memo = self._filter_verdicts[spec_key] = FilterMemo(first)
+                if len(self._filter_verdicts) > MAX_FILTER_SPECS:
+                    self._filter_verdicts.popitem(last=False)
+            else:
+                self._filter_verdicts.move_to_end(spec_key)
+            return memo
+
+    def node_groups(self) -> FilterMemo:
+        """Each node's group of nodes alike for the filters, for the caller to fill
+        and check (outcomes hold nothing but their number; 0 is unused).
+
+        Groups only accumulate (pods come and go, so nodes keep moving to new
+        ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
+        """
+        memo = self._node_groups
+        if len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self.nodes)):
+            memo = self._node_groups = FilterMemo(None)
+        return memo
+
+    def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
+        """The nodes carrying every one of `keys`, with their values, and each key's domains.
+
+        Cached until the next Node change, so a decision reads topology without
+        walking every node.
+        """
+        hit = self._key_indexes.get(keys)
+        if hit is not None:
+            return hit
+        with self._lock:
+            index: dict[str, tuple[str, ...]] = {}
+            for name, info in self.nodes.items():
+                labels = info.labels
+                if all(k in labels for k in keys):
+                    index[name] = tuple(labels[k] for k in keys)
+            domains = tuple(
+                tuple(dict.fromkeys(values[i] for values in index.values()))
+                for i in range(len(keys))
+            )
+            if len(self._key_indexes) >= MAX_KEY_INDEXES:
+                self._key_indexes.clear()
+            hit = self._key_indexes[keys] = (index, domains)
+            return hit
+
+    def sorted_domains(self, key: str) -> tuple[Any, ...]:
+        """The distinct values of `key` over the nodes carrying it, sorted (cached
+        until the next Node change, like key_index)."""
+        hit = self._sorted_domains.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._sorted_domains[key] = tuple(sorted(self.key_index((key,))[1][0]))
+            return hit
+
+    def match_counts(self, namespace: str, selector: RawObj | None) -> dict[str, int]:
+        """Node name -> number of non-terminating pods of `namespace` matching `selector`.
+
+        Nodes with no match are absent. The answer is a copy, safe to read while
+        the snapshot keeps changing.
+        """
+        fp = selector_fingerprint(selector)
+        with self._lock:
+            indexes = self._indexes.setdefault(namespace, OrderedDict())
+            index = indexes.get(fp)
+            if index is not None:
+                indexes.move_to_end(fp)
+                return dict(index.per_node)
+            index = _SelectorIndex(_compile(selector))
+            matches = index.matches
+            per_node = index.per_node
+            for entry in self._by_ns.get(namespace, {}).values():
+                if not entry.terminating and matches(entry.labels):
+                    per_node[entry.node] = per_node.get(entry.node, 0) + 1
+            indexes[fp] = index
+            if len(indexes) > MAX_SELECTORS_PER_NAMESPACE:
+                indexes.popitem(last=False)
+            return dict(per_node)
+
+    # ---- internals ------------------------------------------------------------
+
+    def _topology_changed(self) -> None:
+        self._key_indexes.clear()
+        self._sorted_domains.clear()
+        self._classes.clear()
+        self._topology_version += 1
+
+    def _info(self, name: str) -> NodeInfo:
+        info = self._infos.get(name)
+        if info is None:
+            info = self._infos[name] = NodeInfo(name)
+        return info
+
+    def _upsert_node(self, node: RawObj) -> None:
+        name = _meta(node).get("name")
+        if not isinstance(name, str) or not name:
+            return
+        info = self._info(name)
+        before = info.labels if name in self.nodes else None
+        if before is None:
+            self._sorted_names = None
+            self._table = None
+        info.set_node(node)
+        self.nodes[name] = info
+        if before != info.labels:
+            self._topology_changed()
+
+    def _upsert_pod(self, pod: RawObj) -> None:
+        meta = _meta(pod)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        ns = pod_namespace(pod)
+        key = (sys.intern(ns), name)
+        self._remove_pod(key)
+        node = _node_name_of(pod)
+        phase = as_dict(pod.get("status")).get("phase")
+        if not node or (isinstance(phase, str) and phase in TERMINAL_PHASES):
+            return
+        node = sys.intern(node)
+        labels = _intern_labels(meta.get("labels"))
+        light_meta: RawObj = {"name": name, "namespace": key[0], "labels": labels}
+        if isinstance(meta.get("uid"), str):
+            light_meta["uid"] = meta["uid"]
+        terminating = meta.get("deletionTimestamp") is not None
+        if terminating:
+            light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
+        light: RawObj = {"metadata": light_meta, "spec": {"nodeName": node}}
+        requests = self._shared_requests(_pod_requests(pod))
+        entry = _PodEntry(key, light, node, labels, terminating, requests)
+        self._pods[key] = entry
+        self._by_ns.setdefault(key[0], {})[key] = entry
+        self._info(node)._add(key, light, requests)
+        if not terminating:
+            for index in self._indexes.get(key[0], {}).values():
+                if index.matches(labels):
+                    index.bump(node, 1)
+
+    def _remove_pod(self, key: PodKey) -> None:
+        entry = self._pods.pop(key, None)
+        if entry is None:
+            return
+        in_ns = self._by_ns.get(key[0])
+        if in_ns is not None:
+            in_ns.pop(key, None)
+            if not in_ns:
+                del self._by_ns[key[0]]
+        info = self._infos.get(entry.node)
+        if info is not None:
+            info._remove(key, entry.requests)
+            if entry.node not in self.nodes and not info.pods:
+                del self._infos[entry.node]
+        if not entry.terminating:
+            for index in self._indexes.get(key[0], {}).values():
+                if index.matches(entry.labels):
+                    index.bump(entry.node, -1)
+
+    def _shared_requests(self, requests: Mapping[str, int]) -> dict[str, int]:
+        # Most pods ask for one of a few request sets: share one dict per set.
+        sig = tuple(sorted(requests.items()))
+        shared = self._requests_cache.get(sig)
+        if shared is None:
+            shared = self._requests_cache[sig] = dict(sig)
+        return shared
+
+    def _upsert_workload(self, kind: str, obj: RawObj) -> None:
+        ns, name = _workload_key(obj)
+        store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
+        items.append(obj)
+        store[ns] = items
+
+    def _delete_workload(self, kind: str, obj: RawObj) -> None:
+        ns, name = _workload_key(obj)
+        store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
+        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
+        if items:
+            store[ns] = items
+        else:
+            store.pop(ns, None)
+
+
+def _workload_key(obj: RawObj) -> tuple[str, Any]:
+    meta = _meta(obj)
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default"), meta.get("name")

@@ -1,0 +1,413 @@
+"""The one entry point the CLI and /mutate call: where would kube-scheduler put this pod?
+
+`place` runs the five node filters and PodTopologySpread on every node (no
+short-circuit, so every reason shows), scores the feasible nodes with
+PodTopologySpread alone, and picks the highest score, ties broken by name.
+`simulate` places copies one after another on a private copy of the snapshot.
+
+The answer is the one a node-by-node evaluation gives (a property test holds
+it to that), but the work is done once per group of nodes that must get the
+same answer, so a decision over thousands of nodes stays cheap:
+- the five filters' outcomes are remembered per pod spec and node generation;
+- PodTopologySpread's Filter reads only the node's values for the constraints'
+  keys, so it runs once per distinct set of values (a zone, not each node);
+- Score likewise runs once per set of values (hostname by presence), and
+  one by one only for the nodes holding matching pods under a hostname
+  constraint;
+- nodes with the same outcome share one status map and one score map.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from operator import add, attrgetter, is_not
+from typing import Any, NamedTuple
+
+from webhook.api.kube import RawObj
+from webhook.config import SpreadArgs
+from webhook.scheduler.framework.snapshot import (
+    FilterMemo,
+    NodeTable,
+    Snapshot,
+    as_dict,
+    pod_namespace,
+)
+from webhook.scheduler.framework.types import PLUGIN_NAME, SUCCESS, Code, Status
+from webhook.scheduler.plugins.filters import (
+    NodeInfoLike,
+    PreparedPod,
+    affinity_label_keys,
+    all_passing,
+    filter_inputs,
+    node_key,
+    passing,
+    prepare,
+    run_filters,
+)
+from webhook.scheduler.plugins.podtopologyspread.common import (
+    DEFAULT_ARGS,
+    SCHEDULE_ANYWAY,
+    NodeInclusion,
+    constraints_or_error,
+    distribution,
+    distribution_of,
+)
+from webhook.scheduler.plugins.podtopologyspread.filtering import (
+    PreFilterState,
+    filter_classes,
+    filter_keys,
+    pre_filter,
+)
+from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
+
+PluginStatus = Status
+
+__all__ = [
+    "NodeVerdict",
+    "Placement",
+    "PluginStatus",
+    "Simulation",
+    "place",
+    "pod_ref",
+    "simulate",
+]
+
+
+class NodeVerdict(NamedTuple):
+    """One node's outcome: every filter plugin's status, and scores when feasible.
+
+    Immutable; a NamedTuple because a placement builds one per node (thousands).
+    Nodes with the same outcome share the very same `filters` and `scores`
+    dicts: read them, never edit them.
+    """
+
+    name: str
+    feasible: bool
+    filters: dict[str, Status]
+    scores: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "feasible": self.feasible,
+            "filters": {plugin: s.to_json() for plugin, s in self.filters.items()},
+            "scores": dict(self.scores),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The decision for one pod.
+
+    pod: "namespace/name"; nodes: every node, sorted by name; selected_node: the
+    feasible node with the highest PodTopologySpread score (ties: first by name),
+    None when no node is feasible; reasons: failure reason -> number of nodes
+    failing with it (a node failing two plugins counts under both);
+    distribution: topology key -> domain -> matching pods, before this pod.
+    """
+
+    pod: str
+    nodes: list[NodeVerdict]
+    selected_node: str | None
+    reasons: dict[str, int]
+    distribution: dict[str, dict[str, int]]
+
+    @property
+    def feasible(self) -> list[NodeVerdict]:
+        return [n for n in self.nodes if n.feasible]
+
+    def to_json(self) -> dict[str, Any]:
+        """The `simulate -o json` document for this one pod."""
+        return {
+            "pod": self.pod,
+            "nodes": [n.to_json() for n in self.nodes],
+            "selectedNode": self.selected_node,
+            "placements": [self.selected_node],
+            "distribution": self.distribution,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """N copies placed one after another.
+
+    placements[i]: the node copy i went to, None when it fit nowhere; first: the
+    full decision for the first copy; distribution: matching pods per domain
+    once every copy is placed.
+    """
+
+    placements: list[str | None]
+    first: Placement
+    distribution: dict[str, dict[str, int]]
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.first.to_json()
+        out["placements"] = list(self.placements)
+        out["distribution"] = self.distribution
+        return out
+
+
+def pod_ref(pod: RawObj) -> str:
+    """ "namespace/name" of a pod (generateName stands in for a missing name)."""
+    meta = as_dict(pod.get("metadata"))
+    name = meta.get("name") or meta.get("generateName") or ""
+    return f"{pod_namespace(pod)}/{name}"
+
+
+def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> Placement:
+    """Run every filter on every node, score the feasible ones, pick a node.
+
+    The result is node for node what running each filter on each node and
+    scoring the feasible ones would give; the work is done once per group of
+    nodes that must get the same answer (see the module docstring).
+    """
+    prepared = prepare(pod)
+    table = snapshot.node_table()
+    names = table.names
+    outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
+    outcomes = memo.outcomes
+    inclusion = NodeInclusion(pod)
+    if prepared.affinity is not None:
+        # Node inclusion honours the same node affinity the NodeAffinity filter
+        # checks: take its remembered verdicts rather than match every node again.
+        matches = [outcome["NodeAffinity"].ok for outcome in outcomes]
+        inclusion.know_affinity(table, list(map(matches.__getitem__, outcome_ids)))
+    pre = pre_filter(pod, snapshot, args, inclusion)
+    # Upstream parses ScheduleAnyway constraints only at PreScore, where a parse
+    # error fails the whole cycle; checking now lets every verdict say so.
+    soft = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
+    spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
+    state: PreFilterState | None = None if isinstance(pre, Status) else pre
+
+    # PodTopologySpread's Filter reads only the node's values for the constraints'
+    # keys: judge each distinct set of values once.
+    spread: list[Status]
+    if spread_error is not None:
+        spread, keys = [spread_error], outcome_ids
+    elif state is None or not state.constraints:
+        spread, keys = [SUCCESS], outcome_ids
+    else:
+        hard_keys = filter_keys(state)
+        classes = snapshot.node_classes(hard_keys, (False,) * len(hard_keys), table)
+        by_class = filter_classes(state, hard_keys, classes.values)
+        # The verdicts are a few shared Status objects: tell them apart by identity.
+        spread = list({id(status): status for status in by_class}.values())
+        slot = {id(status): i for i, status in enumerate(spread)}
+        codes = list(map([slot[id(status)] for status in by_class].__getitem__, classes.of_node))
+        width = len(spread)
+        if any(outcome_ids):
+            keys = list(map(add, map(width.__mul__, outcome_ids), codes))
+        else:  # every node passes the five filters (outcome 0)
+            keys = codes
+
+    # One status map per (five filters' outcome, PodTopologySpread verdict): nodes
+    # sharing both share it, and so do later decisions.
+    width = len(spread)
+    feasible_of: dict[int, bool] = {}
+    filters_of: dict[int, dict[str, Status]] = {}
+    reasons: dict[str, int] = {}
+    for key, count in Counter(keys).items():
+        o, c = divmod(key, width)
+        ok, statuses, failed = memo.share(
+            ("filters", o, spread[c]), _merged, outcomes[o], spread[c]
+        )
+        for reason in failed:
+            reasons[reason] = reasons.get(reason, 0) + count
+        feasible_of[key], filters_of[key] = ok, statuses
+    flags = list(map(feasible_of.__getitem__, keys))
+    feasible = list(compress(range(len(names)), flags))
+    statuses_of_node = list(map(filters_of.__getitem__, keys))
+
+    none: dict[str, int] = memo.share("no score", dict)
+    scores: list[dict[str, int]] = [none] * len(names)
+    selected: str | None = None
+    if feasible:
+        values = score_classes(pod, snapshot, soft, table, feasible, inclusion)
+        shared = {s: memo.share(("score", s), _score_map, s) for s in set(values)}
+        for p, s in zip(feasible, values, strict=True):
+            scores[p] = shared[s]
+        selected = names[feasible[values.index(max(values))]]  # ties: first by name
+
+    # A node whose status map and score map are the very ones of the previous
+    # decision keeps its verdict object (fewer objects made, less for the GC).
+    new = tuple.__new__
+    last = memo.last
+    if last is not None and last[0] is names:
+        _, last_statuses, last_scores, verdicts = last
+        verdicts = list(verdicts)
+        changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
+        changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
+        for i in changed:
+            verdicts[i] = new(NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i]))
+    else:
+        verdicts = [
+            new(NodeVerdict, fields)
+            for fields in zip(names, flags, statuses_of_node, scores, strict=True)
+        ]
+    memo.last = (names, statuses_of_node, scores, verdicts)
+    if isinstance(pre, Status) or isinstance(soft, Status):
+        spread_over: dict[str, dict[str, int]] = {}
+    else:
+        spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
+    return Placement(
+        pod=pod_ref(pod),
+        nodes=list(verdicts),
+        selected_node=selected,
+        reasons=dict(sorted(reasons.items())),
+        distribution=spread_over,
+    )
+
+
+def _score_map(score: int) -> dict[str, int]:
+    return {PLUGIN_NAME: score}
+
+
+def _merged(
+    five: dict[str, Status], spread: Status
+) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
+    """(feasible, the status map of a node, the reasons its failures count under)."""
+    statuses = dict(five)
+    statuses[PLUGIN_NAME] = spread
+    failed = [s for s in statuses.values() if s.code is not Code.SUCCESS]
+    return not failed, statuses, tuple(r for s in failed for r in s.reasons)
+
+
+def _filter_outcomes(
+    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
+) -> tuple[list[int], FilterMemo]:
+    """The five filters' outcome for each node of `table`: (outcome index per node,
+    the memo holding the outcomes' status maps).
+
+    The filters read only the node and a few fields of the pod (filter_inputs):
+    their outcome for a node holds while the node is unchanged, for every pod
+    with the same inputs (the replicas of one workload, its next revision, the
+    copies of a simulation). Remembered per inputs and judged again only for
+    nodes whose generation moved. Inputs never seen are judged once per group
+    of nodes the filters cannot tell apart, when the pod names no node (same
+    filters.node_key and the same values for the labels its node affinity reads).
+    """
+    memo = snapshot.filter_verdicts(filter_inputs(prepared), all_passing())
+
+    def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
+        ids = [0] * len(infos)
+        for i, ok in enumerate(passing(prepared, infos)):
+            if not ok:
+                statuses = run_filters(prepared, infos[i])
+                key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
+                ids[i] = memo.intern(key, statuses)
+        return ids
+
+    infos = table.infos
+    generations = list(map(_generation, infos))
+    then_names, then_generations, ids = memo.state
+    if then_names is table.names:
+        if generations == then_generations:
+            return ids, memo
+        moved = [
+            i
+            for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
+            if now != then
+        ]
+        ids = list(ids)
+        for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
+            ids[i] = outcome
+    elif (groups := _alike(prepared, snapshot, table, generations)) is not None:
+        # Judge one member of each group of nodes the filters cannot tell apart:
+        # group -> its first node (reversed, so the first write of each group wins)
+        first = dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
+        judged = judge([infos[i] for i in first.values()])
+        outcome_of = dict(zip(first, judged, strict=True))
+        ids = list(map(outcome_of.__getitem__, groups))
+        if any(infos[i].generation != generations[i] for i in first.values()):
+            # A judged node changed meanwhile (a concurrent update): its verdict need
+            # not hold for the rest of its group, which would keep it.
+            ids = judge(infos)
+    else:
+        ids = judge(infos)
+    memo.state = (table.names, generations, ids)
+    return ids, memo
+
+
+def _alike(
+    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable, generations: list[int]
+) -> list[int] | None:
+    """Each node's group of nodes the filters cannot tell apart for this pod, or None
+    when nodes must be judged one by one (the pod names a node, or its node
+    affinity reads node names)."""
+    keys = affinity_label_keys(prepared)
+    if prepared.node_name or keys is None:
+        return None
+    groups = _node_groups(snapshot, table, generations)
+    if not keys:
+        return groups
+    try:
+        classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+    except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
+        return None
+    width = len(classes.values)
+    return list(map(add, map(width.__mul__, groups), classes.of_node))
+
+
+def _node_groups(snapshot: Snapshot, table: NodeTable, generations: list[int]) -> list[int]:
+    """The group of each node of `table`: nodes with the same filters.node_key share
+    one. Regrouped only for nodes whose generation moved."""
+    memo = snapshot.node_groups()
+
+    def group(i: int) -> int:
+        key = node_key(table.infos[i])
+        hit = memo.lookup(key)
+        return hit if hit is not None else memo.intern(key, None)
+
+    then_names, then_generations, ids = memo.state
+    if then_names is not table.names:
+        ids = [group(i) for i in range(len(generations))]
+    elif generations != then_generations:
+        ids = list(ids)
+        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
+            if now != then:
+                ids[i] = group(i)
+    else:
+        return ids
+    memo.state = (table.names, generations, ids)
+    return ids
+
+
+_generation = attrgetter("generation")
+
+
+def _copy_named(pod: RawObj, name: str) -> RawObj:
+    return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
+
+
+def simulate(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS, replicas: int = 1
+) -> Simulation:
+    """Place `replicas` copies of `pod` one by one, each seeing the ones before.
+
+    Copies after the first get distinct names (name-2, name-3, ...). The
+    caller's snapshot is left untouched.
+    """
+    if replicas < 1:
+        raise ValueError("replicas must be at least 1")
+    work = snapshot.copy()
+    ns = pod_namespace(pod)
+    meta = as_dict(pod.get("metadata"))
+    base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
+    placements: list[str | None] = []
+    first: Placement | None = None
+    for i in range(replicas):
+        name = base if i == 0 else f"{base}-{i + 1}"
+        while i > 0 and work.has_pod(ns, name):
+            name += "-x"
+        copy = _copy_named(pod, name)
+        decision = place(copy, work, args)
+        if first is None:
+            first = decision
+        placements.append(decision.selected_node)
+        if decision.selected_node is not None:
+            work.add_pod(copy, decision.selected_node)
+    assert first is not None
+    return Simulation(placements, first, distribution(pod, work, args))

@@ -1,0 +1,213 @@
+"""Default topology spread constraints and the selector kube-scheduler gives them.
+
+A pod without topologySpreadConstraints is spread by the scheduler's default
+constraints (PodTopologySpreadArgs):
+
+- defaultingType System: SYSTEM_DEFAULT_CONSTRAINTS, hostname maxSkew 3 and
+  zone maxSkew 5, both ScheduleAnyway;
+- defaultingType List: the config's own defaultConstraints (maybe none).
+
+Their labelSelector is upstream's `helper.DefaultSelector`: the merged
+selectors of the Services in the pod's namespace that select the pod, plus
+the selector of the pod's controller when it is a ReplicationController,
+ReplicaSet or StatefulSet found in the same namespace. A pod that selector
+leaves empty (no such Service nor controller) gets no default at all.
+
+`default_constraints_for` returns those defaults as explicit constraints for
+injection; docs/defaults.md says how that differs from leaving them to the
+scheduler.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from webhook.api.kube import RawObj
+from webhook.api.labels import selector_from_set, selector_requirements
+from webhook.config import SpreadArgs
+
+__all__ = [
+    "SYSTEM_DEFAULT_CONSTRAINTS",
+    "default_constraints_for",
+    "default_selector",
+    "defaults_for_args",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[RawObj, ...] = (
+    {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"},
+)
+
+# The owner kinds DefaultSelector reads, by (apiVersion, kind) of the controller
+# reference, and the Snapshot attribute listing them.
+_OWNER_KINDS = {
+    ("v1", "ReplicationController"): "replicationcontrollers",
+    ("apps/v1", "ReplicaSet"): "replicasets",
+    ("apps/v1", "StatefulSet"): "statefulsets",
+}
+
+
+class WorkloadSnapshot(Protocol):
+    """What DefaultSelector reads from snapshot.Snapshot: objects by namespace."""
+
+    services: dict[str, list[RawObj]]
+    replicasets: dict[str, list[RawObj]]
+    statefulsets: dict[str, list[RawObj]]
+    replicationcontrollers: dict[str, list[RawObj]]
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _spec(obj: Any) -> dict[str, Any]:
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    return spec if isinstance(spec, dict) else {}
+
+
+def _namespace(pod: RawObj) -> str:
+    ns = _meta(pod).get("namespace")
+    return ns if isinstance(ns, str) and ns else "default"
+
+
+def _string_map(value: Any) -> dict[str, str] | None:
+    if not isinstance(value, dict):
+        return None
+    out = {k: "" if v is None else v for k, v in value.items()}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in out.items()):
+        return None  # not a map of strings: read as no selector
+    return out
+
+
+def _in_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[RawObj]:
+    by_namespace = getattr(snapshot, attribute, None)
+    if not isinstance(by_namespace, dict):
+        return ()
+    objects = by_namespace.get(namespace)
+    return objects if isinstance(objects, list) else ()
+
+
+def _controller_of(pod: RawObj) -> dict[str, Any] | None:
+    """metav1.GetControllerOf: the first owner reference marked controller."""
+    refs = _meta(pod).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def _services_label_set(pod: RawObj, snapshot: Any) -> dict[str, str]:
+    """Merged spec.selector of the Services in the pod's namespace that select it."""
+    pod_labels = _meta(pod).get("labels")
+    labels = pod_labels if isinstance(pod_labels, dict) else {}
+    merged: dict[str, str] = {}
+    for service in _in_namespace(snapshot, "services", _namespace(pod)):
+        selector = _string_map(_spec(service).get("selector"))
+        # A Service without a selector selects nothing, not everything.
+        if selector is None:
+            continue
+        if selector_from_set(selector)(labels):
+            merged.update(selector)
+    return merged
+
+
+def _find(objects: Iterable[RawObj], name: str) -> RawObj | None:
+    for obj in objects:
+        if _meta(obj).get("name") == name:
+            return obj
+    return None
+
+
+def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | None:
+    """helper.DefaultSelector as a metav1.LabelSelector; None when it selects nothing.
+
+    matchLabels holds the Service and ReplicationController selectors (merged,
+    later ones winning a shared key, as labels.Merge); the ReplicaSet or
+    StatefulSet selector adds its requirements, kept as matchLabels when they do
+    not collide with a key already there, otherwise as matchExpressions.
+    """
+    if not isinstance(pod, dict):
+        return None
+    namespace = _namespace(pod)
+    match_labels = _services_label_set(pod, snapshot)
+    expressions: list[RawObj] = []
+    owner = _controller_of(pod)
+    if owner is not None:
+        api_version, kind = owner.get("apiVersion"), owner.get("kind")
+        attribute = (
+            _OWNER_KINDS.get((api_version, kind))
+            if isinstance(api_version, str) and isinstance(kind, str)
+            else None
+        )
+        name = owner.get("name")
+        found = (
+            _find(_in_namespace(snapshot, attribute, namespace), name)
+            if attribute is not None and isinstance(name, str)
+            else None
+        )
+        if found is not None and attribute == "replicationcontrollers":
+            rc_selector = _string_map(_spec(found).get("selector"))
+            match_labels.update(rc_selector or {})
+        elif found is not None:
+            # LabelSelectorAsSelector; a nil or malformed selector adds nothing.
+            requirements = selector_requirements(_spec(found).get("selector"))
+            for key, operator, values in requirements or ():
+                if operator == "In" and len(values) == 1 and key not in match_labels:
+                    match_labels[key] = values[0]
+                    continue
+                expression: RawObj = {"key": key, "operator": operator}
+                if operator in ("In", "NotIn"):
+                    expression["values"] = list(values)
+                expressions.append(expression)
+    if not match_labels and not expressions:
+        return None
+    selector: RawObj = {}
+    if match_labels:
+        selector["matchLabels"] = dict(sorted(match_labels.items()))
+    if expressions:
+        selector["matchExpressions"] = expressions
+    return selector
+
+
+def defaults_for_args(args: SpreadArgs) -> tuple[RawObj, ...]:
+    """The default constraints the scheduler configured by `args` applies."""
+    if args.defaulting_type == "System":
+        return SYSTEM_DEFAULT_CONSTRAINTS
+    return tuple(c for c in args.default_constraints if isinstance(c, dict))
+
+
+def default_constraints_for(
+    pod: RawObj, snapshot: WorkloadSnapshot | Any, args: SpreadArgs
+) -> list[RawObj]:
+    """The constraints kube-scheduler would apply to this pod by default, made explicit.
+
+    [] when the pod has constraints of its own, when `args` configures none, or
+    when DefaultSelector selects nothing. Each constraint is a copy of the
+    configured one with `labelSelector` set to the default selector; its
+    matchLabelKeys are dropped because the scheduler replaces a default's selector
+    wholesale, so they never apply to a default.
+    """
+    if not isinstance(pod, dict):
+        return []
+    own = _spec(pod).get("topologySpreadConstraints")
+    if isinstance(own, list) and own:
+        return []
+    configured = defaults_for_args(args)
+    if not configured:
+        return []
+    selector = default_selector(pod, snapshot)
+    if selector is None:
+        return []
+    out = []
+    for constraint in configured:
+        made = copy.deepcopy(constraint)
+        made.pop("matchLabelKeys", None)
+        made["labelSelector"] = copy.deepcopy(selector)
+        out.append(made)
+    return out

@@ -1,0 +1,1 @@
+"""The PodTopologySpread plugin: constraints, Filter, Score."""

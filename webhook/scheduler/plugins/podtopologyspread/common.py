@@ -1,0 +1,371 @@
+"""What PreFilter and PreScore share: the pod's constraints, node inclusion, counting,
+and Go's arithmetic.
+
+Follows kube-scheduler's podtopologyspread/common.go (newest release read:
+kubernetes/kubernetes common.go @ 76b564f18e87, filtering.go @ 01c2588bf4a3,
+scoring.go @ 7d6a59c19f31, plugin.go with SignPod). Feature gates are taken at
+their current defaults: minDomains, node inclusion policies and matchLabelKeys
+are all on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.api.kube import RawObj
+from webhook.config import SpreadArgs
+from webhook.scheduler.framework.snapshot import (
+    NodeInfo,
+    NodeTable,
+    Snapshot,
+    as_dict,
+    pod_labels,
+    pod_namespace,
+)
+from webhook.scheduler.framework.types import Code, Status
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+
+# The PodTopologySpreadArgs a scheduler runs with when configured with nothing.
+DEFAULT_ARGS = SpreadArgs()
+
+_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+class ConstraintError(ValueError):
+    """The pod's constraints cannot be turned into selectors (PreFilter/PreScore error)."""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One parsed topology spread constraint, as the plugin works with it.
+
+    selector: the label selector pods are counted with, matchLabelKeys already
+    merged in (None selects nothing); matches: that selector compiled;
+    counts_nothing: the selector has no requirement at all, which upstream
+    counts as zero matching pods everywhere (CAVEAT: kubernetes#141339, fixed
+    after the newest release read; the pod itself still self-matches).
+    """
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: RawObj | None
+    matches: Callable[[Mapping[str, str]], bool]
+    counts_nothing: bool
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+
+
+@dataclass(frozen=True)
+class PodConstraints:
+    """The constraints of one phase and where they came from.
+
+    defaulted: they come from PodTopologySpreadArgs because the pod has none;
+    system_defaulted: the args' defaultingType is System (only then may nodes
+    lacking a topology key still be scored).
+    """
+
+    constraints: tuple[Constraint, ...]
+    defaulted: bool
+    system_defaulted: bool
+
+
+# ---- Go arithmetic ---------------------------------------------------------------
+
+
+def go_round(x: float) -> int:
+    """Go's math.Round: half away from zero (Python's round() is half to even)."""
+    if math.isnan(x) or math.isinf(x):
+        raise ValueError(f"cannot round {x}")
+    whole = math.trunc(x)
+    # x - trunc(x) is exact in binary floating point, so no 0.49999999999999994 trap.
+    if abs(x - whole) >= 0.5:
+        whole += 1 if x > 0 else -1
+    return int(whole)
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's integer division: truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+# ---- constraints -----------------------------------------------------------------
+
+
+def _int32(value: Any, field: str) -> int:
+    """`value` as a Go int32, or ConstraintError (what decoding the pod would refuse)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConstraintError(f"{field} must be a 32-bit integer, got {value!r}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ConstraintError(f"{field} must be a 32-bit integer, got {value!r}")
+    return value
+
+
+def selector_problem(selector: Any) -> str | None:
+    """Why metav1.LabelSelectorAsSelector would refuse `selector`, or None when usable."""
+    if selector is None:
+        return None
+    if not isinstance(selector, dict):
+        return "labelSelector must be an object"
+    labels = selector.get("matchLabels")
+    if labels is not None:
+        if not isinstance(labels, dict):
+            return "matchLabels must be a map of strings"
+        for k, v in labels.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                return "matchLabels must be a map of strings"
+    exprs = selector.get("matchExpressions")
+    if exprs is None:
+        return None
+    if not isinstance(exprs, list):
+        return "matchExpressions must be a list"
+    for e in exprs:
+        if not isinstance(e, dict) or not isinstance(e.get("key"), str):
+            return "each matchExpression needs a string key"
+        op = e.get("operator")
+        values = e.get("values") or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return f"values of {e['key']!r} must be a list of strings"
+        if not isinstance(op, str) or op not in _SELECTOR_OPERATORS:
+            return f"{op!r} is not a valid label selector operator"
+        if op in ("In", "NotIn") and not values:
+            return "for 'in', 'notin' operators, values set can't be empty"
+        if op in ("Exists", "DoesNotExist") and values:
+            return "values set must be empty for exists and does not exist"
+    return None
+
+
+def has_no_requirements(selector: RawObj | None) -> bool:
+    """labels.Selector.Empty(): true for {} (select everything), false for None."""
+    if selector is None:
+        return False
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def merge_match_label_keys(
+    selector: RawObj | None, keys: Any, labels: Mapping[str, str]
+) -> RawObj | None:
+    """AND `key in (pod's value)` for each matchLabelKeys key the pod carries.
+
+    A None selector selects nothing and stays so. Applying this to a selector
+    kube-apiserver (>= 1.34) already merged only repeats a requirement, which
+    changes nothing: upstream's scheduler merges again too.
+    """
+    if selector is None or not isinstance(keys, list):
+        return selector
+    extra = [
+        {"key": k, "operator": "In", "values": [labels[k]]}
+        for k in keys
+        if isinstance(k, str) and isinstance(labels.get(k), str)
+    ]
+    if not extra:
+        return selector
+    merged = dict(selector)
+    merged["matchExpressions"] = list(selector.get("matchExpressions") or []) + extra
+    return merged
+
+
+def _compile(selector: RawObj | None) -> Callable[[Mapping[str, str]], bool]:
+    from webhook.api.labels import compile_selector
+
+    return compile_selector(selector)
+
+
+def parse_constraint(
+    raw: RawObj, pod_labels_: Mapping[str, str], *, merge_keys: bool = True
+) -> Constraint:
+    """Turn one API constraint into a Constraint; raise ConstraintError when unusable."""
+    selector = raw.get("labelSelector")
+    problem = selector_problem(selector)
+    if problem:
+        raise ConstraintError(problem)
+    if merge_keys:
+        selector = merge_match_label_keys(selector, raw.get("matchLabelKeys"), pod_labels_)
+    max_skew = _int32(raw.get("maxSkew"), "maxSkew")
+    key = raw.get("topologyKey")
+    if not isinstance(key, str):
+        raise ConstraintError(f"topologyKey must be a string, got {key!r}")
+    raw_min = raw.get("minDomains")
+    min_domains = 1 if raw_min is None else _int32(raw_min, "minDomains")
+    affinity = raw.get("nodeAffinityPolicy")
+    taints = raw.get("nodeTaintsPolicy")
+    return Constraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable=raw.get("whenUnsatisfiable"),  # type: ignore[arg-type]
+        selector=selector,
+        matches=_compile(selector),
+        counts_nothing=has_no_requirements(selector),
+        min_domains=min_domains,
+        node_affinity_policy=affinity if affinity is not None else HONOR,
+        node_taints_policy=taints if taints is not None else IGNORE,
+    )
+
+
+def pod_constraints(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs, action: str
+) -> PodConstraints:
+    """The pod's constraints with whenUnsatisfiable == action, or its defaults when it has none.
+
+    Raises ConstraintError for constraints kube-scheduler could not parse.
+    """
+    raw_list = as_dict(pod.get("spec")).get("topologySpreadConstraints")
+    system = args.defaulting_type == "System"
+    labels = pod_labels(pod)
+    if raw_list:
+        if not isinstance(raw_list, list):
+            raise ConstraintError("topologySpreadConstraints must be a list")
+        parsed = []
+        for raw in raw_list:
+            if not isinstance(raw, dict):
+                raise ConstraintError("each topologySpreadConstraint must be an object")
+            if raw.get("whenUnsatisfiable") == action:
+                parsed.append(parse_constraint(raw, labels))
+        return PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
+    from webhook.scheduler.plugins.helper.spread import default_constraints_for
+
+    # Defaults carry DefaultSelector as their selector, which replaces any
+    # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).
+    defaults = [
+        parse_constraint(raw, labels, merge_keys=False)
+        for raw in default_constraints_for(pod, snapshot, args)
+        if isinstance(raw, dict) and raw.get("whenUnsatisfiable") == action
+    ]
+    return PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
+
+
+def constraints_or_error(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs, action: str
+) -> PodConstraints | Status:
+    """pod_constraints, or the Status upstream's PreFilter / PreScore error amounts to
+    (the pod cannot be scheduled anywhere) when they cannot be parsed."""
+    try:
+        return pod_constraints(pod, snapshot, args, action)
+    except ConstraintError as exc:
+        phase = "hard" if action == DO_NOT_SCHEDULE else "soft"
+        reason = f"obtaining pod's {phase} topology spread constraints: {exc}"
+        return Status(Code.UNRESOLVABLE, reason)
+
+
+# ---- nodes -----------------------------------------------------------------------
+
+
+class NodeInclusion:
+    """Per-decision cache of the two node inclusion checks for one incoming pod.
+
+    affinity(node): the pod's nodeSelector and required node affinity match;
+    untainted(node): no NoSchedule/NoExecute taint the pod does not tolerate.
+    """
+
+    def __init__(self, pod: RawObj) -> None:
+        from webhook.api.labels import compile_node_affinity
+
+        tolerations = as_dict(pod.get("spec")).get("tolerations")
+        self._tolerations: list[RawObj] = tolerations if isinstance(tolerations, list) else []
+        self._matcher = compile_node_affinity(pod)
+        self._affinity: dict[str, bool] = {}
+        self._known: tuple[NodeTable, list[bool]] | None = None
+        self._untainted: dict[str, bool] = {}
+
+    def know_affinity(self, table: NodeTable, matches: list[bool]) -> None:
+        """Take whether the pod's node affinity matches each node of `table`, as
+        already worked out (by the NodeAffinity filter, which checks the very same)."""
+        self._affinity = dict(zip(table.names, matches, strict=True))
+        self._known = (table, matches)
+
+    def known_affinity(self, c: Constraint) -> tuple[NodeTable, list[bool]] | None:
+        """(table, includes(c, node) for each node of it) when node affinity alone
+        decides inclusion in c and is known for every node; else None."""
+        if c.node_affinity_policy != HONOR or c.node_taints_policy == HONOR:
+            return None
+        return self._known
+
+    def affinity(self, info: NodeInfo) -> bool:
+        if self._matcher is None:
+            return True
+        hit = self._affinity.get(info.name)
+        if hit is None:
+            hit = self._affinity[info.name] = bool(self._matcher(info.node))
+        return hit
+
+    def untainted(self, info: NodeInfo) -> bool:
+        taints = as_dict(info.node.get("spec")).get("taints")
+        if not taints:
+            return True
+        hit = self._untainted.get(info.name)
+        if hit is None:
+            from webhook.api.labels import find_untolerated_taint
+
+            hit = find_untolerated_taint(taints, self._tolerations) is None
+            self._untainted[info.name] = hit
+        return hit
+
+    def trivial(self, c: Constraint) -> bool:
+        """Whether constraint c includes every node that carries the topology keys."""
+        return (c.node_affinity_policy != HONOR or self._matcher is None) and (
+            c.node_taints_policy != HONOR
+        )
+
+    def includes(self, c: Constraint, info: NodeInfo) -> bool:
+        """matchNodeInclusionPolicies: does `info` take part in constraint c's spread?"""
+        if c.node_affinity_policy == HONOR and not self.affinity(info):
+            return False
+        if c.node_taints_policy == HONOR and not self.untainted(info):
+            return False
+        return True
+
+
+def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, int]:
+    """countPodsMatchSelector for every node: node name -> matching pods of the pod's namespace."""
+    if c.counts_nothing:
+        return {}
+    return snapshot.match_counts(pod_namespace(pod), c.selector)
+
+
+def distribution(pod: RawObj, snapshot: Snapshot, args: SpreadArgs) -> dict[str, dict[str, int]]:
+    """Matching pods per domain for each topology key the pod spreads over.
+
+    Over every node carrying the key, whatever its inclusion policies; the first
+    constraint naming a key gives the selector. {} when the pod spreads over nothing
+    (or its constraints cannot be parsed).
+    """
+    try:
+        constraints = [
+            *pod_constraints(pod, snapshot, args, DO_NOT_SCHEDULE).constraints,
+            *pod_constraints(pod, snapshot, args, SCHEDULE_ANYWAY).constraints,
+        ]
+    except ConstraintError:
+        return {}
+    return distribution_of(pod, snapshot, constraints)
+
+
+def distribution_of(
+    pod: RawObj, snapshot: Snapshot, constraints: Iterable[Constraint]
+) -> dict[str, dict[str, int]]:
+    """distribution() for constraints already parsed (DoNotSchedule ones first)."""
+    out: dict[str, dict[str, int]] = {}
+    for c in constraints:
+        key = c.topology_key
+        if key in out:
+            continue
+        nodes = snapshot.key_index((key,))[0]
+        domains = dict.fromkeys(snapshot.sorted_domains(key), 0)  # sorted by domain
+        for name, n in match_counts(snapshot, pod, c).items():
+            carried = nodes.get(name)
+            if carried is not None:
+                domains[carried[0]] += n
+        out[key] = domains
+    return out

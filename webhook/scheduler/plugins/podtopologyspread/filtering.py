@@ -1,0 +1,185 @@
+"""PodTopologySpread PreFilter and Filter: the DoNotSchedule constraints.
+
+PreFilter counts, once per decision, the matching pods of every eligible domain;
+Filter then judges each node with
+    matching pods in the node's domain + self-match - global minimum <= maxSkew
+where the global minimum is taken over eligible domains and read as 0 while
+there are fewer eligible domains than minDomains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import compress
+
+from webhook.api.kube import RawObj
+from webhook.config import SpreadArgs
+from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
+from webhook.scheduler.framework.types import (
+    CONSTRAINTS_NOT_MATCH,
+    NODE_LABEL_NOT_MATCH,
+    SUCCESS,
+    Status,
+)
+from webhook.scheduler.plugins.podtopologyspread.common import (
+    DEFAULT_ARGS,
+    DO_NOT_SCHEDULE,
+    INT32_MAX,
+    Constraint,
+    NodeInclusion,
+    constraints_or_error,
+    match_counts,
+)
+
+
+@dataclass(frozen=True)
+class PreFilterState:
+    """What PreFilter computed for one incoming pod.
+
+    constraints: the pod's DoNotSchedule constraints (or its defaults), in order.
+    tp_value_to_match_num[i]: for constraint i, eligible domain value -> matching
+        pods; a domain is present (maybe with 0) iff at least one eligible node
+        carries it, so len() is the number of eligible domains.
+    min_match_num[i]: the smallest count in tp_value_to_match_num[i]
+        (INT32_MAX when there is no eligible domain, as upstream's empty critical path).
+    self_match[i]: the incoming pod matches constraint i's selector itself.
+    """
+
+    constraints: tuple[Constraint, ...]
+    tp_value_to_match_num: tuple[dict[str, int], ...]
+    min_match_num: tuple[int, ...]
+    self_match: tuple[bool, ...]
+
+    def global_min(self, i: int) -> int:
+        """minMatchNum: the global minimum, 0 while fewer eligible domains than minDomains."""
+        if len(self.tp_value_to_match_num[i]) < self.constraints[i].min_domains:
+            return 0
+        return self.min_match_num[i]
+
+    @cached_property
+    def checks(self) -> tuple[tuple[str, int, dict[str, int], int], ...]:
+        """Per constraint (key, maxSkew, domain counts, self-match - global minimum):
+        what Filter compares on every node, worked out once."""
+        return tuple(
+            (
+                c.topology_key,
+                c.max_skew,
+                self.tp_value_to_match_num[i],
+                int(self.self_match[i]) - self.global_min(i),
+            )
+            for i, c in enumerate(self.constraints)
+        )
+
+
+def pre_filter(
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs = DEFAULT_ARGS,
+    inclusion: NodeInclusion | None = None,
+) -> PreFilterState | Status:
+    """calPreFilterState over every node of the snapshot; a Status when the pod's
+    constraints cannot be used (upstream's PreFilter error, which fails every node)."""
+    pc = constraints_or_error(pod, snapshot, args, DO_NOT_SCHEDULE)
+    if isinstance(pc, Status):
+        return pc
+    constraints = pc.constraints
+    if not constraints:
+        return PreFilterState((), (), (), ())
+    inclusion = inclusion or NodeInclusion(pod)
+    counts = [match_counts(snapshot, pod, c) for c in constraints]
+    # A node is eligible when it carries every constraint's key (and passes the
+    # constraint's inclusion policies).
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    eligible, domain_values = snapshot.key_index(keys)
+    domains: list[dict[str, int]] = []
+    for c, per_node in zip(constraints, counts, strict=True):
+        j = keys.index(c.topology_key)
+        if inclusion.trivial(c):
+            # Every node carrying the keys takes part: walk only the nodes with matches.
+            per_domain = dict.fromkeys(domain_values[j], 0)
+            for name, n in per_node.items():
+                values = eligible.get(name)
+                if values is not None:
+                    per_domain[values[j]] += n
+        elif (known := inclusion.known_affinity(c)) is not None:
+            # Node affinity alone decides and is known for every node: the domains
+            # are those of the node classes holding an included node; counts come
+            # from the nodes with matches.
+            table, included = known
+            classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+            per_domain = {}
+            for k in set(compress(classes.of_node, included)):
+                values = classes.values[k]
+                if not any(v is ABSENT for v in values):
+                    per_domain[values[j]] = 0
+            position = table.position
+            for name, n in per_node.items():
+                values = eligible.get(name)
+                p = position.get(name)
+                if values is not None and p is not None and included[p]:
+                    per_domain[values[j]] += n
+        else:
+            per_domain = {}
+            nodes = snapshot.nodes
+            for name, values in eligible.items():
+                info = nodes.get(name)
+                if info is not None and inclusion.includes(c, info):
+                    per_domain[values[j]] = per_domain.get(values[j], 0) + per_node.get(name, 0)
+        domains.append(per_domain)
+    labels = pod_labels(pod)
+    return PreFilterState(
+        constraints=constraints,
+        tp_value_to_match_num=tuple(domains),
+        min_match_num=tuple(min(d.values(), default=INT32_MAX) for d in domains),
+        self_match=tuple(bool(c.matches(labels)) for c in constraints),
+    )
+
+
+def filter_node(state: PreFilterState, info: NodeInfo) -> Status:
+    """Filter: may the pod go to `info` without breaking a DoNotSchedule constraint?"""
+    return filter_labels(state, info.labels)
+
+
+def filter_labels(state: PreFilterState, labels: Mapping[str, str]) -> Status:
+    """Filter for a node carrying `labels`: the verdict reads nothing else of the node,
+    so nodes with the same values for the constraints' keys share it."""
+    for key, max_skew, domains, offset in state.checks:
+        value = labels.get(key)
+        if value is None:
+            return NODE_LABEL_NOT_MATCH
+        if domains.get(value, 0) + offset > max_skew:
+            return CONSTRAINTS_NOT_MATCH
+    return SUCCESS
+
+
+def filter_keys(state: PreFilterState) -> tuple[str, ...]:
+    """The topology keys Filter reads, each once, in constraint order."""
+    return tuple(dict.fromkeys(c.topology_key for c in state.constraints))
+
+
+def filter_classes(
+    state: PreFilterState, keys: tuple[str, ...], classes: Sequence[ClassValues]
+) -> list[Status]:
+    """Filter once per node class (snapshot.NodeClasses.values for `keys`): the
+    verdict of every node of that class, as filter_labels gives it."""
+    # (position of the key in a class's values, maxSkew, domain counts, offset)
+    plan = [
+        (keys.index(key), max_skew, domains, offset)
+        for key, max_skew, domains, offset in state.checks
+    ]
+    out: list[Status] = []
+    append = out.append
+    for values in classes:
+        for j, max_skew, domains, offset in plan:
+            value = values[j]
+            if value is ABSENT or value is None:
+                append(NODE_LABEL_NOT_MATCH)
+                break
+            if domains.get(value, 0) + offset > max_skew:
+                append(CONSTRAINTS_NOT_MATCH)
+                break
+        else:
+            append(SUCCESS)
+    return out

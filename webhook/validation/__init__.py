@@ -1,0 +1,1 @@
+"""What kube-apiserver does to an object: its rules on topologySpreadConstraints, and our advice."""
