@@ -22,20 +22,13 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj
+from webhook.api.names import validate_label_selector
 from webhook.errors import ConfigError
+from webhook.scheduler.config.types import DefaultingType, SpreadArgs
+from webhook.scheduler.config.validation import validate_spread_args
 
 MergeMode = Literal["auto", "webhook", "apiserver"]
 MERGE_MODES: tuple[MergeMode, ...] = ("auto", "webhook", "apiserver")
-DefaultingType = Literal["System", "List"]
-
-
-@dataclass(frozen=True)
-class SpreadArgs:
-    """kube-scheduler's PodTopologySpreadArgs."""
-
-    default_constraints: tuple[RawObj, ...] = ()
-    defaulting_type: DefaultingType = "System"
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -74,8 +67,6 @@ def settings_from_dict(raw: Any) -> Settings:
     # Checked below with the scheduler's own rules (System | List), hence the cast.
     defaulting_type = cast(DefaultingType, spread_raw.get("defaultingType") or "System")
     spread = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting_type)
-    from webhook.validation.rules import validate_spread_args
-
     errors = validate_spread_args(spread)
     if errors:
         raise ConfigError("podTopologySpread: " + "; ".join(errors))
@@ -90,8 +81,6 @@ def settings_from_dict(raw: Any) -> Settings:
         raise ConfigError("policy: must be a mapping")
     ns_selector = raw.get("injectNamespaceSelector")
     if ns_selector is not None:
-        from webhook.api.names import validate_label_selector
-
         problems = validate_label_selector(ns_selector, "injectNamespaceSelector")
         if problems:
             raise ConfigError("; ".join(f"{e.field}: {e.body()}" for e in problems))

@@ -20,7 +20,9 @@ import jsonpatch
 import pytest
 
 from tests.builders import DNS, SA, ZONE, RawObj, make_pod, selector
-from webhook.admission.mutation import MERGED_KEYS_ANNOTATION, MutationContext, mutate
+from webhook.admission.context import MutationContext
+from webhook.admission.merge import MERGED_KEYS_ANNOTATION
+from webhook.admission.mutation import mutate
 from webhook.config import Settings
 from webhook.validation.rules import validate_constraints
 

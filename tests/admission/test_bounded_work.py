@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 
 from tests.builders import DNS, SA, ZONE, RawObj, make_pod, review, selector
-from webhook.admission.mutation import (
-    MERGED_KEYS_ANNOTATION,
-    MutationContext,
-    merge_match_label_keys,
-)
-from webhook.admission.review import ReviewContext, answer_review
+from webhook.admission.context import MutationContext, ReviewContext
+from webhook.admission.handlers import answer_review
+from webhook.admission.merge import MERGED_KEYS_ANNOTATION, merge_match_label_keys
 from webhook.validation import rules
+from webhook.validation.advice import object_warnings
 from webhook.validation.rules import validate_constraints
 
 N = 20_000
@@ -96,14 +94,14 @@ def test_duplicate_check_looks_at_each_constraint_a_bounded_number_of_times(
     """Pairwise comparison would read 20,000 x 20,000 pairs; a linear pass reads each
     constraint's pair at most twice."""
     calls = 0
-    pair = rules._pair
+    pair = rules.unique_pair
 
     def counted(c: Any) -> Any:
         nonlocal calls
         calls += 1
         return pair(c)
 
-    monkeypatch.setattr(rules, "_pair", counted)
+    monkeypatch.setattr(rules, "unique_pair", counted)
     validate_constraints(_many_constraints()["spec"]["topologySpreadConstraints"], PATH)
     assert calls <= 2 * N
 
@@ -237,7 +235,7 @@ def test_workload_advice_on_20000_keys_also_in_the_selector() -> None:
         "metadata": {"name": "d"},
         "spec": {"template": {"metadata": pod["metadata"], "spec": pod["spec"]}},
     }
-    warnings = rules.object_warnings(deploy)
+    warnings = object_warnings(deploy)
     both = [w for w in warnings if "is also in labelSelector" in w]
     assert len(both) == N
     assert both[0].startswith("spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]")

@@ -32,7 +32,8 @@ from tests.builders import (
     workload,
 )
 from webhook.admission.annotate import DRY_RUN, PLACEMENT, SELECTED_NODE
-from webhook.admission.review import ReviewContext, answer_review
+from webhook.admission.context import ReviewContext
+from webhook.admission.handlers import answer_review
 from webhook.cluster.source import StaticSource
 from webhook.config import Settings
 from webhook.scheduler import placement

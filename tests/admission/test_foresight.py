@@ -27,8 +27,9 @@ from tests.builders import (
     selector,
     workload,
 )
+from webhook.admission.context import ReviewContext
 from webhook.admission.foresight import Blocked
-from webhook.admission.review import ReviewContext, answer_review
+from webhook.admission.handlers import answer_review
 from webhook.cluster.source import StaticSource
 from webhook.config import Settings, settings_from_dict
 from webhook.scheduler.framework.snapshot import Snapshot

@@ -34,7 +34,8 @@ from tests.builders import (
 from webhook.admission.inject import INJECT_ANNOTATION, namespace_labels
 from webhook.cli.main import main
 from webhook.cluster.source import StaticSource
-from webhook.config import Settings, SpreadArgs, settings_from_dict
+from webhook.config import Settings, settings_from_dict
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.server.app import create_app
 

@@ -15,13 +15,9 @@ import jsonpatch
 import pytest
 
 from tests.builders import DNS, ZONE, RawObj, exists, expr, make_pod, selector, workload
-from webhook.admission.mutation import (
-    MERGED_KEYS_ANNOTATION,
-    MutationContext,
-    merge_form,
-    mutate,
-    mutate_object,
-)
+from webhook.admission.context import MutationContext
+from webhook.admission.merge import MERGED_KEYS_ANNOTATION, merge_form
+from webhook.admission.mutation import mutate, mutate_object
 from webhook.config import Settings
 
 HASH = "7c9f8d6b5"

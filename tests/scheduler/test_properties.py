@@ -27,7 +27,7 @@ from tests.builders import (
     make_pod,
     selector,
 )
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import PLUGIN_NAME, SUCCESS, Status
 from webhook.scheduler.placement import NodeVerdict, Placement, place, pod_ref, simulate

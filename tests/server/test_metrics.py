@@ -22,7 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests import paths
 from tests.builders import DNS, ZONE, RawObj, make_pod, review, selector, workload
 from tests.live_server import LiveServer, start_server
-from webhook.admission.review import ReviewContext, answer_review
+from webhook.admission.context import ReviewContext
+from webhook.admission.handlers import answer_review
 from webhook.install.certs import CertReloader, generate
 from webhook.server.app import EXTENSION, create_app
 from webhook.server.metrics import (

@@ -18,7 +18,7 @@ from tests.builders import (
     selector,
     workload,
 )
-from webhook.validation.rules import object_warnings
+from webhook.validation.advice import object_warnings
 
 P = "spec.topologySpreadConstraints"
 WEB = selector({"app": "web"})

@@ -29,13 +29,10 @@ from tests.builders import (
     workload,
 )
 from tests.upstream_messages import KEY_REGEX, VALUE_REGEX
-from webhook.config import SpreadArgs
-from webhook.validation.rules import (
-    object_warnings,
-    validate_constraints,
-    validate_object,
-    validate_spread_args,
-)
+from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.config.validation import validate_spread_args
+from webhook.validation.advice import object_warnings
+from webhook.validation.rules import validate_constraints, validate_object
 
 P = "spec.topologySpreadConstraints"
 WEB = selector({"app": "web"})
@@ -694,16 +691,18 @@ def test_invalid_examples(path: Path) -> None:
 
 
 def test_public_surface() -> None:
-    """The names other modules import from webhook.validation.rules stay put."""
+    """The names other modules import from the validation and args modules stay put."""
+    import webhook.scheduler.config.validation
+    import webhook.validation.advice
     import webhook.validation.rules
 
     assert sorted(webhook.validation.rules.__all__) == [
         "MERGE_SINCE",
-        "object_warnings",
         "validate_constraints",
         "validate_object",
-        "validate_spread_args",
     ]
+    assert "object_warnings" in webhook.validation.advice.__all__
+    assert webhook.scheduler.config.validation.__all__ == ["validate_spread_args"]
 
 
 def test_deep_and_looped_values() -> None:

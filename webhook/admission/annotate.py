@@ -1,4 +1,4 @@
-"""Dry-run placement annotations: a Placement rendered into two small annotations.
+"""Dry-run placement annotations: the mutation step and its 32 KiB rendering.
 
 `topospread.io/selected-node` holds the node name ("" when unschedulable);
 `topospread.io/placement` holds a JSON summary. Both are deterministic (no
@@ -9,8 +9,15 @@ their total size stays under ANNOTATION_BUDGET whatever the cluster size.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
+
+from webhook.admission.context import MutationContext
+from webhook.api.kube import RawObj, as_created, meta
+from webhook.scheduler import placement
+
+log = logging.getLogger("topospread.inject")
 
 SELECTED_NODE = "topospread.io/selected-node"
 PLACEMENT = "topospread.io/placement"
@@ -20,6 +27,9 @@ DRY_RUN = "topospread.io/dry-run"
 # ours promise to stay under 32 KiB (interfaces.md), so leave margin for the keys.
 ANNOTATION_BUDGET = 32 * 1024 - 512
 TOP_NODES = 10
+
+_PLACEMENT_PATH = f"metadata.annotations[{PLACEMENT}]"
+NO_STATE = "no cluster state (the source has not synced yet, or none is configured)"
 
 
 class _Verdict(Protocol):
@@ -115,3 +125,36 @@ def wants_dry_run(pod: Mapping[str, Any], request_dry_run: bool) -> bool:
     metadata = pod.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     return isinstance(annotations, dict) and annotations.get(DRY_RUN) == "true"
+
+
+def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
+    """Write topospread.io/selected-node and topospread.io/placement on a created Pod
+    in a dry run (request.dryRun) or carrying topospread.io/dry-run: "true".
+
+    The pod is placed as the earlier steps left it: defaults injected, selectors
+    merged. Deterministic: a reinvoked webhook writes the same values.
+    """
+    if not ctx.created_pod(pod) or not wants_dry_run(pod, ctx.dry_run):
+        return []
+    if ctx.snapshot is None:
+        return [f"{_PLACEMENT_PATH}: placement annotations not written: {NO_STATE}"]
+    try:
+        decision = placement.place(
+            as_created(pod, ctx.namespace), ctx.snapshot, ctx.settings.spread
+        )
+        written = placement_annotations(decision)
+    except Exception:
+        log.exception("placement failed for pod %r", meta(pod).get("name"))
+        return [
+            f"{_PLACEMENT_PATH}: placement annotations not written because of an "
+            "internal error in the cluster model"
+        ]
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = pod["metadata"] = {}
+    annotations = metadata.get("annotations")
+    if annotations is None:
+        annotations = metadata["annotations"] = {}
+    if isinstance(annotations, dict):  # any other type is the API server's to reject
+        annotations.update(written)
+    return []

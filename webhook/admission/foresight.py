@@ -24,8 +24,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_created
 from webhook.config import Settings
+from webhook.scheduler.plugins.filters import prepare, run_filters
+from webhook.scheduler.plugins.podtopologyspread.filtering import (
+    PreFilterState,
+    filter_node,
+    pre_filter,
+)
+from webhook.scheduler.plugins.podtopologyspread.plugin import defaults_for_args
 
 __all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
 
@@ -121,8 +128,6 @@ def _dns_paths(pod: RawObj, count: int) -> list[str]:
 def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
     """Cheap first look: only a DoNotSchedule constraint (the pod's, or a default
     when it has none) can rule nodes out, so without one nothing is placed."""
-    from webhook.scheduler.plugins.helper.spread import defaults_for_args
-
     spec = pod.get("spec")
     if not isinstance(spec, dict) or spec.get("nodeName"):
         return False  # bound at creation: no scheduler, kubelet admits it anyway
@@ -137,13 +142,6 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
 
     Raises whatever the model raises; `foresee` catches.
     """
-    from webhook.scheduler.plugins.filters import prepare, run_filters
-    from webhook.scheduler.plugins.podtopologyspread.filtering import (
-        PreFilterState,
-        filter_node,
-        pre_filter,
-    )
-
     state = pre_filter(pod, snapshot, settings.spread)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return []  # PreFilter error (invalid constraints, reported by validation) or no DNS
@@ -218,8 +216,6 @@ def foresee(
     pod: RawObj, snapshot: Any, settings: Settings, *, name: str = "", namespace: str = ""
 ) -> Foresight:
     """Warnings (or a denial) for a Pod being created. Never raises."""
-    from webhook.admission.inject import as_created
-
     if snapshot is None or pod.get("kind") != "Pod" or not _has_hard_constraint(pod, settings):
         return Foresight()
     try:

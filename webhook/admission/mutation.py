@@ -14,230 +14,31 @@ replaced by a warning: under failurePolicy Ignore a failed webhook call is
 forgiven, but a patch that makes the object invalid still blocks the pod.
 
 Steps, in order (each sees what the previous ones did):
-  inject_defaults          default constraints made explicit (webhook/inject.py)
-  merge_match_label_keys   matchLabelKeys -> labelSelector, per matchLabelKeysMerge
-  annotate_placement       dry-run placement annotations (webhook/inject.py), last so
+  inject_defaults          default constraints made explicit (inject.py)
+  merge_match_label_keys   matchLabelKeys -> labelSelector, per matchLabelKeysMerge (merge.py)
+  annotate_placement       dry-run placement annotations (annotate.py), last so
                            the pod is placed as it will be stored
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import jsonpatch
 
-from webhook.admission.inject import annotate_placement, inject_defaults
+from webhook.admission.annotate import annotate_placement
+from webhook.admission.context import MutationContext, MutationResult, Step
+from webhook.admission.inject import inject_defaults
+from webhook.admission.merge import merge_match_label_keys
 from webhook.api.field import FieldError
 from webhook.api.kube import RawObj
-from webhook.config import Settings
+from webhook.validation.rules import validate_object
 
-__all__ = [
-    "MERGED_KEYS_ANNOTATION",
-    "SELECTOR_MERGE_SINCE",
-    "STEPS",
-    "MutationContext",
-    "MutationResult",
-    "Step",
-    "merge_form",
-    "merge_match_label_keys",
-    "mutate",
-    "mutate_object",
-]
-
-MERGED_KEYS_ANNOTATION = "topospread.io/merged-match-label-keys"
-
-# kube-apiserver merges matchLabelKeys into labelSelector itself on Pod create from this
-# version (MatchLabelKeysInPodTopologySpreadSelectorMerge, beta and on by default).
-SELECTOR_MERGE_SINCE = (1, 34)
-
-MergeForm = Literal["none", "keep-keys", "move-keys"]
+__all__ = ["EDITED_PARTS", "STEPS", "mutate", "mutate_object"]
 
 
-@dataclass(frozen=True)
-class MutationContext:
-    """What a step may look at besides the object itself."""
-
-    operation: str = "CREATE"
-    # request.namespace: the object's own may be absent (kubernetes#88282).
-    namespace: str = ""
-    dry_run: bool = False
-    settings: Settings = field(default_factory=Settings)
-    # (major, minor) of the kube-apiserver that will store the object, None when unknown.
-    server_version: tuple[int, int] | None = None
-    # webhook.scheduler.framework.snapshot.Snapshot, None without cluster state.
-    snapshot: Any = None
-    # The object before an UPDATE (request.oldObject), None on CREATE.
-    old: RawObj | None = None
-
-
-@dataclass(frozen=True)
-class MutationResult:
-    """The patch to return, the warnings to show, and the object once patched."""
-
-    patch: list[RawObj]
-    warnings: list[str]
-    mutated: RawObj
-    # A step raised: nothing was changed and the warnings say so.
-    failed: bool = False
-
-
-# A step edits the object (a private copy of what it may edit) in place and returns warnings.
-Step = Callable[[RawObj, MutationContext], list[str]]
-
-
-# ---------------------------------------------------------------------------------------
-# matchLabelKeys merge
-
-
-def merge_form(mode: str, server_version: tuple[int, int] | None) -> MergeForm:
-    """How the webhook merges matchLabelKeys for this mode and API server.
-
-    keep-keys: the v1.34 result (requirements appended, matchLabelKeys kept);
-    move-keys: requirements appended and the merged keys moved out of matchLabelKeys,
-               because an API server before v1.34 rejects a key found in both;
-    none:      the webhook leaves matchLabelKeys alone.
-    """
-    if mode == "apiserver":
-        return "none"
-    if server_version is None:
-        return "keep-keys"
-    if server_version >= SELECTOR_MERGE_SINCE:
-        # The API server merges right after us and does not de-duplicate: merging here too
-        # would put each key in twice, which its validation rejects.
-        return "none" if mode == "auto" else "keep-keys"
-    return "move-keys"
-
-
-def _requirement(key: str, value: str) -> RawObj:
-    return {"key": key, "operator": "In", "values": [value]}
-
-
-def _requirement_pairs(exprs: list[Any]) -> set[tuple[str, str]]:
-    """(key, value) of each entry of `exprs` equal to a `key In [value]` requirement, so
-    that looking one up is a set lookup rather than a scan of the list."""
-    pairs: set[tuple[str, str]] = set()
-    for expr in exprs:
-        if not isinstance(expr, dict) or len(expr) != 3 or expr.get("operator") != "In":
-            continue
-        key, values = expr.get("key"), expr.get("values")
-        if (
-            isinstance(key, str)
-            and isinstance(values, list)
-            and len(values) == 1
-            and isinstance(values[0], str)
-        ):
-            pairs.add((key, values[0]))
-    return pairs
-
-
-def _pod_parts(pod: RawObj) -> tuple[dict[str, Any], list[Any]] | None:
-    meta = pod.get("metadata")
-    spec = pod.get("spec")
-    if not isinstance(meta, dict) or not isinstance(spec, dict):
-        return None
-    labels = meta.get("labels")
-    constraints = spec.get("topologySpreadConstraints")
-    if not isinstance(labels, dict) or not isinstance(constraints, list):
-        return None
-    return labels, constraints
-
-
-def _merged_before(pod: RawObj) -> dict[str, list[str]]:
-    meta = pod.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    raw = annotations.get(MERGED_KEYS_ANNOTATION) if isinstance(annotations, dict) else None
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {}
-    if not isinstance(parsed, dict):
-        return {}
-    return {
-        str(k): [x for x in v if isinstance(x, str)]
-        for k, v in parsed.items()
-        if isinstance(v, list)
-    }
-
-
-def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
-    """Merge each constraint's matchLabelKeys into its labelSelector, on Pod create.
-
-    kube-apiserver's rule (pkg/registry/core/pod/strategy.go, v1.34): for each key of
-    matchLabelKeys the pod has as a label, append `key In [value]` to
-    labelSelector.matchExpressions; keys the pod lacks are skipped; a constraint without
-    labelSelector is left alone (a nil selector matches nothing). Unlike the API server
-    this is idempotent: a requirement already there is not appended again, so a second
-    call (reinvocationPolicy IfNeeded) changes nothing.
-    """
-    if ctx.operation != "CREATE" or pod.get("kind") != "Pod":
-        return []
-    form = merge_form(ctx.settings.match_label_keys_merge, ctx.server_version)
-    parts = _pod_parts(pod)
-    if form == "none" or parts is None:
-        return []
-    labels, constraints = parts
-    moved: dict[str, list[str]] = {}
-    merged_at: list[int] = []
-    for i, constraint in enumerate(constraints):
-        if not isinstance(constraint, dict):
-            continue
-        keys = constraint.get("matchLabelKeys")
-        selector = constraint.get("labelSelector")
-        if not isinstance(keys, list) or not keys or not isinstance(selector, dict):
-            continue
-        exprs = selector.get("matchExpressions")
-        if exprs is None:
-            exprs = []
-        if not isinstance(exprs, list):
-            continue
-        present = _requirement_pairs(exprs)
-        merged: list[str] = []
-        for key in keys:
-            value = labels.get(key) if isinstance(key, str) else None
-            if not isinstance(value, str):
-                continue
-            if (key, value) not in present:
-                exprs.append(_requirement(key, value))
-                present.add((key, value))
-            merged.append(key)
-        if merged:
-            merged_at.append(i)
-        if exprs:
-            selector["matchExpressions"] = exprs
-        if form == "move-keys" and merged:
-            merged_keys = set(merged)
-            rest = [k for k in keys if not (isinstance(k, str) and k in merged_keys)]
-            if rest:
-                constraint["matchLabelKeys"] = rest
-            else:
-                del constraint["matchLabelKeys"]
-            moved[str(i)] = merged
-    if moved:
-        record = _merged_before(pod)
-        for index, keys in moved.items():
-            known = record.get(index, [])
-            known_keys = set(known)
-            record[index] = known + [k for k in keys if k not in known_keys]
-        annotations = pod["metadata"].get("annotations")
-        if not isinstance(annotations, dict):
-            annotations = pod["metadata"]["annotations"] = {}
-        annotations[MERGED_KEYS_ANNOTATION] = json.dumps(
-            # Numeric order of the constraint indexes ("2" before "10").
-            dict(sorted(record.items(), key=lambda kv: (len(kv[0]), kv[0]))),
-            separators=(",", ":"),
-        )
-    if ctx.server_version is None and merged_at:
-        return [
-            f"spec.topologySpreadConstraints[{merged_at[0]}].matchLabelKeys: merged into "
-            "labelSelector as kube-apiserver v1.34 does, assuming no API server merges after "
-            "the webhook (version unknown; use matchLabelKeysMerge: apiserver unless connected "
-            "to the cluster)"
-        ]
-    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,11 +52,8 @@ def _stored_errors(obj: RawObj, ctx: MutationContext) -> list[FieldError]:
     Pod's matchLabelKeys itself first. An unknown one is assumed to merge nothing more: the
     object is validated as it stands.
     """
-    from webhook.admission.review import validate_stored
-    from webhook.validation.rules import validate_object
-
     if ctx.server_version is None:
-        return validate_stored(obj, old=ctx.old)
+        return validate_object(obj, old=ctx.old, merge=False)
     return validate_object(obj, old=ctx.old, server_version=ctx.server_version)
 
 

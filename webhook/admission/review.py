@@ -1,14 +1,10 @@
-"""AdmissionReview in and out: parse a review, decide, build the response.
+"""AdmissionReview in and out: parse a review and build responses; no decisions.
 
-One entry point, `handle_review(body, operation, ctx)`, serves the HTTP handler and
-the `review` command alike. Two error channels stay apart (as kopf keeps them): a
-body that is not a usable AdmissionReview is an HTTP 400 with a JSON Status; a bad
-object is an ordinary answer, `allowed: false` with the Status kube-apiserver itself
-would have written (`<Kind> "<name>" is invalid: ...`, reason Invalid, code 422).
-
-Nothing here raises out: an unexpected failure inside a rule or a mutation step
-answers `allowed: true` with a warning and is logged, because a webhook that fails
-blocks every pod of the cluster under failurePolicy Fail.
+Two error channels stay apart (as kopf keeps them): a body that is not a usable
+AdmissionReview is a ReviewError (HTTP 400 with a JSON Status); a bad object is an
+ordinary answer, `allowed: false` with the Status kube-apiserver itself would have
+written (`<Kind> "<name>" is invalid: ...`, reason Invalid, code 422). The decisions
+are handlers.py's.
 """
 
 from __future__ import annotations
@@ -17,17 +13,16 @@ import base64
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from webhook.api.field import FieldError, aggregate, go_quote
-from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template
-from webhook.config import Settings
+from webhook.api.kube import RawObj
 from webhook.errors import ReviewError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.admission.mutation import MutationResult
+    pass
 
 __all__ = [
     "ADMISSION_VERSIONS",
@@ -37,22 +32,14 @@ __all__ = [
     "Operation",
     "MAX_WARNINGS_TOTAL_RUNES",
     "Review",
-    "ReviewContext",
-    "Verdict",
-    "Answer",
     "allowed_response",
-    "answer_review",
     "denied_response",
     "error_status",
-    "handle_review",
     "invalid_status",
     "limit_warnings",
-    "mutate_reviewed",
     "object_name",
     "parse_review",
     "qualified_kind",
-    "review_object",
-    "validate_stored",
 ]
 
 log = logging.getLogger("topospread.admission")
@@ -99,17 +86,6 @@ class Review:
     dry_run: bool
     obj: RawObj | None
     old: RawObj | None
-
-
-@dataclass(frozen=True)
-class ReviewContext:
-    """What a review needs from the running process: settings and cluster state."""
-
-    settings: Settings = field(default_factory=Settings)
-    # (major, minor) of the kube-apiserver we serve, None when unknown.
-    server_version: tuple[int, int] | None = None
-    # webhook.scheduler.framework.snapshot.Snapshot of the cluster, None without cluster state.
-    snapshot: Any = None
 
 
 def _fail(message: str) -> ReviewError:
@@ -367,215 +343,3 @@ def denied_response(
     return _envelope(review, response)
 
 
-# ---------------------------------------------------------------------------------------
-# Decisions
-
-
-def _constraints_path(obj: RawObj) -> str:
-    template = pod_template(obj)
-    spec = template.spec_path if template is not None else "spec"
-    return f"{spec}.topologySpreadConstraints"
-
-
-def _internal_warning(obj: RawObj, what: str) -> str:
-    return (
-        f"{_constraints_path(obj)}: not {what} by topospread because of an internal error; "
-        "allowed unchecked"
-    )
-
-
-def _with_kind(review: Review) -> RawObj:
-    """The object with kind and apiVersion filled from the request when absent (a shallow
-    copy, so the caller's dict stays the one a patch is computed against)."""
-    assert review.obj is not None
-    obj = dict(review.obj)
-    obj.setdefault("kind", review.kind)
-    return obj
-
-
-def _reviewed(review: Review) -> bool:
-    return (
-        review.operation in REVIEWED_OPERATIONS
-        and not review.sub_resource
-        and review.kind in HANDLED_KINDS
-        and review.obj is not None
-    )
-
-
-def validate_stored(
-    obj: RawObj, *, old: RawObj | None = None, server_version: tuple[int, int] | None = None
-) -> list[FieldError]:
-    """The rules on an object as kube-apiserver stores it: no matchLabelKeys merge to come.
-
-    A validating webhook is called after the API server's PrepareForCreate, so a Pod it
-    sees was already merged (v1.34+); merging it again would find every key twice.
-    rules.validate_object merges a created Pod first, which is right for a manifest not
-    yet sent (`check`) and for a patch the API server has still to process.
-    """
-    from webhook.validation.rules import validate_object
-
-    return validate_object(obj, old=old, server_version=server_version, merge=False)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What validation found: errors, warnings, and whether a rule failed unexpectedly."""
-
-    errors: list[FieldError]
-    warnings: list[str]
-    failed: bool = False
-
-
-def review_object(
-    obj: RawObj, ctx: ReviewContext, *, old: RawObj | None = None, stored: bool = True
-) -> Verdict:
-    """Validation errors and warnings for one object.
-
-    `stored`: the object as a validating webhook receives it (see validate_stored);
-    False for a manifest the API server has yet to create (`check`). A rule that fails
-    unexpectedly yields no error and a warning saying the object went unchecked (and is
-    logged): advice never blocks a pod.
-    """
-    from webhook.validation.rules import object_warnings, validate_object
-
-    errors: list[FieldError] = []
-    warnings: list[str] = []
-    failed = False
-    validate = validate_stored if stored else validate_object
-    try:
-        errors = list(validate(obj, old=old, server_version=ctx.server_version))
-    except Exception:
-        log.exception("validation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
-        warnings.append(_internal_warning(obj, "validated"))
-        failed = True
-    try:
-        warnings.extend(object_warnings(obj))
-    except Exception:
-        log.exception("warnings failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
-    return Verdict(errors, warnings, failed)
-
-
-def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
-    if not _reviewed(review):
-        return allowed_response(review), False
-    obj = _with_kind(review)
-    old = review.old if review.operation == "UPDATE" else None
-    verdict = review_object(obj, ctx, old=old)
-    if verdict.errors:
-        return denied_response(review, verdict.errors, verdict.warnings), verdict.failed
-    if review.operation == "CREATE" and review.kind == "Pod" and not review.group:
-        # Unschedulable foresight (webhook/foresight.py): warns, or denies by policy.
-        from webhook.admission.foresight import foresee
-
-        name = object_name(review.obj, review.name)
-        seen = foresee(obj, ctx.snapshot, ctx.settings, name=name, namespace=review.namespace)
-        failed = verdict.failed or seen.failed
-        if seen.denial is not None:
-            response = {"uid": review.uid, "allowed": False, "status": seen.denial}
-            kept = limit_warnings(verdict.warnings)
-            if kept:
-                response["warnings"] = kept
-            return _envelope(review, response), failed
-        return allowed_response(review, [*verdict.warnings, *seen.warnings]), failed
-    return allowed_response(review, verdict.warnings), verdict.failed
-
-
-def mutate_reviewed(
-    obj: RawObj,
-    ctx: ReviewContext,
-    *,
-    operation: str = "CREATE",
-    namespace: str = "",
-    dry_run: bool = False,
-    old: RawObj | None = None,
-) -> MutationResult:
-    """What /mutate does to one object (its kind set), as /mutate and `mutate` see it.
-
-    A step that fails unexpectedly gives no patch and a warning (and is logged).
-    """
-    from webhook.admission.mutation import MutationContext, MutationResult, mutate
-
-    mctx = MutationContext(
-        operation=operation,
-        namespace=namespace,
-        dry_run=dry_run,
-        settings=ctx.settings,
-        server_version=ctx.server_version,
-        snapshot=ctx.snapshot,
-        old=old,
-    )
-    try:
-        return mutate(obj, mctx)
-    except Exception:
-        log.exception("mutation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
-        return MutationResult([], [_internal_warning(obj, "mutated")], obj, failed=True)
-
-
-def _mutate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
-    if not _reviewed(review):
-        return allowed_response(review), False
-    result = mutate_reviewed(
-        _with_kind(review),
-        ctx,
-        operation=review.operation,
-        namespace=review.namespace,
-        dry_run=review.dry_run,
-        old=review.old if review.operation == "UPDATE" else None,
-    )
-    return allowed_response(review, result.warnings, result.patch), result.failed
-
-
-# Each handler answers a parsed review: the AdmissionReview and whether something failed.
-_HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
-    "validate": _validate,
-    "mutate": _mutate,
-}
-
-
-@dataclass(frozen=True)
-class Answer:
-    """An answered review: HTTP status, JSON document, and the decision for metrics
-    (allowed, denied, patched, malformed or internal_error), and the parsed review
-    (None when the body was malformed) for metrics and request logs."""
-
-    status: int
-    doc: RawObj
-    decision: str
-    review: Review | None = None
-
-
-def _decision(doc: RawObj, failed: bool) -> str:
-    response = doc["response"]
-    if not response["allowed"]:
-        return "denied"
-    if failed:
-        return "internal_error"
-    return "patched" if "patch" in response else "allowed"
-
-
-def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answer:
-    """Answer one AdmissionReview. Never raises.
-
-    200 with an AdmissionReview for every well formed review; 400 (413 when too large)
-    with a Status for a malformed one.
-    """
-    try:
-        review = parse_review(body)
-    except ReviewError as exc:
-        return Answer(exc.status, error_status(exc.status, str(exc)), "malformed")
-    except Exception:  # a parser bug must still not become a 5xx
-        log.exception("unexpected failure parsing an AdmissionReview")
-        return Answer(400, error_status(400, "malformed AdmissionReview"), "malformed")
-    try:
-        doc, failed = _HANDLERS[operation](review, ctx)
-    except Exception:
-        log.exception("unexpected failure answering review %s", review.uid)
-        warning = "topospread: internal error; the request was allowed unchecked"
-        return Answer(200, allowed_response(review, [warning]), "internal_error", review)
-    return Answer(200, doc, _decision(doc, failed), review)
-
-
-def handle_review(body: bytes, operation: Operation, ctx: ReviewContext) -> tuple[int, RawObj]:
-    """Answer one AdmissionReview: (HTTP status, JSON document); see answer_review."""
-    answer = answer_review(body, operation, ctx)
-    return answer.status, answer.doc

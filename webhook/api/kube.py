@@ -5,10 +5,19 @@ Objects stay plain dicts (never client model classes: they drop unknown fields).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 RawObj = dict[str, Any]
+
+# Well-known node labels (k8s.io/api/core/v1 well_known_labels.go), defined once.
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+WELL_KNOWN_TOPOLOGY_KEYS = (HOSTNAME, ZONE, REGION)
+# kube-apiserver sets this label on every Namespace (v1.21+), to its name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Where each handled kind keeps its pod metadata and spec, as a list of keys
 # from the object root. An empty tuple means the object itself is the pod.
@@ -77,3 +86,38 @@ def pod_template(obj: RawObj) -> PodTemplate | None:
 def json_pointer_escape(token: str) -> str:
     """Escape one JSON Pointer token (RFC 6901): '~' -> '~0', '/' -> '~1'."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a dict, else an empty one: raw JSON read without trusting its types."""
+    return value if isinstance(value, dict) else {}
+
+
+def meta(obj: Any) -> dict[str, Any]:
+    """An object's metadata, or {} when absent or not an object."""
+    return as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
+
+
+def spec(obj: Any) -> dict[str, Any]:
+    """An object's spec, or {} when absent or not an object."""
+    return as_dict(obj.get("spec")) if isinstance(obj, dict) else {}
+
+
+def string_labels(labels: Any) -> dict[str, str]:
+    """The usable string labels of a metadata.labels value; anything else reads as no label."""
+    if not isinstance(labels, Mapping):
+        return {}
+    return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def as_created(pod: RawObj, namespace: str) -> RawObj:
+    """The pod with metadata.namespace set to the request's namespace.
+
+    A pod sent to /api/v1/namespaces/<ns>/pods may omit its namespace
+    (kubernetes#88282); the model reads it from the object, so it is filled in on a
+    shallow view, never on the pod being patched.
+    """
+    m = meta(pod)
+    if not namespace or m.get("namespace") == namespace:
+        return pod
+    return {**pod, "metadata": {**m, "namespace": namespace}}

@@ -16,15 +16,9 @@ from typing import Any, TextIO
 
 import yaml
 
-from webhook.admission.review import (
-    ReviewContext,
-    answer_review,
-    invalid_status,
-    mutate_reviewed,
-    object_name,
-    qualified_kind,
-    review_object,
-)
+from webhook.admission.context import ReviewContext
+from webhook.admission.handlers import answer_review, mutate_reviewed, review_object
+from webhook.admission.review import invalid_status, object_name, qualified_kind
 from webhook.api.field import FieldError, go_quote
 from webhook.api.kube import HANDLED_KINDS, RawObj
 from webhook.config import load_settings

@@ -27,7 +27,7 @@ from operator import add, attrgetter, is_not
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import (
     FilterMemo,
     NodeTable,

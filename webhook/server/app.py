@@ -24,13 +24,9 @@ from werkzeug.exceptions import HTTPException, InternalServerError, RequestEntit
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import get_input_stream
 
-from webhook.admission.review import (
-    MAX_BODY_BYTES,
-    Operation,
-    ReviewContext,
-    answer_review,
-    error_status,
-)
+from webhook.admission.context import ReviewContext
+from webhook.admission.handlers import answer_review
+from webhook.admission.review import MAX_BODY_BYTES, Operation, error_status
 from webhook.api.kube import RawObj
 from webhook.config import Settings
 from webhook.server.logs import log_review

@@ -19,7 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.admission.review import Answer
+    from webhook.admission.handlers import Answer
 
 __all__ = ["JSONFormatter", "REQUEST_LOGGER", "configure", "dict_config", "log_review"]
 

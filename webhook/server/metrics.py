@@ -47,7 +47,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from webhook.api.kube import HANDLED_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.admission.review import Answer
+    from webhook.admission.handlers import Answer
     from webhook.cluster.source import ClusterSource
     from webhook.install.certs import CertReloader
 

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.builders import DNS, HOSTNAME, SA, ZONE, constraint, expr, make_pod, selector
-from webhook.config import SpreadArgs
-from webhook.scheduler.plugins.helper.spread import (
+from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.plugins.helper.spread import default_selector
+from webhook.scheduler.plugins.podtopologyspread.plugin import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     default_constraints_for,
-    default_selector,
 )
 
 
@@ -332,9 +332,10 @@ def test_malformed_objects_never_raise(meta: Any, service_spec: Any, owner_spec:
 
 def test_public_surface() -> None:
     """The names other modules import; a change here is a contract change."""
-    import webhook.scheduler.plugins.helper.spread as mod
+    import webhook.scheduler.plugins.helper.spread as helper
+    import webhook.scheduler.plugins.podtopologyspread.plugin as plugin
 
-    assert {"SYSTEM_DEFAULT_CONSTRAINTS", "default_selector", "default_constraints_for"} <= set(
-        mod.__all__
-    )
-    assert all(hasattr(mod, name) for name in mod.__all__)
+    assert {"default_selector"} <= set(helper.__all__)
+    assert {"SYSTEM_DEFAULT_CONSTRAINTS", "default_constraints_for"} <= set(plugin.__all__)
+    for mod in (helper, plugin):
+        assert all(hasattr(mod, name) for name in mod.__all__)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.builders import DNS, HOSTNAME, SA, exists, expr, make_node, make_pod, selector
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,

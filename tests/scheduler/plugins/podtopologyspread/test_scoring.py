@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.builders import HOSTNAME, SA, ZONE, make_node, make_pod, selector
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS, go_div, go_round
 from webhook.scheduler.plugins.podtopologyspread.scoring import (

@@ -1,47 +1,21 @@
-"""Default topology spread constraints and the selector kube-scheduler gives them.
+"""helper.DefaultSelector (pkg/scheduler/framework/plugins/helper/spread.go).
 
-A pod without topologySpreadConstraints is spread by the scheduler's default
-constraints (PodTopologySpreadArgs):
-
-- defaultingType System: SYSTEM_DEFAULT_CONSTRAINTS, hostname maxSkew 3 and
-  zone maxSkew 5, both ScheduleAnyway;
-- defaultingType List: the config's own defaultConstraints (maybe none).
-
-Their labelSelector is upstream's `helper.DefaultSelector`: the merged
-selectors of the Services in the pod's namespace that select the pod, plus
-the selector of the pod's controller when it is a ReplicationController,
-ReplicaSet or StatefulSet found in the same namespace. A pod that selector
-leaves empty (no such Service nor controller) gets no default at all.
-
-`default_constraints_for` returns those defaults as explicit constraints for
-injection; docs/defaults.md says how that differs from leaving them to the
-scheduler.
+The selector kube-scheduler gives default topology spread constraints: the merged
+selectors of the Services in the pod's namespace that select the pod, plus the
+selector of the pod's controller when it is a ReplicationController, ReplicaSet or
+StatefulSet found in the same namespace. A pod that selector leaves empty (no such
+Service nor controller) gets no default at all.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import selector_from_set, selector_requirements
-from webhook.config import SpreadArgs
 
-__all__ = [
-    "SYSTEM_DEFAULT_CONSTRAINTS",
-    "default_constraints_for",
-    "default_selector",
-    "defaults_for_args",
-]
-
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-
-SYSTEM_DEFAULT_CONSTRAINTS: tuple[RawObj, ...] = (
-    {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
-    {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"},
-)
+__all__ = ["WorkloadSnapshot", "default_selector"]
 
 # The owner kinds DefaultSelector reads, by (apiVersion, kind) of the controller
 # reference, and the Snapshot attribute listing them.
@@ -173,41 +147,3 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     if expressions:
         selector["matchExpressions"] = expressions
     return selector
-
-
-def defaults_for_args(args: SpreadArgs) -> tuple[RawObj, ...]:
-    """The default constraints the scheduler configured by `args` applies."""
-    if args.defaulting_type == "System":
-        return SYSTEM_DEFAULT_CONSTRAINTS
-    return tuple(c for c in args.default_constraints if isinstance(c, dict))
-
-
-def default_constraints_for(
-    pod: RawObj, snapshot: WorkloadSnapshot | Any, args: SpreadArgs
-) -> list[RawObj]:
-    """The constraints kube-scheduler would apply to this pod by default, made explicit.
-
-    [] when the pod has constraints of its own, when `args` configures none, or
-    when DefaultSelector selects nothing. Each constraint is a copy of the
-    configured one with `labelSelector` set to the default selector; its
-    matchLabelKeys are dropped because the scheduler replaces a default's selector
-    wholesale, so they never apply to a default.
-    """
-    if not isinstance(pod, dict):
-        return []
-    own = _spec(pod).get("topologySpreadConstraints")
-    if isinstance(own, list) and own:
-        return []
-    configured = defaults_for_args(args)
-    if not configured:
-        return []
-    selector = default_selector(pod, snapshot)
-    if selector is None:
-        return []
-    out = []
-    for constraint in configured:
-        made = copy.deepcopy(constraint)
-        made.pop("matchLabelKeys", None)
-        made["labelSelector"] = copy.deepcopy(selector)
-        out.append(made)
-    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.kube import RawObj
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import (
     NodeInfo,
     NodeTable,
@@ -235,7 +235,7 @@ def pod_constraints(
             if raw.get("whenUnsatisfiable") == action:
                 parsed.append(parse_constraint(raw, labels))
         return PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
-    from webhook.scheduler.plugins.helper.spread import default_constraints_for
+    from webhook.scheduler.plugins.podtopologyspread.plugin import default_constraints_for
 
     # Defaults carry DefaultSelector as their selector, which replaces any
     # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).

@@ -15,7 +15,7 @@ from functools import cached_property
 from itertools import compress
 
 from webhook.api.kube import RawObj
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
 from webhook.scheduler.framework.types import (
     CONSTRAINTS_NOT_MATCH,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.api.kube import RawObj
-from webhook.config import SpreadArgs
+from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
