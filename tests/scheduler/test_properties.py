@@ -29,10 +29,11 @@ from tests.builders import (
 )
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import PLUGIN_NAME, SUCCESS, Status
+from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.placement import NodeVerdict, Placement, place, pod_ref, simulate
 from webhook.scheduler.plugins.filters import run_filters
 from webhook.scheduler.plugins.podtopologyspread.common import (
+    PLUGIN_NAME,
     SCHEDULE_ANYWAY,
     constraints_or_error,
     distribution,

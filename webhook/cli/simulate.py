@@ -22,8 +22,8 @@ from webhook.cluster.files import load_objects, load_snapshot
 from webhook.config import load_settings
 from webhook.errors import InputError
 from webhook.scheduler.framework.snapshot import as_dict
-from webhook.scheduler.framework.types import PLUGIN_NAME
 from webhook.scheduler.placement import Placement, Simulation, simulate
+from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME
 
 
 def read_pod(path: str) -> RawObj:

@@ -35,7 +35,7 @@ from webhook.scheduler.framework.snapshot import (
     as_dict,
     pod_namespace,
 )
-from webhook.scheduler.framework.types import PLUGIN_NAME, SUCCESS, Code, Status
+from webhook.scheduler.framework.types import SUCCESS, Code, Status
 from webhook.scheduler.plugins.filters import (
     NodeInfoLike,
     PreparedPod,
@@ -49,6 +49,7 @@ from webhook.scheduler.plugins.filters import (
 )
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
+    PLUGIN_NAME,
     SCHEDULE_ANYWAY,
     NodeInclusion,
     constraints_or_error,

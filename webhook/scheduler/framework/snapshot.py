@@ -40,6 +40,14 @@ WORKLOAD_KINDS = {
     "ReplicationController": "replicationcontrollers",
 }
 
+# Kinds held by (namespace, name) for the volume and affinity plugins; cluster-scoped
+# ones under namespace "". `Snapshot.get(kind, namespace, name)` and `Snapshot.listed(kind)`
+# read them.
+STORED_KINDS = frozenset(
+    {"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"}
+)
+_CLUSTER_SCOPED = frozenset({"PersistentVolume", "StorageClass", "CSINode"})
+
 # Selector indexes kept per namespace; the least recently asked is dropped beyond this.
 MAX_SELECTORS_PER_NAMESPACE = 64
 # Topology key sets indexed at once; all are dropped on any Node change anyway.
@@ -344,6 +352,8 @@ class Snapshot:
         self.replicationcontrollers: dict[str, list[RawObj]] = {}
         # Namespace objects by name (their labels, for injectNamespaceSelector).
         self.namespaces: dict[str, RawObj] = {}
+        # STORED_KINDS objects: kind -> (namespace, name) -> object.
+        self.objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in STORED_KINDS}
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodEntry] = {}
@@ -389,6 +399,10 @@ class Snapshot:
                 name = _meta(obj).get("name")
                 if isinstance(name, str):
                     self.namespaces[name] = obj
+            elif kind in STORED_KINDS:
+                key = _stored_key(kind, obj)
+                if key is not None:
+                    self.objects[kind][key] = obj
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -416,6 +430,10 @@ class Snapshot:
                 name = _meta(obj).get("name")
                 if isinstance(name, str):
                     self.namespaces.pop(name, None)
+            elif kind in STORED_KINDS:
+                key = _stored_key(kind, obj)
+                if key is not None:
+                    self.objects[kind].pop(key, None)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
@@ -431,6 +449,7 @@ class Snapshot:
             for attr in WORKLOAD_KINDS.values():
                 setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
             other.namespaces = dict(self.namespaces)
+            other.objects = {kind: dict(items) for kind, items in self.objects.items()}
             other._pods = dict(self._pods)
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
             for ns, indexes in self._indexes.items():
@@ -457,6 +476,15 @@ class Snapshot:
 
     def pod_count(self) -> int:
         return len(self._pods)
+
+    def get(self, kind: str, namespace: str, name: str) -> RawObj | None:
+        """One STORED_KINDS object (namespace "" for cluster-scoped kinds), None if unknown."""
+        scope = "" if kind in _CLUSTER_SCOPED else namespace
+        return self.objects.get(kind, {}).get((scope, name))
+
+    def listed(self, kind: str) -> list[RawObj]:
+        """Every known object of one STORED_KINDS kind."""
+        return list(self.objects.get(kind, {}).values())
 
     def has_pod(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self._pods
@@ -654,7 +682,8 @@ class Snapshot:
         terminating = meta.get("deletionTimestamp") is not None
         if terminating:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
-        light: RawObj = {"metadata": light_meta, "spec": {"nodeName": node}}
+        spec = _light_spec(as_dict(pod.get("spec")), node)
+        light: RawObj = {"metadata": light_meta, "spec": spec}
         requests = self._shared_requests(_pod_requests(pod))
         entry = _PodEntry(key, light, node, labels, terminating, requests)
         self._pods[key] = entry
@@ -707,6 +736,50 @@ class Snapshot:
             store[ns] = items
         else:
             store.pop(ns, None)
+
+
+def _stored_key(kind: str, obj: RawObj) -> tuple[str, str] | None:
+    meta = _meta(obj)
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if kind in _CLUSTER_SCOPED:
+        return ("", name)
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default", name)
+
+
+def _host_ports_only(containers: Any) -> list[RawObj] | None:
+    """Containers reduced to the ports that claim a host port (what NodePorts reads)."""
+    if not isinstance(containers, list):
+        return None
+    out = []
+    for c in containers:
+        ports = c.get("ports") if isinstance(c, dict) else None
+        if not isinstance(ports, list):
+            continue
+        claimed = [p for p in ports if isinstance(p, dict) and p.get("hostPort")]
+        if claimed:
+            out.append({"ports": claimed})
+    return out or None
+
+
+def _light_spec(spec: RawObj, node: str) -> RawObj:
+    """What the plugins read of a bound pod's spec (Reads.existing_pod_fields): its node,
+    pod (anti-)affinity, volumes, and the containers' host ports; the rest is dropped."""
+    light: RawObj = {"nodeName": node}
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}
+        if kept:
+            light["affinity"] = kept
+    if spec.get("volumes"):
+        light["volumes"] = spec["volumes"]
+    for field in ("containers", "initContainers"):
+        ports = _host_ports_only(spec.get(field))
+        if ports:
+            light[field] = ports
+    return light
 
 
 def _workload_key(obj: RawObj) -> tuple[str, Any]:

@@ -17,14 +17,13 @@ import pytest
 from tests.builders import DNS, HOSTNAME, SA, exists, expr, make_node, make_pod, selector
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import (
+from webhook.scheduler.framework.types import Code, Status
+from webhook.scheduler.placement import place
+from webhook.scheduler.plugins.podtopologyspread.common import (
+    DEFAULT_ARGS,
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
-    Code,
-    Status,
 )
-from webhook.scheduler.placement import place
-from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
 from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_node,

@@ -27,6 +27,15 @@ from webhook.scheduler.framework.snapshot import (
 )
 from webhook.scheduler.framework.types import Code, Status
 
+# The plugin's name in profiles, statuses and scores (plugin.go Name).
+PLUGIN_NAME = "PodTopologySpread"
+
+# The two Filter reasons, as kube-scheduler words them (filtering.go).
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+CONSTRAINTS_NOT_MATCH = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
+NODE_LABEL_NOT_MATCH = Status(Code.UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH)
+
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"

@@ -17,16 +17,13 @@ from itertools import compress
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
-from webhook.scheduler.framework.types import (
-    CONSTRAINTS_NOT_MATCH,
-    NODE_LABEL_NOT_MATCH,
-    SUCCESS,
-    Status,
-)
+from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
+    CONSTRAINTS_NOT_MATCH,
     DEFAULT_ARGS,
     DO_NOT_SCHEDULE,
     INT32_MAX,
+    NODE_LABEL_NOT_MATCH,
     Constraint,
     NodeInclusion,
     constraints_or_error,
