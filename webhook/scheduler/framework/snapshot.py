@@ -749,6 +749,22 @@ def _stored_key(kind: str, obj: RawObj) -> tuple[str, str] | None:
     return (ns if isinstance(ns, str) and ns else "default", name)
 
 
+# Volume sources read by VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone.
+_VOLUME_SOURCES = frozenset(
+    {
+        "persistentVolumeClaim",
+        "ephemeral",
+        "csi",
+        "gcePersistentDisk",
+        "awsElasticBlockStore",
+        "azureDisk",
+        "cinder",
+        "rbd",
+        "iscsi",
+    }
+)
+
+
 def _host_ports_only(containers: Any) -> list[RawObj] | None:
     """Containers reduced to the ports that claim a host port (what NodePorts reads)."""
     if not isinstance(containers, list):
@@ -773,8 +789,13 @@ def _light_spec(spec: RawObj, node: str) -> RawObj:
         kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}
         if kept:
             light["affinity"] = kept
-    if spec.get("volumes"):
-        light["volumes"] = spec["volumes"]
+    volumes = spec.get("volumes")
+    if isinstance(volumes, list):
+        # Only volumes a volume plugin counts or checks: the projected token, configMap,
+        # secret and emptyDir volumes every pod has would cost memory for nothing.
+        kept = [v for v in volumes if isinstance(v, dict) and not _VOLUME_SOURCES.isdisjoint(v)]
+        if kept:
+            light["volumes"] = kept
     for field in ("containers", "initContainers"):
         ports = _host_ports_only(spec.get(field))
         if ports:
