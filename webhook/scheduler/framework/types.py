@@ -85,7 +85,7 @@ class Status:
     def of(cls, code: Code, reasons: Sequence[str]) -> Status:
         """framework.NewStatus(code, reasons...): several reasons kept apart in `parts`."""
         parts = tuple(reasons)
-        return cls(code, ", ".join(parts), parts if len(parts) > 1 else ())
+        return cls(code, ", ".join(parts), parts)
 
 
 SUCCESS = Status()

@@ -1,0 +1,141 @@
+"""NodeResourcesFit's Filter (pkg/scheduler/framework/plugins/noderesources/fit.go).
+
+Pod count and requested resources against allocatable: Unschedulable, or
+UnschedulableAndUnresolvable when a request exceeds the node's whole allocatable
+(preemption cannot help). Several reasons are joined with ", " as Status.Message()
+renders them and counted one by one.
+
+CAVEAT: a node that reports status.allocatable is read as upstream does, so a missing
+`pods` entry allows no pod at all; a node without status.allocatable is treated as
+having unlimited resources and no pod cap.
+CAVEAT: DRA is not modelled: an extended resource that a DeviceClass maps to devices
+is still checked against allocatable here (no DeviceClass is known); the one
+DRAExtendedResource rule kept is upstream's skip of a scalar resource the node does
+not list when the pod requests no extended resource at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from webhook.api.kube import RawObj
+from webhook.api.resources import is_extended_resource_name, pod_requests
+from webhook.scheduler.framework.nodefacts import node_facts
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import (
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeInfoLike,
+    Reads,
+    Status,
+)
+
+__all__ = ["REASON_TOO_MANY_PODS", "FitState", "NodeResourcesFit", "fit_reasons", "fit_state"]
+
+REASON_TOO_MANY_PODS = "Too many pods"
+FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True, slots=True)
+class FitState:
+    """preFilterState: what the Filter compares, computed once per pod."""
+
+    # resources.pod_requests of the pod as an incoming pod (no resize status).
+    requests: dict[str, int]
+    # (resource, amount) pairs compared, in upstream's order: cpu, memory,
+    # ephemeral-storage when positive, then scalar resources when non-zero.
+    checks: tuple[tuple[str, int], ...]
+    # Whether any extended resource is requested: without one, a scalar resource the
+    # node does not list is left to DRA (see fit_reasons).
+    requests_extended: bool
+
+
+def fit_state(pod: RawObj) -> FitState:
+    """Port of fit.go: computePodResourceRequest, as the comparisons it feeds."""
+    requests = pod_requests(pod, use_status=False) if isinstance(pod, dict) else pod_requests({})
+    checks = [(name, requests[name]) for name in FIXED_RESOURCES if requests.get(name, 0) > 0]
+    checks += [
+        (name, amount)
+        for name, amount in sorted(requests.items())
+        if name not in FIXED_RESOURCES and name != "pods" and amount != 0
+    ]
+    return FitState(
+        requests=requests,
+        checks=tuple(checks),
+        requests_extended=any(
+            is_extended_resource_name(name) for name, _ in checks if name not in FIXED_RESOURCES
+        ),
+    )
+
+
+def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
+    """Port of fit.go: fitsRequest. The reasons, and whether any is unresolvable (the pod
+    asks for more than the node's whole allocatable, so no preemption can help)."""
+    allocatable = node_facts(node).allocatable
+    if allocatable is None:
+        return [], False
+    reasons = []
+    unresolvable = False
+    if len(node.pods) + 1 > allocatable.get("pods", 0):
+        reasons.append(REASON_TOO_MANY_PODS)
+    if state.checks:
+        requested = node.requested
+        for name, amount in state.checks:
+            total = allocatable.get(name)
+            if total is None and name not in FIXED_RESOURCES and not state.requests_extended:
+                # DRAExtendedResource (GA): with no extended resource requested there is
+                # no device class mapping, and a scalar resource the node does not list
+                # is left to the DynamicResources plugin.
+                continue
+            total = total or 0
+            if amount > total - requested.get(name, 0):
+                reasons.append("Insufficient " + name)
+                unresolvable = unresolvable or amount > total
+    return reasons, unresolvable
+
+
+class NodeResourcesFit:
+    """Filter; its state is the pod's FitState."""
+
+    name: ClassVar[str] = "NodeResourcesFit"
+    reads: ClassVar[Reads] = Reads(
+        pod_fields=(
+            "spec.containers[].resources",
+            "spec.initContainers[].resources",
+            "spec.overhead",
+            "spec.resources",
+        ),
+        node_fields=("status.allocatable", "pods", "requested"),
+    )
+
+    def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
+        state[self.name] = fit_state(pod)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Status:
+        """Port of fit.go: Filter."""
+        fit: FitState = state[self.name]
+        allocatable = node_facts(node).allocatable
+        if allocatable is None or (
+            not fit.checks and len(node.pods) < allocatable.get("pods", 0)
+        ):
+            return SUCCESS
+        reasons, unresolvable = fit_reasons(fit, node)
+        if not reasons:
+            return SUCCESS
+        return Status.of(Code.UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, reasons)
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:
+        allocatable = node_facts(node).allocatable
+        return (
+            None if allocatable is None else tuple(sorted(allocatable.items())),
+            len(node.pods),
+            tuple(sorted(node.requested.items())),
+        )
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        fit: FitState = state[self.name]
+        return (fit.checks, fit.requests_extended)
