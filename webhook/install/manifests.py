@@ -548,7 +548,8 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     out["own-certs/kustomization.yaml"] = header + _kustomization(
         {
             "resources": ["../base"],
-            "generatorOptions": {"disableNameSuffixHash": True},
+            # The generated Secret carries the labels every other object carries.
+            "generatorOptions": {"disableNameSuffixHash": True, "labels": _labels()},
             "secretGenerator": [
                 {
                     "name": secret,
