@@ -150,12 +150,12 @@ def _resolve(schema: RawObj, node: RawObj) -> RawObj:
     return resolved
 
 
-def _value_paths(values: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _value_paths(values: Any, prefix: str = "") -> Iterator[str]:
     """Every key path of values.yaml, parents before children."""
     if isinstance(values, dict):
         for key, value in values.items():
             path = f"{prefix}.{key}" if prefix else key
-            yield path, value
+            yield path
             if key not in ("requests", "limits"):  # resource lists: free-form names
                 yield from _value_paths(value, path)
 
@@ -165,7 +165,7 @@ def test_helm_schema_describes_every_value_and_closes_every_object() -> None:
     schema = _schema()
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    for path, _value in _value_paths(values):
+    for path in _value_paths(values):
         node = schema
         for key in path.split("."):
             assert node.get("additionalProperties") is False, f"{path}: parent is open"
