@@ -3,8 +3,9 @@
 `render()` builds every object as a plain dict; `topospread manifests` prints them as
 multi-document YAML with the caBundle (and the TLS Secret) filled in. The kustomize tree
 under deploy/kustomize/ is this module's output, checked in and kept equal by a test
-(regenerate with `python -m webhook.install.manifests deploy/kustomize`). The Helm chart under
-deploy/helm/topospread/ mirrors the same defaults; tests compare its values.yaml to them.
+(regenerate with `python -m webhook.install.manifests deploy/kustomize`); tests build it with
+kustomize and compare the result with render(). The Helm chart under deploy/helm/topospread/
+mirrors the same defaults; tests render it with Helm and compare the result with render().
 
 Why the webhooks fail open (failurePolicy Ignore) and time out after 5 seconds is
 explained in docs/install.md.
@@ -548,7 +549,8 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     out["own-certs/kustomization.yaml"] = header + _kustomization(
         {
             "resources": ["../base"],
-            "generatorOptions": {"disableNameSuffixHash": True},
+            # The generated Secret carries the labels every other object carries.
+            "generatorOptions": {"disableNameSuffixHash": True, "labels": _labels()},
             "secretGenerator": [
                 {
                     "name": secret,
