@@ -793,9 +793,9 @@ def _light_spec(spec: RawObj, node: str) -> RawObj:
     if isinstance(volumes, list):
         # Only volumes a volume plugin counts or checks: the projected token, configMap,
         # secret and emptyDir volumes every pod has would cost memory for nothing.
-        kept = [v for v in volumes if isinstance(v, dict) and not _VOLUME_SOURCES.isdisjoint(v)]
-        if kept:
-            light["volumes"] = kept
+        claimed = [v for v in volumes if isinstance(v, dict) and not _VOLUME_SOURCES.isdisjoint(v)]
+        if claimed:
+            light["volumes"] = claimed
     for field in ("containers", "initContainers"):
         ports = _host_ports_only(spec.get(field))
         if ports:

@@ -45,4 +45,4 @@ class NodeName:
         return None  # reads the node's name: every node is judged on its own
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
-        return state.get(self.name, "")
+        return str(state.get(self.name, ""))

@@ -1,1 +1,2 @@
-"""NodeResourcesFit and NodeResourcesBalancedAllocation (pkg/scheduler/framework/plugins/noderesources)."""
+"""NodeResourcesFit and NodeResourcesBalancedAllocation
+(pkg/scheduler/framework/plugins/noderesources)."""
