@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from webhook.cli.simulate import without_cyclic_gc  # noqa: E402
 from webhook.cluster.files import load_snapshot  # noqa: E402
-from webhook.scheduler import common, filtering, scoring  # noqa: E402
 from webhook.scheduler.framework.snapshot import Snapshot, pod_namespace  # noqa: E402
 from webhook.scheduler.placement import place, simulate  # noqa: E402
+from webhook.scheduler.plugins.podtopologyspread import common, filtering, scoring  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -394,7 +394,7 @@ def main() -> int:
     # The same answer as evaluating every node one by one (the property tests'
     # reference), on this cluster too. Last: importing the tests' module (and
     # hypothesis) leaves objects the cyclic GC would walk during the timings.
-    from tests.test_scheduling_properties import reference_place
+    from tests.scheduler.test_properties import reference_place
 
     t = time.perf_counter()
     reference = reference_place(pod, snap, common.DEFAULT_ARGS)

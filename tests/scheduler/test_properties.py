@@ -28,10 +28,10 @@ from tests.builders import (
     selector,
 )
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.runtime import run_filters
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.placement import NodeVerdict, Placement, place, pod_ref, simulate
-from webhook.scheduler.plugins.filters import run_filters
 from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME,
     SCHEDULE_ANYWAY,
@@ -40,6 +40,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
 )
 from webhook.scheduler.plugins.podtopologyspread.filtering import filter_node, pre_filter
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
+from webhook.scheduler.profile import prepare
 
 NODES = ["n0", "n1", "n2", "n3"]
 NAMESPACES = ["default", "other"]
@@ -178,7 +179,7 @@ def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Pl
     reasons: dict[str, int] = {}
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        statuses = run_filters(pod, info)
+        statuses = run_filters(prepare(pod), info)
         if spread_error is not None:
             statuses[PLUGIN_NAME] = spread_error
         elif not isinstance(pre, Status) and pre.constraints:

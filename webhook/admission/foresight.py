@@ -26,13 +26,14 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_created
 from webhook.config import Settings
-from webhook.scheduler.plugins.filters import prepare, run_filters
+from webhook.scheduler.framework.runtime import run_filters
+from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_node,
     pre_filter,
 )
-from webhook.scheduler.plugins.podtopologyspread.plugin import defaults_for_args
+from webhook.scheduler.profile import prepare
 
 __all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
 
@@ -145,7 +146,7 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
     state = pre_filter(pod, snapshot, settings.spread)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return []  # PreFilter error (invalid constraints, reported by validation) or no DNS
-    prepared = prepare(pod)
+    prepared = prepare(pod, snapshot)
     # The nodes passing every filter but PodTopologySpread. The walk stops at the
     # first node passing it too: the pod has somewhere to go (the usual case, cheap).
     candidates = []

@@ -11,6 +11,7 @@ import json
 from typing import Any, Literal
 
 from webhook.admission.context import MutationContext
+from webhook.api.constraint import match_label_requirements, requirement
 from webhook.api.kube import RawObj
 
 __all__ = [
@@ -45,10 +46,6 @@ def merge_form(mode: str, server_version: tuple[int, int] | None) -> MergeForm:
         # would put each key in twice, which its validation rejects.
         return "none" if mode == "auto" else "keep-keys"
     return "move-keys"
-
-
-def _requirement(key: str, value: str) -> RawObj:
-    return {"key": key, "operator": "In", "values": [value]}
 
 
 def _requirement_pairs(exprs: list[Any]) -> set[tuple[str, str]]:
@@ -101,7 +98,8 @@ def _merged_before(pod: RawObj) -> dict[str, list[str]]:
 def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
     """Merge each constraint's matchLabelKeys into its labelSelector, on Pod create.
 
-    kube-apiserver's rule (pkg/registry/core/pod/strategy.go, v1.34): for each key of
+    kube-apiserver's rule (pkg/registry/core/pod/strategy.go, v1.34, the requirements of
+    api.constraint.match_label_requirements): for each key of
     matchLabelKeys the pod has as a label, append `key In [value]` to
     labelSelector.matchExpressions; keys the pod lacks are skipped; a constraint without
     labelSelector is left alone (a nil selector matches nothing). Unlike the API server
@@ -131,12 +129,9 @@ def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
             continue
         present = _requirement_pairs(exprs)
         merged: list[str] = []
-        for key in keys:
-            value = labels.get(key) if isinstance(key, str) else None
-            if not isinstance(value, str):
-                continue
+        for key, value in match_label_requirements(keys, labels):
             if (key, value) not in present:
-                exprs.append(_requirement(key, value))
+                exprs.append(requirement(key, value))
                 present.add((key, value))
             merged.append(key)
         if merged:

@@ -31,6 +31,7 @@ __all__ = [
     "apply_match_label_keys",
     "decode_constraints",
     "match_label_requirements",
+    "requirement",
     "type_errors_of",
     "unique_pair",
 ]
@@ -183,10 +184,13 @@ def apply_match_label_keys(selector: Any, keys: Any, labels: Mapping[str, Any]) 
     if not extra:
         return selector
     merged = dict(selector)
-    merged["matchExpressions"] = list(exprs or []) + [
-        {"key": k, "operator": "In", "values": [v]} for k, v in extra
-    ]
+    merged["matchExpressions"] = list(exprs or []) + [requirement(k, v) for k, v in extra]
     return merged
+
+
+def requirement(key: str, value: str) -> dict[str, Any]:
+    """The requirement the merge appends for one key: `key In (value)`."""
+    return {"key": key, "operator": "In", "values": [value]}
 
 
 def type_errors_of(c: DecodedConstraint, name: str) -> list[FieldError]:

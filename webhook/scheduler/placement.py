@@ -28,6 +28,13 @@ from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.runtime import (
+    PreparedFilters,
+    all_passing,
+    passing,
+    pod_inputs,
+    run_filters,
+)
 from webhook.scheduler.framework.snapshot import (
     FilterMemo,
     NodeTable,
@@ -35,18 +42,7 @@ from webhook.scheduler.framework.snapshot import (
     as_dict,
     pod_namespace,
 )
-from webhook.scheduler.framework.types import SUCCESS, Code, Status
-from webhook.scheduler.plugins.filters import (
-    NodeInfoLike,
-    PreparedPod,
-    affinity_label_keys,
-    all_passing,
-    filter_inputs,
-    node_key,
-    passing,
-    prepare,
-    run_filters,
-)
+from webhook.scheduler.framework.types import SUCCESS, Code, FilterPlugin, NodeInfoLike, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     PLUGIN_NAME,
@@ -63,6 +59,7 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     pre_filter,
 )
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
+from webhook.scheduler.profile import prepare
 
 PluginStatus = Status
 
@@ -165,13 +162,13 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     scoring the feasible ones would give; the work is done once per group of
     nodes that must get the same answer (see the module docstring).
     """
-    prepared = prepare(pod)
+    prepared = prepare(pod, snapshot)
     table = snapshot.node_table()
     names = table.names
     outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
     outcomes = memo.outcomes
     inclusion = NodeInclusion(pod)
-    if prepared.affinity is not None:
+    if prepared.is_active("NodeAffinity"):
         # Node inclusion honours the same node affinity the NodeAffinity filter
         # checks: take its remembered verdicts rather than match every node again.
         matches = [outcome["NodeAffinity"].ok for outcome in outcomes]
@@ -277,20 +274,19 @@ def _merged(
 
 
 def _filter_outcomes(
-    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
 ) -> tuple[list[int], FilterMemo]:
     """The five filters' outcome for each node of `table`: (outcome index per node,
     the memo holding the outcomes' status maps).
 
-    The filters read only the node and a few fields of the pod (filter_inputs):
+    The filters read only the node and a few fields of the pod (runtime.pod_inputs):
     their outcome for a node holds while the node is unchanged, for every pod
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
     nodes whose generation moved. Inputs never seen are judged once per group
-    of nodes the filters cannot tell apart, when the pod names no node (same
-    filters.node_key and the same values for the labels its node affinity reads).
+    of nodes the filters cannot tell apart (equal runtime.node_key).
     """
-    memo = snapshot.filter_verdicts(filter_inputs(prepared), all_passing())
+    memo = snapshot.filter_verdicts(pod_inputs(prepared), all_passing(prepared))
 
     def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
         ids = [0] * len(infos)
@@ -333,45 +329,68 @@ def _filter_outcomes(
 
 
 def _alike(
-    prepared: PreparedPod, snapshot: Snapshot, table: NodeTable, generations: list[int]
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, generations: list[int]
 ) -> list[int] | None:
-    """Each node's group of nodes the filters cannot tell apart for this pod, or None
-    when nodes must be judged one by one (the pod names a node, or its node
-    affinity reads node names)."""
-    keys = affinity_label_keys(prepared)
-    if prepared.node_name or keys is None:
+    """Each node's group of nodes the filters cannot tell apart for this pod (equal
+    runtime.node_key), or None when nodes must be judged one by one (a plugin reads
+    the node's name).
+
+    The keys that do not depend on the pod are remembered per node (_node_groups);
+    only the others are read for this pod.
+    """
+    shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
+    own = tuple(p for p in prepared.active if p.node_key_reads_pod)
+    groups = _node_groups(snapshot, table, generations, prepared, shared)
+    if groups is None:
         return None
-    groups = _node_groups(snapshot, table, generations)
-    if not keys:
+    if not own:
         return groups
-    try:
-        classes = snapshot.node_classes(keys, (False,) * len(keys), table)
-    except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
+    state, pod = prepared.state, prepared.pod
+    infos = table.infos
+    columns = [[p.node_key(state, pod, info) for info in infos] for p in own]
+    if any(None in column for column in columns):
         return None
-    width = len(classes.values)
-    return list(map(add, map(width.__mul__, groups), classes.of_node))
+    combined: dict[Any, int] = {}
+    try:
+        keys = zip(groups, *columns, strict=True)
+        return [combined.setdefault(key, len(combined)) for key in keys]
+    except TypeError:  # a value that cannot be hashed: no Node decoded from JSON has one
+        return None
 
 
-def _node_groups(snapshot: Snapshot, table: NodeTable, generations: list[int]) -> list[int]:
-    """The group of each node of `table`: nodes with the same filters.node_key share
-    one. Regrouped only for nodes whose generation moved."""
-    memo = snapshot.node_groups()
+def _node_groups(
+    snapshot: Snapshot,
+    table: NodeTable,
+    generations: list[int],
+    prepared: PreparedFilters,
+    plugins: tuple[FilterPlugin, ...],
+) -> list[int] | None:
+    """The group of each node of `table` by the pod-independent node keys of `plugins`.
+    Regrouped only for nodes whose generation moved."""
+    memo = snapshot.node_groups(tuple(p.name for p in plugins))
+    state, pod = prepared.state, prepared.pod
 
-    def group(i: int) -> int:
-        key = node_key(table.infos[i])
+    def group(i: int) -> int | None:
+        info = table.infos[i]
+        key = tuple(p.node_key(state, pod, info) for p in plugins)
+        if None in key:
+            return None
         hit = memo.lookup(key)
         return hit if hit is not None else memo.intern(key, None)
 
     then_names, then_generations, ids = memo.state
     if then_names is not table.names:
-        ids = [group(i) for i in range(len(generations))]
+        fresh = [group(i) for i in range(len(generations))]
     elif generations != then_generations:
-        ids = list(ids)
+        fresh = list(ids)
         for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
             if now != then:
-                ids[i] = group(i)
+                fresh[i] = group(i)
     else:
         return ids
+    if None in fresh:
+        return None
+    ids = [i for i in fresh if i is not None]
     memo.state = (table.names, generations, ids)
     return ids
 

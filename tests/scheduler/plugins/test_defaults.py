@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.builders import DNS, HOSTNAME, SA, ZONE, constraint, expr, make_pod, selector
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.plugins.helper.spread import default_selector
-from webhook.scheduler.plugins.podtopologyspread.plugin import (
+from webhook.scheduler.plugins.podtopologyspread.defaults import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     default_constraints_for,
 )
@@ -333,7 +333,7 @@ def test_malformed_objects_never_raise(meta: Any, service_spec: Any, owner_spec:
 def test_public_surface() -> None:
     """The names other modules import; a change here is a contract change."""
     import webhook.scheduler.plugins.helper.spread as helper
-    import webhook.scheduler.plugins.podtopologyspread.plugin as plugin
+    import webhook.scheduler.plugins.podtopologyspread.defaults as plugin
 
     assert {"default_selector"} <= set(helper.__all__)
     assert {"SYSTEM_DEFAULT_CONSTRAINTS", "default_constraints_for"} <= set(plugin.__all__)

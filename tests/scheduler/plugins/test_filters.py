@@ -15,17 +15,33 @@ from hypothesis import strategies as st
 
 from tests.builders import ZONE, make_node, make_pod
 from webhook.api.resources import pod_requests
-from webhook.scheduler.plugins.filters import (
-    FILTER_PLUGINS,
-    affinity_label_keys,
-    allocatable_of,
-    filter_inputs,
-    fit_reasons,
-    passes_filters,
-    passing,
-    prepare,
-    run_filters,
-)
+from webhook.scheduler.framework import runtime
+from webhook.scheduler.framework.nodefacts import node_facts
+from webhook.scheduler.framework.runtime import PreparedFilters, passing
+from webhook.scheduler.framework.runtime import passes as passes_filters
+from webhook.scheduler.framework.runtime import pod_inputs as filter_inputs
+from webhook.scheduler.plugins import nodeaffinity
+from webhook.scheduler.plugins.noderesources.fit import fit_reasons as fit_check
+from webhook.scheduler.plugins.noderesources.fit import fit_state
+from webhook.scheduler.profile import FILTER_PLUGINS, prepare
+
+
+def run_filters(pod: Any, node_info: Any) -> dict[str, Any]:
+    """Every filter plugin's status, from a raw or an already prepared pod."""
+    prepared = pod if isinstance(pod, PreparedFilters) else prepare(pod)
+    return runtime.run_filters(prepared, node_info)
+
+
+def affinity_label_keys(prepared: PreparedFilters) -> Any:
+    return nodeaffinity.affinity_label_keys(prepared.pod)
+
+
+def fit_reasons(pod: Any, node_info: Any) -> list[str]:
+    return fit_check(fit_state(pod), node_info)[0]
+
+
+def allocatable_of(node_info: Any) -> Any:
+    return node_facts(node_info).allocatable
 
 OK = ("Success", "")
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
@@ -569,7 +585,10 @@ def test_malformed_objects_in_one_pass(
 
 def test_public_surface() -> None:
     """The names other modules import; a change here is a contract change."""
-    import webhook.scheduler.plugins.filters as mod
+    import webhook.scheduler.framework.runtime as runtime_mod
+    import webhook.scheduler.profile as profile_mod
 
-    assert {"FILTER_PLUGINS", "run_filters", "prepare"} <= set(mod.__all__)
-    assert all(hasattr(mod, n) for n in mod.__all__)
+    assert {"FILTER_PLUGINS", "prepare"} <= set(profile_mod.__all__)
+    assert {"run_filters", "passes", "passing"} <= set(runtime_mod.__all__)
+    for mod in (runtime_mod, profile_mod):
+        assert all(hasattr(mod, n) for n in mod.__all__)

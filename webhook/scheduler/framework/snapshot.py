@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj
+from webhook.api.labels import compile_selector
+from webhook.api.resources import pod_requests
 
 # Pods in these phases hold no resources and no place in any spread: kube-scheduler's
 # informer for assigned pods excludes them by field selector.
@@ -323,16 +325,6 @@ def _intern_labels(labels: Any) -> dict[str, str]:
     }
 
 
-def _pod_requests(pod: RawObj) -> dict[str, int]:
-    from webhook.api.resources import pod_requests
-
-    return pod_requests(pod)
-
-
-def _compile(selector: RawObj | None) -> Callable[[Mapping[str, str]], bool]:
-    from webhook.api.labels import compile_selector
-
-    return compile_selector(selector)
 
 
 class Snapshot:
@@ -370,7 +362,7 @@ class Snapshot:
             tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], NodeClasses]
         ] = {}
         self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
-        self._node_groups = FilterMemo(None)
+        self._node_groups: dict[tuple[str, ...], FilterMemo] = {}
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -469,7 +461,7 @@ class Snapshot:
             other._filter_verdicts = OrderedDict(
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
-            other._node_groups = self._node_groups.copy()
+            other._node_groups = {sig: memo.copy() for sig, memo in self._node_groups.items()}
             return other
 
     # ---- reading --------------------------------------------------------------
@@ -564,16 +556,19 @@ class Snapshot:
                 self._filter_verdicts.move_to_end(spec_key)
             return memo
 
-    def node_groups(self) -> FilterMemo:
-        """Each node's group of nodes alike for the filters, for the caller to fill
-        and check (outcomes hold nothing but their number; 0 is unused).
+    def node_groups(self, signature: tuple[str, ...]) -> FilterMemo:
+        """Each node's group of nodes alike for the filter plugins named by `signature`
+        (their pod-independent node keys), for the caller to fill and check (outcomes
+        hold nothing but their number; 0 is unused).
 
         Groups only accumulate (pods come and go, so nodes keep moving to new
         ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
         """
-        memo = self._node_groups
-        if len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self.nodes)):
-            memo = self._node_groups = FilterMemo(None)
+        memo = self._node_groups.get(signature)
+        if memo is None or len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self.nodes)):
+            if len(self._node_groups) >= MAX_FILTER_SPECS * 4:
+                self._node_groups = {}
+            memo = self._node_groups[signature] = FilterMemo(None)
         return memo
 
     def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
@@ -623,7 +618,7 @@ class Snapshot:
             if index is not None:
                 indexes.move_to_end(fp)
                 return dict(index.per_node)
-            index = _SelectorIndex(_compile(selector))
+            index = _SelectorIndex(compile_selector(selector))
             matches = index.matches
             per_node = index.per_node
             for entry in self._by_ns.get(namespace, {}).values():
@@ -684,7 +679,7 @@ class Snapshot:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
         spec = _light_spec(as_dict(pod.get("spec")), node)
         light: RawObj = {"metadata": light_meta, "spec": spec}
-        requests = self._shared_requests(_pod_requests(pod))
+        requests = self._shared_requests(pod_requests(pod))
         entry = _PodEntry(key, light, node, labels, terminating, requests)
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry

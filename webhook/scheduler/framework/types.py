@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from webhook.api.kube import RawObj
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
+    from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -157,11 +157,15 @@ class PreFilterPlugin(Plugin, Protocol):
 class FilterPlugin(Plugin, Protocol):
     """Filter: one node. `node_key` returns what the plugin reads of that node for this
     pod (two nodes with equal keys get the same Status), or None when the node must
-    be judged on its own (its name, say)."""
+    be judged on its own (its name, say). `node_key_reads_pod`: whether that key
+    depends on the pod; when it does not, the runtime remembers each node's key across
+    pods for as long as the node is unchanged."""
 
-    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status: ...
+    node_key_reads_pod: ClassVar[bool]
 
-    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None: ...
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Status: ...
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable | None: ...
 
 
 class PreScorePlugin(Plugin, Protocol):
@@ -169,7 +173,7 @@ class PreScorePlugin(Plugin, Protocol):
     scoring (absent from `scores`, nothing added to the sum)."""
 
     def pre_score(
-        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo], snapshot: Snapshot
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike], snapshot: Snapshot
     ) -> Status: ...
 
 
@@ -178,6 +182,6 @@ class ScorePlugin(Plugin, Protocol):
     0..MAX_NODE_SCORE; a plugin without normalisation leaves the scores as they are).
     `weight` is the profile's weight for the plugin."""
 
-    def score(self, state: CycleState, pod: RawObj, node: NodeInfo) -> tuple[int, Status]: ...
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]: ...
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status: ...

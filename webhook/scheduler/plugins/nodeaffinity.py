@@ -35,6 +35,7 @@ class NodeAffinity:
     matcher (api.labels.compile_node_affinity)."""
 
     name: ClassVar[str] = "NodeAffinity"
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=("spec.nodeSelector", "spec.affinity.nodeAffinity"),
         node_fields=("metadata.labels", "metadata.name"),
@@ -56,8 +57,8 @@ class NodeAffinity:
         keys = state[self.name + "/keys"]
         if keys is None:
             return None  # a term reads the node's name (matchFields)
-        labels = node.labels
-        return tuple(labels.get(k) for k in keys)
+        get = node.labels.get
+        return tuple([get(k) for k in keys])
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         s = spec(pod)

@@ -28,6 +28,7 @@ class NodeName:
     """Filter only. PreFilter skips a pod that names no node."""
 
     name: ClassVar[str] = "NodeName"
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(pod_fields=("spec.nodeName",), node_fields=("name",))
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:

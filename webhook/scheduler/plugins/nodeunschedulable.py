@@ -34,6 +34,7 @@ class NodeUnschedulable:
     """Filter only. PreFilter skips a pod that tolerates the unschedulable taint."""
 
     name: ClassVar[str] = "NodeUnschedulable"
+    node_key_reads_pod: ClassVar[bool] = False
     reads: ClassVar[Reads] = Reads(
         pod_fields=("spec.tolerations",), node_fields=("spec.unschedulable",)
     )

@@ -28,6 +28,7 @@ class TaintToleration:
     """Filter; its state is the pod's tolerations."""
 
     name: ClassVar[str] = "TaintToleration"
+    node_key_reads_pod: ClassVar[bool] = False
     reads: ClassVar[Reads] = Reads(pod_fields=("spec.tolerations",), node_fields=("spec.taints",))
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
@@ -47,7 +48,7 @@ class TaintToleration:
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:
         taints = node_facts(node).taints
-        return json.dumps(taints, sort_keys=True, default=str) if taints else None
+        return json.dumps(taints, sort_keys=True, default=str) if taints else ""
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         return json.dumps(state[self.name], sort_keys=True, default=str)

@@ -101,6 +101,7 @@ class NodeResourcesFit:
     """Filter; its state is the pod's FitState."""
 
     name: ClassVar[str] = "NodeResourcesFit"
+    node_key_reads_pod: ClassVar[bool] = False
     reads: ClassVar[Reads] = Reads(
         pod_fields=(
             "spec.containers[].resources",

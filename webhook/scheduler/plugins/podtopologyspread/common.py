@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api.constraint import apply_match_label_keys
 from webhook.api.kube import RawObj
+from webhook.api.labels import compile_node_affinity, compile_selector, find_untolerated_taint
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import (
     NodeInfo,
@@ -26,6 +28,7 @@ from webhook.scheduler.framework.snapshot import (
     pod_namespace,
 )
 from webhook.scheduler.framework.types import Code, Status
+from webhook.scheduler.plugins.podtopologyspread.defaults import default_constraints_for
 
 # The plugin's name in profiles, statuses and scores (plugin.go Name).
 PLUGIN_NAME = "PodTopologySpread"
@@ -164,35 +167,6 @@ def has_no_requirements(selector: RawObj | None) -> bool:
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
 
-def merge_match_label_keys(
-    selector: RawObj | None, keys: Any, labels: Mapping[str, str]
-) -> RawObj | None:
-    """AND `key in (pod's value)` for each matchLabelKeys key the pod carries.
-
-    A None selector selects nothing and stays so. Applying this to a selector
-    kube-apiserver (>= 1.34) already merged only repeats a requirement, which
-    changes nothing: upstream's scheduler merges again too.
-    """
-    if selector is None or not isinstance(keys, list):
-        return selector
-    extra = [
-        {"key": k, "operator": "In", "values": [labels[k]]}
-        for k in keys
-        if isinstance(k, str) and isinstance(labels.get(k), str)
-    ]
-    if not extra:
-        return selector
-    merged = dict(selector)
-    merged["matchExpressions"] = list(selector.get("matchExpressions") or []) + extra
-    return merged
-
-
-def _compile(selector: RawObj | None) -> Callable[[Mapping[str, str]], bool]:
-    from webhook.api.labels import compile_selector
-
-    return compile_selector(selector)
-
-
 def parse_constraint(
     raw: RawObj, pod_labels_: Mapping[str, str], *, merge_keys: bool = True
 ) -> Constraint:
@@ -202,7 +176,7 @@ def parse_constraint(
     if problem:
         raise ConstraintError(problem)
     if merge_keys:
-        selector = merge_match_label_keys(selector, raw.get("matchLabelKeys"), pod_labels_)
+        selector = apply_match_label_keys(selector, raw.get("matchLabelKeys"), pod_labels_)
     max_skew = _int32(raw.get("maxSkew"), "maxSkew")
     key = raw.get("topologyKey")
     if not isinstance(key, str):
@@ -216,7 +190,7 @@ def parse_constraint(
         topology_key=key,
         when_unsatisfiable=raw.get("whenUnsatisfiable"),  # type: ignore[arg-type]
         selector=selector,
-        matches=_compile(selector),
+        matches=compile_selector(selector),
         counts_nothing=has_no_requirements(selector),
         min_domains=min_domains,
         node_affinity_policy=affinity if affinity is not None else HONOR,
@@ -244,8 +218,6 @@ def pod_constraints(
             if raw.get("whenUnsatisfiable") == action:
                 parsed.append(parse_constraint(raw, labels))
         return PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
-    from webhook.scheduler.plugins.podtopologyspread.plugin import default_constraints_for
-
     # Defaults carry DefaultSelector as their selector, which replaces any
     # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).
     defaults = [
@@ -280,8 +252,6 @@ class NodeInclusion:
     """
 
     def __init__(self, pod: RawObj) -> None:
-        from webhook.api.labels import compile_node_affinity
-
         tolerations = as_dict(pod.get("spec")).get("tolerations")
         self._tolerations: list[RawObj] = tolerations if isinstance(tolerations, list) else []
         self._matcher = compile_node_affinity(pod)
@@ -316,8 +286,6 @@ class NodeInclusion:
             return True
         hit = self._untainted.get(info.name)
         if hit is None:
-            from webhook.api.labels import find_untolerated_taint
-
             hit = find_untolerated_taint(taints, self._tolerations) is None
             self._untainted[info.name] = hit
         return hit

@@ -1,4 +1,4 @@
-"""PodTopologySpread's configuration: the default constraints its args resolve to.
+"""PodTopologySpread's default constraints: what its args resolve to for a pod.
 
 A pod without topologySpreadConstraints is spread by the scheduler's default
 constraints (PodTopologySpreadArgs, pkg/scheduler/framework/plugins/podtopologyspread/

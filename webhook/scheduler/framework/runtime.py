@@ -1,0 +1,149 @@
+"""The framework runtime: runs a profile's filter plugins on a pod, node by node or by
+groups of nodes the plugins cannot tell apart.
+
+The runtime knows plugins only through framework/types.py. `prepare` runs every
+PreFilter once; `run_filters` then gives each plugin's Status on one node (a plugin
+whose PreFilter skipped reports Success, one whose PreFilter failed reports that
+failure on every node), `passes` / `passing` say whether all pass, stopping at the
+first failure. Every filter rule is written once, in its plugin's `filter`.
+
+Grouping: a plugin's `node_key` is what it reads of a node for this pod, so nodes
+whose keys are equal for every active plugin get the same statuses (`node_key`
+here, None when some plugin must see each node on its own), and `pod_inputs` is
+what the plugins read of the pod, so pods with equal inputs get the same statuses on
+every node (placement remembers outcomes by it across decisions).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.types import (
+    SUCCESS,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NodeInfoLike,
+    Status,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.scheduler.framework.snapshot import Snapshot
+
+__all__ = [
+    "FilterCycle",
+    "PreparedFilters",
+    "all_passing",
+    "node_key",
+    "passes",
+    "passing",
+    "pod_inputs",
+    "run_filters",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFilters:
+    """One pod's filter cycle after PreFilter.
+
+    pod: the pod as given; state: what the PreFilters left for their Filters;
+    names: every filter plugin of the profile, in profile order; active: the plugins
+    whose Filter runs (PreFilter neither skipped nor failed), in profile order;
+    rejected: plugin name -> the PreFilter failure it reports on every node.
+    """
+
+    pod: RawObj
+    state: CycleState
+    names: tuple[str, ...]
+    active: tuple[FilterPlugin, ...]
+    rejected: dict[str, Status]
+
+    def is_active(self, name: str) -> bool:
+        return any(p.name == name for p in self.active)
+
+
+class FilterCycle:
+    """The filter plugins of one profile, built once; `prepare` starts a cycle per pod."""
+
+    def __init__(self, plugins: Sequence[FilterPlugin]) -> None:
+        self.plugins = tuple(plugins)
+        self.names = tuple(p.name for p in self.plugins)
+
+    def prepare(self, pod: RawObj, snapshot: Snapshot | None = None) -> PreparedFilters:
+        """Run each plugin's PreFilter (when it has one) on `pod`."""
+        state = CycleState()
+        active: list[FilterPlugin] = []
+        rejected: dict[str, Status] = {}
+        for plugin in self.plugins:
+            pre = getattr(plugin, "pre_filter", None)
+            status: Status = SUCCESS if pre is None else pre(state, pod, snapshot)
+            if status.code is Code.SKIP:
+                continue
+            if status.ok:
+                active.append(plugin)
+            else:
+                rejected[plugin.name] = status
+        return PreparedFilters(pod, state, self.names, tuple(active), rejected)
+
+
+def run_filters(prepared: PreparedFilters, node: NodeInfoLike) -> dict[str, Status]:
+    """Each filter plugin's Status on `node`, in profile order. The dict is new on every
+    call: callers may add to it."""
+    out = dict.fromkeys(prepared.names, SUCCESS)
+    out.update(prepared.rejected)
+    state, pod = prepared.state, prepared.pod
+    for plugin in prepared.active:
+        out[plugin.name] = plugin.filter(state, pod, node)
+    return out
+
+
+def all_passing(prepared: PreparedFilters) -> dict[str, Status]:
+    """What run_filters answers for a node every plugin passes."""
+    return dict.fromkeys(prepared.names, SUCCESS)
+
+
+def passes(prepared: PreparedFilters, node: NodeInfoLike) -> bool:
+    """Whether every filter passes on `node`, stopping at the first failure."""
+    if prepared.rejected:
+        return False
+    state, pod = prepared.state, prepared.pod
+    return all(plugin.filter(state, pod, node).ok for plugin in prepared.active)
+
+
+def passing(prepared: PreparedFilters, infos: Sequence[NodeInfoLike]) -> list[bool]:
+    """passes for each node, in one pass."""
+    if prepared.rejected:
+        return [False] * len(infos)
+    state, pod = prepared.state, prepared.pod
+    checks = [plugin.filter for plugin in prepared.active]
+    return [all(check(state, pod, info).ok for check in checks) for info in infos]
+
+
+def node_key(prepared: PreparedFilters, node: NodeInfoLike) -> tuple[Hashable, ...] | None:
+    """What the active plugins read of `node` for this pod; None when some plugin must
+    judge the node on its own. Equal keys: equal run_filters answers."""
+    state, pod = prepared.state, prepared.pod
+    keys = []
+    for plugin in prepared.active:
+        key = plugin.node_key(state, pod, node)
+        if key is None:
+            return None
+        keys.append(key)
+    return tuple(keys)
+
+
+def pod_inputs(prepared: PreparedFilters) -> str:
+    """Everything of the pod the filter plugins read, as one string: pods with the same
+    string get the same Status from each plugin on every node, whatever else differs
+    (image, labels, name), so outcomes can be remembered by it."""
+    state, pod = prepared.state, prepared.pod
+    rejected = sorted((name, s.code.value, s.reason) for name, s in prepared.rejected.items())
+    parts: list[Any] = [rejected, prepared.names]
+    for plugin in prepared.active:
+        key_of = getattr(plugin, "pod_key", None)
+        parts.append([plugin.name, key_of(state, pod) if key_of else pod.get("spec")])
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=repr)

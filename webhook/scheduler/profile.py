@@ -1,0 +1,30 @@
+"""The scheduling profile: its plugins built once at start, as upstream's
+frameworkruntime.NewFramework resolves a profile once.
+
+Today one profile: the five node filters kube-scheduler runs besides
+PodTopologySpread (which placement runs with its own grouped evaluation), in the
+order `simulate -o json` lists them.
+"""
+
+from __future__ import annotations
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.runtime import FilterCycle, PreparedFilters
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
+from webhook.scheduler.plugins.nodename import NodeName
+from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
+from webhook.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from webhook.scheduler.plugins.tainttoleration import TaintToleration
+
+__all__ = ["FILTERS", "FILTER_PLUGINS", "prepare"]
+
+FILTERS = FilterCycle(
+    (NodeUnschedulable(), NodeName(), NodeAffinity(), TaintToleration(), NodeResourcesFit())
+)
+FILTER_PLUGINS: tuple[str, ...] = FILTERS.names
+
+
+def prepare(pod: RawObj, snapshot: Snapshot | None = None) -> PreparedFilters:
+    """The default profile's filter cycle for `pod`."""
+    return FILTERS.prepare(pod, snapshot)
