@@ -26,14 +26,8 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_created
 from webhook.config import Settings
-from webhook.scheduler.framework.runtime import run_filters
+from webhook.scheduler.placement import explain
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
-from webhook.scheduler.plugins.podtopologyspread.filtering import (
-    PreFilterState,
-    filter_node,
-    pre_filter,
-)
-from webhook.scheduler.profile import prepare
 
 __all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
 
@@ -139,53 +133,29 @@ def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
 
 
 def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
-    """The DoNotSchedule constraints that leave the pod no node, [] when it has one.
+    """The DoNotSchedule constraints that leave the pod no node, [] when it has one,
+    as the scheduler's placement.explain() attributes them.
 
     Raises whatever the model raises; `foresee` catches.
     """
-    state = pre_filter(pod, snapshot, settings.spread)
-    if not isinstance(state, PreFilterState) or not state.constraints:
-        return []  # PreFilter error (invalid constraints, reported by validation) or no DNS
-    prepared = prepare(pod, snapshot)
-    # The nodes passing every filter but PodTopologySpread. The walk stops at the
-    # first node passing it too: the pod has somewhere to go (the usual case, cheap).
-    candidates = []
-    for info in list(snapshot.nodes.values()):
-        if not all(s.ok for s in run_filters(prepared, info).values()):
-            continue
-        if filter_node(state, info).ok:
-            return []
-        candidates.append(info)
-    if not candidates:
-        return []  # nothing passes the other filters: spreading is not the cause
-    paths = _dns_paths(pod, len(state.constraints))
-    out: list[Blocked] = []
-    for i, (key, max_skew, domains, offset) in enumerate(state.checks):
-        rejected = 0
-        crowded: set[str] = set()
-        for info in candidates:
-            value = info.labels.get(key)
-            if value is None:
-                rejected += 1
-            elif domains.get(value, 0) + offset > max_skew:
-                rejected += 1
-                crowded.add(value)
-        if rejected:
-            c = state.constraints[i]
-            out.append(
-                Blocked(
-                    path=paths[i],
-                    topology_key=key,
-                    max_skew=max_skew,
-                    rejected=rejected,
-                    candidates=len(candidates),
-                    domains=dict(domains),
-                    global_min=state.global_min(i),
-                    min_domains=c.min_domains,
-                    crowded=tuple(sorted(crowded)),
-                )
-            )
-    return out
+    why = explain(pod, snapshot, settings.spread)
+    if why is None:
+        return []
+    paths = _dns_paths(pod, max((b.index for b in why.blocked), default=-1) + 1)
+    return [
+        Blocked(
+            path=paths[b.index],
+            topology_key=b.topology_key,
+            max_skew=b.max_skew,
+            rejected=b.rejected,
+            candidates=b.candidates,
+            domains=b.domains,
+            global_min=b.global_min,
+            min_domains=b.min_domains,
+            crowded=b.crowded,
+        )
+        for b in why.blocked
+    ]
 
 
 def denial_status(name: str, blocked: list[Blocked]) -> RawObj:

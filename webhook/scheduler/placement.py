@@ -31,6 +31,7 @@ from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
+    passes,
     passing,
     pod_inputs,
     run_filters,
@@ -52,10 +53,15 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     distribution,
     distribution_of,
 )
+from webhook.scheduler.plugins.podtopologyspread.explain import (
+    ConstraintBlock,
+    blocked_constraints,
+)
 from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_classes,
     filter_keys,
+    filter_node,
     pre_filter,
 )
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
@@ -68,6 +74,8 @@ __all__ = [
     "Placement",
     "PluginStatus",
     "Simulation",
+    "Unschedulable",
+    "explain",
     "place",
     "pod_ref",
     "simulate",
@@ -284,7 +292,7 @@ def _filter_outcomes(
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
     nodes whose generation moved. Inputs never seen are judged once per group
-    of nodes the filters cannot tell apart (equal runtime.node_key).
+    of nodes the filters cannot tell apart (equal plugin node keys, _alike).
     """
     memo = snapshot.filter_verdicts(pod_inputs(prepared), all_passing(prepared))
 
@@ -332,8 +340,8 @@ def _alike(
     prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, generations: list[int]
 ) -> list[int] | None:
     """Each node's group of nodes the filters cannot tell apart for this pod (equal
-    runtime.node_key), or None when nodes must be judged one by one (a plugin reads
-    the node's name).
+    FilterPlugin.node_key of every active plugin), or None when nodes must be judged
+    one by one (a plugin reads the node's name).
 
     The keys that do not depend on the pod are remembered per node (_node_groups);
     only the others are read for this pod.
@@ -396,6 +404,46 @@ def _node_groups(
 
 
 _generation = attrgetter("generation")
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """Why no node can take a pod although some pass every other filter: its
+    DoNotSchedule spread constraints rule each of them out.
+
+    candidates: how many nodes pass every filter but PodTopologySpread; blocked: each
+    constraint that rules out some of them (ConstraintBlock.index counts the pod's
+    DoNotSchedule constraints, or the scheduler's defaults when it has none).
+    """
+
+    candidates: int
+    blocked: list[ConstraintBlock]
+
+
+def explain(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS
+) -> Unschedulable | None:
+    """Whether the pod's spreading is what leaves it no node.
+
+    None when some node passes every filter (the walk stops at the first one, the
+    usual case and a cheap one), when no node passes the other filters (spreading is
+    not the cause), or when the pod has no DoNotSchedule constraint (nor a default
+    one) or constraints PreFilter refuses (validation reports those).
+    """
+    state = pre_filter(pod, snapshot, args)
+    if not isinstance(state, PreFilterState) or not state.constraints:
+        return None
+    prepared = prepare(pod, snapshot)
+    candidates = []
+    for info in list(snapshot.nodes.values()):
+        if not passes(prepared, info):
+            continue
+        if filter_node(state, info).ok:
+            return None
+        candidates.append(info)
+    if not candidates:
+        return None
+    return Unschedulable(len(candidates), blocked_constraints(state, candidates))
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:

@@ -8,8 +8,8 @@ failure on every node), `passes` / `passing` say whether all pass, stopping at t
 first failure. Every filter rule is written once, in its plugin's `filter`.
 
 Grouping: a plugin's `node_key` is what it reads of a node for this pod, so nodes
-whose keys are equal for every active plugin get the same statuses (`node_key`
-here, None when some plugin must see each node on its own), and `pod_inputs` is
+whose keys are equal for every active plugin get the same statuses (placement groups
+nodes so, None meaning some plugin must see each node on its own), and `pod_inputs` is
 what the plugins read of the pod, so pods with equal inputs get the same statuses on
 every node (placement remembers outcomes by it across decisions).
 """
@@ -17,7 +17,7 @@ every node (placement remembers outcomes by it across decisions).
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,6 @@ __all__ = [
     "FilterCycle",
     "PreparedFilters",
     "all_passing",
-    "node_key",
     "passes",
     "passing",
     "pod_inputs",
@@ -121,19 +120,6 @@ def passing(prepared: PreparedFilters, infos: Sequence[NodeInfoLike]) -> list[bo
     state, pod = prepared.state, prepared.pod
     checks = [plugin.filter for plugin in prepared.active]
     return [all(check(state, pod, info).ok for check in checks) for info in infos]
-
-
-def node_key(prepared: PreparedFilters, node: NodeInfoLike) -> tuple[Hashable, ...] | None:
-    """What the active plugins read of `node` for this pod; None when some plugin must
-    judge the node on its own. Equal keys: equal run_filters answers."""
-    state, pod = prepared.state, prepared.pod
-    keys = []
-    for plugin in prepared.active:
-        key = plugin.node_key(state, pod, node)
-        if key is None:
-            return None
-        keys.append(key)
-    return tuple(keys)
 
 
 def pod_inputs(prepared: PreparedFilters) -> str:
