@@ -42,6 +42,7 @@ from urllib.parse import urlencode
 import urllib3
 
 from webhook.api.kube import RawObj
+from webhook.cluster.needs import NEEDED
 from webhook.cluster.source import ReadWriteLock, SnapshotFactory, default_snapshot_factory
 from webhook.cluster.trim import API_VERSIONS, trim
 from webhook.errors import ConfigError
@@ -64,15 +65,8 @@ class Resource:
     path: str
 
 
-RESOURCES: tuple[Resource, ...] = (
-    Resource("Node", "/api/v1/nodes"),
-    Resource("Pod", "/api/v1/pods"),
-    Resource("Service", "/api/v1/services"),
-    Resource("ReplicationController", "/api/v1/replicationcontrollers"),
-    Resource("ReplicaSet", "/apis/apps/v1/replicasets"),
-    Resource("StatefulSet", "/apis/apps/v1/statefulsets"),
-    Resource("Namespace", "/api/v1/namespaces"),
-)
+# What the profile reads (cluster/needs.py), nothing more.
+RESOURCES: tuple[Resource, ...] = tuple(Resource(k.kind, k.path) for k in NEEDED)
 
 _LEADING_DIGITS = re.compile(r"\d+")
 _GIT_VERSION = re.compile(r"v?(\d+)\.(\d+)")

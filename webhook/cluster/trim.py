@@ -34,17 +34,10 @@ import sys
 from typing import Any
 
 from webhook.api.kube import RawObj
+from webhook.cluster.needs import NEEDED
 
-# The kinds a cluster source lists and watches, with their API group/version.
-API_VERSIONS: dict[str, str] = {
-    "Node": "v1",
-    "Pod": "v1",
-    "Service": "v1",
-    "ReplicationController": "v1",
-    "ReplicaSet": "apps/v1",
-    "StatefulSet": "apps/v1",
-    "Namespace": "v1",
-}
+# The kinds a cluster source lists and watches (cluster/needs.py), with their apiVersion.
+API_VERSIONS: dict[str, str] = {k.kind: k.api_version for k in NEEDED}
 
 _OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller")
 _META_FIELDS = ("name", "namespace", "uid", "resourceVersion")

@@ -14,8 +14,12 @@ from typing import Any, Protocol
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import selector_from_set, selector_requirements
+from webhook.scheduler.framework.types import Reads
 
-__all__ = ["WorkloadSnapshot", "default_selector"]
+__all__ = ["READS", "WorkloadSnapshot", "default_selector"]
+
+# What DefaultSelector lists: the Services and the controllers whose selectors it merges.
+READS = Reads(kinds=("Service", "ReplicationController", "ReplicaSet", "StatefulSet"))
 
 # The owner kinds DefaultSelector reads, by (apiVersion, kind) of the controller
 # reference, and the Snapshot attribute listing them.

@@ -27,11 +27,20 @@ from webhook.scheduler.framework.snapshot import (
     pod_labels,
     pod_namespace,
 )
-from webhook.scheduler.framework.types import Code, Status
+from webhook.scheduler.framework.types import Code, Reads, Status
+from webhook.scheduler.plugins.helper.spread import READS as SPREAD_READS
 from webhook.scheduler.plugins.podtopologyspread.defaults import default_constraints_for
 
 # The plugin's name in profiles, statuses and scores (plugin.go Name).
 PLUGIN_NAME = "PodTopologySpread"
+# What it reads: node labels and taints/affinity for node inclusion, the labels of bound
+# pods, and what DefaultSelector lists for the default constraints.
+READS = Reads(
+    kinds=SPREAD_READS.kinds,
+    pod_fields=("spec.topologySpreadConstraints", "metadata.labels"),
+    node_fields=("metadata.labels", "spec.taints"),
+    existing_pod_fields=("metadata.labels", "metadata.deletionTimestamp"),
+)
 
 # The two Filter reasons, as kube-scheduler words them (filtering.go).
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
