@@ -74,3 +74,104 @@ def node(name: str, labels: dict[str, str] | None = None) -> RawObj:
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta}
+
+
+def pvc(
+    name: str,
+    *,
+    volume: str = "",
+    storage_class: str | None = None,
+    modes: list[str] | None = None,
+    size: str = "1Gi",
+    ns: str = "default",
+) -> RawObj:
+    """A PersistentVolumeClaim, bound when `volume` names a PV."""
+    spec: RawObj = {
+        "accessModes": modes or ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": size}},
+    }
+    if volume:
+        spec["volumeName"] = volume
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def pv(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    node_in: tuple[str, list[str]] | None = None,
+    storage_class: str = "",
+    size: str = "1Gi",
+    csi: tuple[str, str] | None = None,
+    claim: str | None = None,
+) -> RawObj:
+    """A PersistentVolume; node_in=(key, values) sets a required node affinity."""
+    spec: RawObj = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+    }
+    if node_in is not None:
+        key, values = node_in
+        spec["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
+                ]
+            }
+        }
+    if csi is not None:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    if claim is not None:
+        spec["claimRef"] = {"name": claim, "namespace": "default"}
+    meta: RawObj = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
+
+
+def storage_class(
+    name: str,
+    *,
+    mode: str = "Immediate",
+    provisioner: str = "csi.example.com",
+    zones: list[str] | None = None,
+) -> RawObj:
+    obj: RawObj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+    }
+    if zones is not None:
+        obj["allowedTopologies"] = [
+            {"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": zones}]}
+        ]
+    return obj
+
+
+def csinode(name: str, limits: dict[str, int]) -> RawObj:
+    drivers = [{"name": d, "nodeID": name, "allocatable": {"count": c}} for d, c in limits.items()]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": drivers},
+    }
+
+
+def with_volume(pod: RawObj, volume: RawObj) -> RawObj:
+    pod.setdefault("spec", {}).setdefault("volumes", []).append(volume)
+    return pod
+
+
+def with_claim(pod: RawObj, claim: str, name: str | None = None) -> RawObj:
+    return with_volume(pod, {"name": name or claim, "persistentVolumeClaim": {"claimName": claim}})
