@@ -1,0 +1,1 @@
+"""InterPodAffinity tests."""

@@ -1,0 +1,1 @@
+"""volumebinding tests."""

@@ -1,0 +1,159 @@
+"""VolumeBinding PreFilter and Filter, after upstream's volumebinding/volume_binding_test.go.
+
+Legend: nodes "zone-a" and "zone-b" carry topology.kubernetes.io/zone; `want` maps
+every node to its Filter status (SUCCESS omitted), or is the PreFilter status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import make_pod
+from tests.scheduler.affinity_builders import node, pv, pvc, storage_class, with_claim, with_volume
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.plugins.volumebinding import (
+    ERR_REASON_BIND_CONFLICT,
+    ERR_REASON_NODE_CONFLICT,
+    ERR_REASON_PV_NOT_EXIST,
+    VolumeBinding,
+)
+
+RawObj = dict[str, Any]
+ZONE = "topology.kubernetes.io/zone"
+NODES = [node("zone-a", {ZONE: "a"}), node("zone-b", {ZONE: "b"})]
+
+
+def run(p: RawObj, objs: list[RawObj]) -> Status | dict[str, Status]:
+    snapshot = Snapshot.from_objects([*NODES, *objs])
+    plugin = VolumeBinding()
+    state = CycleState()
+    pre = plugin.pre_filter(state, p, snapshot)
+    if not pre.ok:
+        return pre
+    return {n: s for n, i in snapshot.nodes.items() if (s := plugin.filter(state, p, i)) != SUCCESS}
+
+
+def pod_with(*claims: str) -> RawObj:
+    p = make_pod().name("pod").obj()
+    for c in claims:
+        with_claim(p, c)
+    return p
+
+
+WFFC = storage_class("wffc", mode="WaitForFirstConsumer")
+CASES: list[tuple[str, RawObj, list[RawObj], Status | dict[str, Status]]] = [
+    ("pod has not pvcs", make_pod().obj(), [], SKIP),
+    (
+        "all bound",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", volume="pv-a"), pv("pv-a", node_in=(ZONE, ["a"]))],
+        {"zone-b": Status(Code.UNRESOLVABLE, ERR_REASON_NODE_CONFLICT)},
+    ),
+    (
+        "PVC does not exist",
+        pod_with("pvc-a"),
+        [],
+        Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-a" not found'),
+    ),
+    (
+        "Part of PVCs do not exist",
+        pod_with("pvc-a", "pvc-b"),
+        [pvc("pvc-a", volume="pv-a"), pv("pv-a")],
+        Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-b" not found'),
+    ),
+    (
+        "immediate claims not bound",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", storage_class="fast"), storage_class("fast")],
+        Status(Code.UNRESOLVABLE, "pod has unbound immediate PersistentVolumeClaims"),
+    ),
+    (
+        "unbound claims no matches",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="wffc"),
+            storage_class(
+                "wffc", mode="WaitForFirstConsumer", provisioner="kubernetes.io/no-provisioner"
+            ),
+        ],
+        {n: Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT) for n in ("zone-a", "zone-b")},
+    ),
+    (
+        "unbound claims matches a static PV on one node",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="wffc"),
+            storage_class(
+                "wffc", mode="WaitForFirstConsumer", provisioner="kubernetes.io/no-provisioner"
+            ),
+            pv("pv-a", storage_class="wffc", node_in=(ZONE, ["b"])),
+        ],
+        {"zone-a": Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)},
+    ),
+    (
+        "unbound WaitForFirstConsumer provisioned where allowedTopologies allow",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="wffc"),
+            storage_class("wffc", mode="WaitForFirstConsumer", zones=["a"]),
+        ],
+        {"zone-b": Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)},
+    ),
+    (
+        "unbound WaitForFirstConsumer without allowedTopologies provisions anywhere",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", storage_class="wffc"), WFFC],
+        {},
+    ),
+    (
+        "PVC bound to a PV that does not exist",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", volume="pv-gone")],
+        {n: Status(Code.UNRESOLVABLE, ERR_REASON_PV_NOT_EXIST) for n in ("zone-a", "zone-b")},
+    ),
+    (
+        "a too small static PV is not bound, provisioning still works",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="wffc", size="10Gi"),
+            WFFC,
+            pv("pv-small", storage_class="wffc"),
+        ],
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "objs", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_volume_binding(p: RawObj, objs: list[RawObj], want: Status | dict[str, Status]) -> None:
+    """Upstream TestVolumeBinding: PreFilter status or the whole Filter map."""
+    assert run(p, objs) == want
+
+
+def test_ephemeral_volume_waits_for_its_claim() -> None:
+    """An ephemeral volume whose claim is not created yet is unresolvable, upstream's words."""
+    p = with_volume(
+        make_pod().name("web").obj(), {"name": "data", "ephemeral": {"volumeClaimTemplate": {}}}
+    )
+    assert run(p, []) == Status(
+        Code.UNRESOLVABLE,
+        'waiting for ephemeral volume controller to create the persistentvolumeclaim "web-data"',
+    )
+
+
+def test_claim_being_deleted() -> None:
+    """A claim with a deletionTimestamp rejects the pod."""
+    claim = pvc("pvc-a", volume="pv-a")
+    claim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert run(pod_with("pvc-a"), [claim, pv("pv-a")]) == Status(
+        Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-a" is being deleted'
+    )
+
+
+def test_pre_score_skips_without_storage_capacity_scoring() -> None:
+    """VolumeBinding scores only with StorageCapacityScoring, off by default upstream."""
+    snapshot = Snapshot.from_objects(NODES)
+    assert VolumeBinding().pre_score(CycleState(), pod_with("x"), [], snapshot) == SKIP

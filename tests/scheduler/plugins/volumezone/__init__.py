@@ -1,0 +1,1 @@
+"""volumezone tests."""

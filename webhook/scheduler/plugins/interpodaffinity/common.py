@@ -1,0 +1,598 @@
+"""What InterPodAffinity's Filter and Score share: affinity terms as the scheduler
+parses them, namespace labels, and the index of the terms existing pods carry.
+
+Follows kube-scheduler's pkg/scheduler/framework/types.go (PodInfo.Update,
+newAffinityTerm, getNamespacesFromPodAffinityTerm, AffinityTerm.Matches) and
+interpodaffinity/plugin.go (mergeAffinityTermNamespacesIfNotEmpty,
+GetNamespaceLabelsSnapshot), newest release read (kubernetes/kubernetes
+filtering.go with fwk "k8s.io/kube-scheduler/framework", scoring.go, types.go).
+The InterPodAffinityHostnameFastPath feature gate (alpha, off by default) is not
+modelled: it changes how upstream computes, not what it decides.
+
+matchLabelKeys / mismatchLabelKeys are merged into a term's labelSelector as
+kube-apiserver merges them when it stores a pod (MatchLabelKeysInPodAffinity, on
+by default): `key In (value)` / `key NotIn (value)` for each key the pod carries.
+The scheduler itself reads the stored selector; merging an already merged
+selector again only repeats requirements, which selects the same pods.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.api.constraint import apply_match_label_keys, match_label_requirements
+from webhook.api.field import FieldError, JSONValue, aggregate, go_quote, invalid
+from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj
+from webhook.api.labels import LabelMatcher, compile_selector, match_nothing
+from webhook.api.names import MUST_BE_OBJECT, is_qualified_name, is_valid_label_value
+from webhook.scheduler.framework.snapshot import (
+    NodeInfo,
+    Snapshot,
+    as_dict,
+    is_terminating,
+    pod_labels,
+    pod_namespace,
+)
+
+__all__ = [
+    "NAME",
+    "AffinityTerm",
+    "ExistingTermsIndex",
+    "PodTerms",
+    "TermGroup",
+    "all_namespaces",
+    "counts_by_topology",
+    "matching_pods_per_node",
+    "merge_namespace_selector",
+    "namespace_labels",
+    "parse_pod_terms",
+]
+
+# The plugin's name in profiles, statuses and scores (plugin.go Name).
+NAME: Final = "InterPodAffinity"
+
+# Term kinds, the four lists of framework.PodInfo.
+REQUIRED_AFFINITY: Final = "requiredAffinityTerms"
+REQUIRED_ANTI_AFFINITY: Final = "requiredAntiAffinityTerms"
+PREFERRED_AFFINITY: Final = "preferredAffinityTerms"
+PREFERRED_ANTI_AFFINITY: Final = "preferredAntiAffinityTerms"
+KINDS: Final = (
+    REQUIRED_AFFINITY,
+    REQUIRED_ANTI_AFFINITY,
+    PREFERRED_AFFINITY,
+    PREFERRED_ANTI_AFFINITY,
+)
+
+_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+# ---- terms ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One parsed PodAffinityTerm (framework.AffinityTerm), with its weight.
+
+    namespaces: namespaces the term names (the pod's own when it names none and
+        has no namespaceSelector); namespace_selector: the namespaceSelector compiled
+        (match_nothing when absent, match_everything when {}); selector: the
+        labelSelector with matchLabelKeys / mismatchLabelKeys merged (None selects
+        nothing), matches: it compiled; topology_key: "" when absent; weight: the
+        preferred term's weight, 0 for a required term.
+    """
+
+    namespaces: frozenset[str]
+    namespace_selector: LabelMatcher
+    selects_all_namespaces: bool
+    selector: RawObj | None
+    matches_labels: LabelMatcher
+    topology_key: str
+    weight: int = 0
+
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str]
+    ) -> bool:
+        """Port of types.go: AffinityTerm.Matches."""
+        if namespace in self.namespaces or self.namespace_selector(ns_labels):
+            return self.matches_labels(labels)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerms:
+    """A pod's four term lists (framework.PodInfo); a list that did not parse is empty
+    and its error is in `errors` (the message PodInfo.Update aggregates)."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.required_affinity
+            or self.required_anti_affinity
+            or self.preferred_affinity
+            or self.preferred_anti_affinity
+        )
+
+    def of_kind(self, kind: str) -> tuple[AffinityTerm, ...]:
+        return {
+            REQUIRED_AFFINITY: self.required_affinity,
+            REQUIRED_ANTI_AFFINITY: self.required_anti_affinity,
+            PREFERRED_AFFINITY: self.preferred_affinity,
+            PREFERRED_ANTI_AFFINITY: self.preferred_anti_affinity,
+        }[kind]
+
+    def error_message(self) -> str:
+        """utilerrors.NewAggregate(parseErrs).Error()."""
+        if len(self.errors) == 1:
+            return self.errors[0]
+        return "[" + ", ".join(self.errors) + "]"
+
+
+def _requirement_errors(key: Any, operator: str, values: Any) -> list[FieldError]:
+    """Port of apimachinery labels.go: NewRequirement (its validation, in its order)."""
+    errs: list[FieldError] = []
+    key = "" if key is None else key
+    if not isinstance(key, str):
+        return [invalid("key", JSONValue(key), "must be a string")]
+    msgs = is_qualified_name(key)
+    if msgs:
+        errs.append(invalid("key", key, "; ".join(msgs)))
+    values = [] if values is None else values
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return errs + [invalid("values", JSONValue(values), "must be a list of strings")]
+    if operator in ("In", "NotIn") and not values:
+        errs.append(
+            invalid(
+                "values",
+                JSONValue(values),
+                "for 'in', 'notin' operators, values set can't be empty",
+            )
+        )
+    if operator in ("Exists", "DoesNotExist") and values:
+        errs.append(
+            invalid(
+                "values",
+                JSONValue(values),
+                "values set must be empty for exists and does not exist",
+            )
+        )
+    for i, value in enumerate(values):
+        msgs = is_valid_label_value(value)
+        if msgs:
+            errs.append(invalid(f"values[{i}][{key}]", value, "; ".join(msgs)))
+    return errs
+
+
+def selector_error(selector: Any) -> str | None:
+    """Why metav1.LabelSelectorAsSelector refuses `selector`; None when it parses.
+
+    Port of apimachinery helpers.go: LabelSelectorAsSelector (None and {} parse).
+    """
+    if selector is None:
+        return None
+    if not isinstance(selector, dict):
+        return MUST_BE_OBJECT
+    match_labels = selector.get("matchLabels") or {}
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, dict) or not isinstance(exprs, list):
+        return "matchLabels must be a map and matchExpressions a list"
+    for key, value in match_labels.items():
+        errs = _requirement_errors(key, "In", ["" if value is None else value])
+        if errs:
+            return aggregate(errs)
+    for expr in exprs:
+        if not isinstance(expr, dict):
+            return MUST_BE_OBJECT
+        op = expr.get("operator")
+        if op not in _OPERATORS:
+            shown = go_quote(op if isinstance(op, str) else str(op))
+            return f"{shown} is not a valid label selector operator"
+        errs = _requirement_errors(expr.get("key"), op, expr.get("values"))
+        if errs:
+            return aggregate(errs)
+    return None
+
+
+def merge_label_keys(term: RawObj, labels: Mapping[str, str]) -> Any:
+    """The term's labelSelector with matchLabelKeys (In) and mismatchLabelKeys (NotIn)
+    merged, as kube-apiserver stores it.
+
+    Port of pkg/registry/core/pod/strategy.go: applyMatchLabelKeysAndMismatchLabelKeys
+    (a nil labelSelector is left nil; keys the pod lacks add nothing).
+    """
+    selector = term.get("labelSelector")
+    if not isinstance(selector, dict):
+        return selector
+    selector = apply_match_label_keys(selector, term.get("matchLabelKeys"), labels)
+    mismatch = term.get("mismatchLabelKeys")
+    if isinstance(mismatch, list) and mismatch and isinstance(selector, dict):
+        exprs = selector.get("matchExpressions")
+        extra = match_label_requirements(mismatch, labels)
+        if extra and (exprs is None or isinstance(exprs, list)):
+            selector = dict(selector)
+            selector["matchExpressions"] = list(exprs or []) + [
+                {"key": k, "operator": "NotIn", "values": [v]} for k, v in extra
+            ]
+    return selector
+
+
+def _namespaces_of(term: RawObj, pod_ns: str) -> frozenset[str]:
+    """Port of types.go: getNamespacesFromPodAffinityTerm."""
+    names = term.get("namespaces")
+    names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if not names and term.get("namespaceSelector") is None:
+        return frozenset((pod_ns,))
+    return frozenset(names)
+
+
+def _new_term(raw: Any, pod_ns: str, labels: Mapping[str, str], weight: int) -> AffinityTerm | str:
+    """Port of types.go: newAffinityTerm (the error message when a selector does not parse)."""
+    term = as_dict(raw)
+    selector = merge_label_keys(term, labels)
+    problem = selector_error(selector)
+    if problem is not None:
+        return problem
+    ns_selector = term.get("namespaceSelector")
+    problem = selector_error(ns_selector)
+    if problem is not None:
+        return problem
+    key = term.get("topologyKey")
+    return AffinityTerm(
+        namespaces=_namespaces_of(term, pod_ns),
+        namespace_selector=compile_selector(ns_selector),
+        selects_all_namespaces=isinstance(ns_selector, dict)
+        and not ns_selector.get("matchLabels")
+        and not ns_selector.get("matchExpressions"),
+        selector=selector,
+        matches_labels=compile_selector(selector),
+        topology_key=key if isinstance(key, str) else "",
+        weight=weight,
+    )
+
+
+def _terms(
+    raw: Any, pod_ns: str, labels: Mapping[str, str], weighted: bool
+) -> tuple[AffinityTerm, ...] | str:
+    """Port of types.go: GetAffinityTerms / getWeightedAffinityTerms (first error wins)."""
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for item in raw:
+        if weighted:
+            item = as_dict(item)
+            weight = item.get("weight")
+            made = _new_term(
+                item.get("podAffinityTerm"),
+                pod_ns,
+                labels,
+                weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
+            )
+        else:
+            made = _new_term(item, pod_ns, labels, 0)
+        if isinstance(made, str):
+            return made
+        out.append(made)
+    return tuple(out)
+
+
+def parse_pod_terms(pod: RawObj) -> PodTerms:
+    """A pod's affinity terms as framework.NewPodInfo parses them.
+
+    Port of types.go: PodInfo.Update (each list that fails is left empty and its
+    error recorded as "<list>: <error>").
+    """
+    affinity = as_dict(as_dict(pod.get("spec")).get("affinity"))
+    if not affinity:
+        return _NO_TERMS
+    ns = pod_namespace(pod)
+    labels = pod_labels(pod)
+    pa = as_dict(affinity.get("podAffinity"))
+    paa = as_dict(affinity.get("podAntiAffinity"))
+    sources = (
+        (REQUIRED_AFFINITY, pa.get("requiredDuringSchedulingIgnoredDuringExecution"), False),
+        (REQUIRED_ANTI_AFFINITY, paa.get("requiredDuringSchedulingIgnoredDuringExecution"), False),
+        (PREFERRED_AFFINITY, pa.get("preferredDuringSchedulingIgnoredDuringExecution"), True),
+        (PREFERRED_ANTI_AFFINITY, paa.get("preferredDuringSchedulingIgnoredDuringExecution"), True),
+    )
+    lists: list[tuple[AffinityTerm, ...]] = []
+    errors: list[str] = []
+    for kind, raw, weighted in sources:
+        made = _terms(raw, ns, labels, weighted)
+        if isinstance(made, str):
+            errors.append(f"{kind}: {made}")
+            made = ()
+        lists.append(made)
+    if not errors and not any(lists):
+        return _NO_TERMS
+    return PodTerms(lists[0], lists[1], lists[2], lists[3], tuple(errors))
+
+
+_NO_TERMS = PodTerms()
+
+
+# ---- namespaces -------------------------------------------------------------------
+
+
+def namespace_labels(snapshot: Snapshot, namespace: str) -> dict[str, str]:
+    """The labels of a namespace, for matching a namespaceSelector.
+
+    Port of plugin.go: GetNamespaceLabelsSnapshot. kube-apiserver gives every
+    Namespace the label kubernetes.io/metadata.name=<name>; a namespace the
+    snapshot lacks still carries it here (upstream would read it from its
+    informer; a snapshot file may simply not list Namespaces).
+    """
+    obj = snapshot.namespaces.get(namespace)
+    labels = dict(as_dict(as_dict(obj.get("metadata")).get("labels"))) if obj else {}
+    labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
+    return labels
+
+
+def merge_namespace_selector(
+    term: AffinityTerm, snapshot: Snapshot, known_namespaces: Iterable[str]
+) -> AffinityTerm:
+    """The incoming pod's term with its namespaceSelector unrolled into namespaces.
+
+    Port of plugin.go: mergeAffinityTermNamespacesIfNotEmpty. A {} selector stays
+    "every namespace"; any other (a nil one selects none) is replaced by the names
+    it selects among `known_namespaces` and then selects nothing more.
+    """
+    if term.selects_all_namespaces:
+        return term
+    selected = {
+        ns for ns in known_namespaces if term.namespace_selector(namespace_labels(snapshot, ns))
+    }
+    return AffinityTerm(
+        namespaces=term.namespaces | selected,
+        namespace_selector=match_nothing,
+        selects_all_namespaces=False,
+        selector=term.selector,
+        matches_labels=term.matches_labels,
+        topology_key=term.topology_key,
+        weight=term.weight,
+    )
+
+
+# ---- the index of existing pods' terms -----------------------------------------------
+
+
+class TermGroup:
+    """The terms of one kind that existing pods carry, alike: same kind, same pod
+    namespace, same term (after the merge), so they match the same incoming pods.
+
+    kind: one of KINDS; term: the parsed term; counts: topology value (the value of
+    term.topology_key on the node of each pod carrying the term) -> how many such
+    (pod, term) pairs; nodes lacking the key add nothing. Never empty while indexed.
+    """
+
+    __slots__ = ("kind", "term", "counts")
+
+    def __init__(self, kind: str, term: AffinityTerm) -> None:
+        self.kind = kind
+        self.term = term
+        self.counts: dict[str, int] = {}
+
+
+GroupKey = tuple[str, str, str, int]  # (kind, pod namespace, term JSON, weight)
+
+
+class _NodeEntry:
+    """What one node added to the index, to take it back when the node changes.
+
+    generation: the NodeInfo.generation it was taken at; adds: (group key, topology
+    value) per (pod, term) pair; terminating: (namespace, labels) of its
+    terminating pods; namespaces: pods per namespace.
+    """
+
+    __slots__ = ("generation", "adds", "terminating", "namespaces")
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.adds: list[tuple[GroupKey, str]] = []
+        self.terminating: list[tuple[str, Mapping[str, str]]] = []
+        self.namespaces: Counter[str] = Counter()
+
+
+_TermParse = tuple[tuple[GroupKey, AffinityTerm], ...]
+
+
+class ExistingTermsIndex:
+    """The affinity terms of the pods bound in a snapshot, grouped and counted per
+    topology value, kept in step with the snapshot node by node.
+
+    groups[kind]: group key -> TermGroup; terminating[node]: that node's terminating
+    pods (Snapshot.match_counts leaves them out, upstream's NodeInfo.Pods does not);
+    namespaces: namespace -> bound pods (the namespaces a namespaceSelector can pick).
+
+    CAVEAT: `sync` compares every node's generation with the one it indexed
+    (O(nodes) per decision) and re-reads only the pods of nodes that changed; the
+    first sync reads every pod once (150,000 pods: about a tenth of a second),
+    which a caller can pay at load time with `sync`. Alike terms of thousands of
+    pods (one Deployment's anti-affinity) are one group, so PreFilter evaluates
+    each group's selector once, not each pod's.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[GroupKey, TermGroup]] = {kind: {} for kind in KINDS}
+        self.namespaces: Counter[str] = Counter()
+        self._nodes: dict[str, _NodeEntry] = {}
+        self._parsed: dict[tuple[str, str], _TermParse] = {}
+        self._terminating: dict[str, list[tuple[str, Mapping[str, str]]]] = {}
+        self.lock = threading.RLock()
+
+    def terminating_pods(self) -> Iterable[tuple[str, str, Mapping[str, str]]]:
+        """(node, namespace, labels) of every terminating bound pod."""
+        for node, pods in self._terminating.items():
+            for ns, labels in pods:
+                yield node, ns, labels
+
+    def sync(self, snapshot: Snapshot) -> None:
+        """Bring the index in step with `snapshot` (call with `lock` held or not: it locks)."""
+        with self.lock:
+            nodes = snapshot.nodes
+            entries = self._nodes
+            for name, info in nodes.items():
+                entry = entries.get(name)
+                if entry is not None and entry.generation == info.generation:
+                    continue
+                if entry is not None:
+                    self._take_back(name, entry)
+                entries[name] = self._add_node(info)
+            if len(entries) > len(nodes):
+                for name in [n for n in entries if n not in nodes]:
+                    self._take_back(name, entries.pop(name))
+
+    def _parse(self, pod: RawObj) -> _TermParse:
+        affinity = as_dict(pod.get("spec")).get("affinity")
+        ns = pod_namespace(pod)
+        labels = pod_labels(pod)
+        # The merge reads the pod's labels only through matchLabelKeys/mismatchLabelKeys.
+        fingerprint = json.dumps(affinity, sort_keys=True, default=str)
+        if '"matchLabelKeys"' in fingerprint or '"mismatchLabelKeys"' in fingerprint:
+            fingerprint += json.dumps(labels, sort_keys=True)
+        hit = self._parsed.get((ns, fingerprint))
+        if hit is not None:
+            return hit
+        terms = parse_pod_terms(pod)
+        out = []
+        for kind in KINDS:
+            for i, term in enumerate(terms.of_kind(kind)):
+                # The namespaceSelector is kept raw in the key: it is matched against
+                # the incoming pod's namespace labels, not unrolled.
+                identity = json.dumps(
+                    [
+                        sorted(term.namespaces),
+                        term.selector,
+                        term.topology_key,
+                        _raw_ns_selector(pod, kind, i),
+                    ],
+                    sort_keys=True,
+                    default=str,
+                )
+                out.append(((kind, ns, identity, term.weight), term))
+        parsed = tuple(out)
+        if len(self._parsed) > 4096:
+            self._parsed.clear()
+        self._parsed[(ns, fingerprint)] = parsed
+        return parsed
+
+    def _add_node(self, info: NodeInfo) -> _NodeEntry:
+        entry = _NodeEntry(info.generation)
+        labels = info.labels
+        for pod in info.pods:
+            ns = pod_namespace(pod)
+            entry.namespaces[ns] += 1
+            if is_terminating(pod):
+                entry.terminating.append((ns, pod_labels(pod)))
+            if not as_dict(pod.get("spec")).get("affinity"):
+                continue
+            for key, term in self._parse(pod):
+                value = labels.get(term.topology_key)
+                if term.topology_key not in labels or not isinstance(value, str):
+                    continue
+                group = self.groups[key[0]].get(key)
+                if group is None:
+                    group = self.groups[key[0]][key] = TermGroup(key[0], term)
+                group.counts[value] = group.counts.get(value, 0) + 1
+                entry.adds.append((key, value))
+        self.namespaces.update(entry.namespaces)
+        if entry.terminating:
+            self._terminating[info.name] = entry.terminating
+        return entry
+
+    def _take_back(self, name: str, entry: _NodeEntry) -> None:
+        self._terminating.pop(name, None)
+        for key, value in entry.adds:
+            groups = self.groups[key[0]]
+            group = groups[key]
+            left = group.counts[value] - 1
+            if left:
+                group.counts[value] = left
+            else:
+                del group.counts[value]
+                if not group.counts:
+                    del groups[key]
+        self.namespaces.subtract(entry.namespaces)
+        for ns in entry.namespaces:
+            if self.namespaces[ns] <= 0:
+                del self.namespaces[ns]
+
+
+def _raw_ns_selector(pod: RawObj, kind: str, i: int) -> Any:
+    affinity = as_dict(as_dict(pod.get("spec")).get("affinity"))
+    side = as_dict(affinity.get("podAffinity" if "AntiAffinity" not in kind else "podAntiAffinity"))
+    field = (
+        "requiredDuringSchedulingIgnoredDuringExecution"
+        if kind.startswith("required")
+        else "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    items = side.get(field)
+    item = as_dict(items[i]) if isinstance(items, list) and i < len(items) else {}
+    if kind.startswith("preferred"):
+        item = as_dict(item.get("podAffinityTerm"))
+    return item.get("namespaceSelector")
+
+
+def counts_by_topology(
+    per_node: Mapping[str, int],
+    keys: Iterable[str],
+    snapshot: Snapshot,
+    into: dict[tuple[str, str], int],
+) -> None:
+    """Add `per_node` (node -> matching pods) into (topology key, node's value) -> count
+    for each of `keys` the node carries (nodes the snapshot does not list add nothing)."""
+    nodes = snapshot.nodes
+    keys = tuple(keys)
+    for node, count in per_node.items():
+        info = nodes.get(node)
+        if info is None or not count:
+            continue
+        labels = info.labels
+        for key in keys:
+            value = labels.get(key)
+            if key in labels and isinstance(value, str):
+                pair = (key, value)
+                left = into.get(pair, 0) + count
+                if left:
+                    into[pair] = left
+                else:
+                    del into[pair]
+
+
+def matching_pods_per_node(
+    namespaces: Iterable[str],
+    selector: RawObj | None,
+    matches: Callable[[Mapping[str, str]], bool],
+    snapshot: Snapshot,
+    index: ExistingTermsIndex,
+) -> dict[str, int]:
+    """Node -> bound pods (terminating ones included) of `namespaces` matching `selector`.
+
+    The live pods come from the snapshot's incremental selector counts; the
+    terminating ones, which those counts leave out, from the index.
+    """
+    out: dict[str, int] = {}
+    if selector is None:
+        return out
+    wanted = set(namespaces)
+    for ns in wanted:
+        for node, count in snapshot.match_counts(ns, selector).items():
+            out[node] = out.get(node, 0) + count
+    for node, ns, labels in index.terminating_pods():
+        if ns in wanted and matches(labels):
+            out[node] = out.get(node, 0) + 1
+    return out
+
+
+def all_namespaces(snapshot: Snapshot, index: ExistingTermsIndex) -> set[str]:
+    """Every namespace known: listed Namespaces and those with bound pods."""
+    return set(snapshot.namespaces) | set(index.namespaces)

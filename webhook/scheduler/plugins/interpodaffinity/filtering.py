@@ -1,0 +1,322 @@
+"""InterPodAffinity PreFilter and Filter: required pod affinity and anti-affinity.
+
+PreFilter counts, once per decision, per (topology key, value):
+- existing pods whose required anti-affinity terms match the incoming pod;
+- existing pods matching every required affinity term of the incoming pod;
+- existing pods matching each required anti-affinity term of the incoming pod.
+Filter then judges a node with a few lookups of its own label values.
+
+Port of kube-scheduler's interpodaffinity/filtering.go (newest release read).
+
+CAVEAT: what is incremental and what is recomputed per decision.
+- Existing pods' terms come from ExistingTermsIndex (common.py), kept in step
+  with the snapshot node by node (only nodes whose generation changed are
+  re-read); per decision PreFilter evaluates each *group* of alike terms once
+  against the incoming pod and adds that group's per-value counts.
+- Pods matching the incoming pod's own terms come from Snapshot.match_counts,
+  the snapshot's per-(namespace, selector) counts maintained on every pod add and
+  delete, plus the few terminating pods the index keeps aside. Per decision the
+  cost is O(nodes holding matching pods) to turn node counts into topology
+  values, never a walk over every pod.
+- Filter reads only the node's values for the topology keys of the counts:
+  O(#terms + #distinct keys of existing anti-affinity terms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.snapshot import (
+    ABSENT,
+    NodeInfo,
+    Snapshot,
+    pod_labels,
+    pod_namespace,
+)
+from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.plugins.interpodaffinity.common import (
+    NAME,
+    REQUIRED_ANTI_AFFINITY,
+    AffinityTerm,
+    ExistingTermsIndex,
+    all_namespaces,
+    counts_by_topology,
+    matching_pods_per_node,
+    merge_namespace_selector,
+    namespace_labels,
+    parse_pod_terms,
+)
+
+__all__ = [
+    "AFFINITY_NOT_MATCH",
+    "ANTI_AFFINITY_NOT_MATCH",
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "EXISTING_ANTI_AFFINITY_NOT_MATCH",
+    "PRE_FILTER_STATE_KEY",
+    "PreFilterState",
+    "filter_node",
+    "filter_node_key",
+    "pre_filter",
+]
+
+# The CycleState key (filtering.go preFilterStateKey).
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod anti-affinity rules"
+
+# A node that no pod's affinity can ever be satisfied on stays so until pods or
+# labels change: UnschedulableAndUnresolvable (preemption cannot help); anti-affinity
+# may be resolved by evicting pods: Unschedulable (filtering.go Filter).
+AFFINITY_NOT_MATCH: Final = Status(Code.UNRESOLVABLE, ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+ANTI_AFFINITY_NOT_MATCH: Final = Status(
+    Code.UNSCHEDULABLE, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH
+)
+EXISTING_ANTI_AFFINITY_NOT_MATCH: Final = Status(
+    Code.UNSCHEDULABLE, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+)
+_NO_STATE: Final = Status(
+    Code.ERROR, f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
+)
+
+TopologyCounts = dict[tuple[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    """What PreFilter computed for one incoming pod (filtering.go preFilterState).
+
+    existing_anti_affinity_counts: (topology key, value) -> existing pods whose
+        required anti-affinity terms match the incoming pod, counted per term; only
+        positive counts are present.
+    affinity_counts: (key, value) -> existing pods matching *every* required
+        affinity term of the incoming pod, added once per term under that term's key.
+    anti_affinity_counts: (key, value) -> existing pods matching each required
+        anti-affinity term of the incoming pod, per term.
+    affinity_terms / anti_affinity_terms: the incoming pod's required terms, their
+        namespaceSelector already unrolled into namespaces.
+    self_match: the incoming pod matches all of its own affinity terms (the "first
+        pod of a group" rule: only then may it land where no pod matches yet).
+    existing_keys: the topology keys of existing_anti_affinity_counts.
+    node_keys: every node label key Filter reads, in a fixed order (node_key).
+    """
+
+    existing_anti_affinity_counts: TopologyCounts
+    affinity_counts: TopologyCounts
+    anti_affinity_counts: TopologyCounts
+    affinity_terms: tuple[AffinityTerm, ...]
+    anti_affinity_terms: tuple[AffinityTerm, ...]
+    self_match: bool
+    existing_keys: tuple[str, ...]
+    node_keys: tuple[str, ...]
+
+
+def pod_matches_all_affinity_terms(
+    terms: tuple[AffinityTerm, ...], namespace: str, labels: Mapping[str, str]
+) -> bool:
+    """Port of filtering.go: podMatchesAllAffinityTerms (false when there is no term).
+
+    The terms' namespaceSelector is already unrolled, so namespace labels are not read.
+    """
+    if not terms:
+        return False
+    return all(t.matches(namespace, labels, {}) for t in terms)
+
+
+def existing_anti_affinity_counts(
+    index: ExistingTermsIndex,
+    namespace: str,
+    labels: Mapping[str, str],
+    ns_labels: Mapping[str, str],
+) -> TopologyCounts:
+    """Port of filtering.go: getExistingAntiAffinityCounts, one term group at a time."""
+    out: TopologyCounts = {}
+    for group in index.groups[REQUIRED_ANTI_AFFINITY].values():
+        term = group.term
+        if not term.matches(namespace, labels, ns_labels):
+            continue
+        key = term.topology_key
+        for value, count in group.counts.items():
+            pair = (key, value)
+            out[pair] = out.get(pair, 0) + count
+    return out
+
+
+def _conjunction(terms: tuple[AffinityTerm, ...]) -> RawObj | None:
+    """One labelSelector selecting what every term's selector selects (None: nothing)."""
+    if len(terms) == 1:
+        return terms[0].selector
+    exprs: list[RawObj] = []
+    for t in terms:
+        if t.selector is None:
+            return None
+        for k, v in (t.selector.get("matchLabels") or {}).items():
+            exprs.append({"key": k, "operator": "In", "values": ["" if v is None else v]})
+        exprs.extend(t.selector.get("matchExpressions") or [])
+    return {"matchExpressions": exprs}
+
+
+def _term_namespaces(term: AffinityTerm, known: set[str]) -> set[str]:
+    return set(known) if term.selects_all_namespaces else set(term.namespaces)
+
+
+def incoming_affinity_counts(
+    terms: tuple[AffinityTerm, ...], snapshot: Snapshot, index: ExistingTermsIndex, known: set[str]
+) -> TopologyCounts:
+    """Port of filtering.go: getIncomingAffinityAntiAffinityCounts, the affinity half:
+    existing pods matching all terms, counted under each term's topology key."""
+    out: TopologyCounts = {}
+    if not terms:
+        return out
+    namespaces = _term_namespaces(terms[0], known)
+    for t in terms[1:]:
+        namespaces &= _term_namespaces(t, known)
+    selector = _conjunction(terms)
+
+    def matches_all(labels: Mapping[str, str]) -> bool:
+        return all(t.matches_labels(labels) for t in terms)
+
+    per_node = matching_pods_per_node(namespaces, selector, matches_all, snapshot, index)
+    counts_by_topology(per_node, [t.topology_key for t in terms], snapshot, out)
+    return out
+
+
+def incoming_anti_affinity_counts(
+    terms: tuple[AffinityTerm, ...], snapshot: Snapshot, index: ExistingTermsIndex, known: set[str]
+) -> TopologyCounts:
+    """Port of filtering.go: getIncomingAffinityAntiAffinityCounts, the anti-affinity
+    half: existing pods matching each term, counted under that term's key."""
+    out: TopologyCounts = {}
+    for t in terms:
+        per_node = matching_pods_per_node(
+            _term_namespaces(t, known), t.selector, t.matches_labels, snapshot, index
+        )
+        counts_by_topology(per_node, (t.topology_key,), snapshot, out)
+    return out
+
+
+def pre_filter(
+    state: CycleState, pod: RawObj, snapshot: Snapshot, index: ExistingTermsIndex
+) -> Status:
+    """Port of filtering.go: PreFilter.
+
+    A term whose selector does not parse rejects the pod on every node
+    (UnschedulableAndUnresolvable "parsing pod: ..."); with no required term of its
+    own and no existing pod's anti-affinity against it, the plugin Skips.
+    """
+    terms = parse_pod_terms(pod)
+    if terms.errors:
+        return Status(Code.UNRESOLVABLE, "parsing pod: " + terms.error_message())
+    namespace = pod_namespace(pod)
+    labels = pod_labels(pod)
+    with index.lock:
+        index.sync(snapshot)
+        known = all_namespaces(snapshot, index)
+        affinity = tuple(
+            merge_namespace_selector(t, snapshot, known) for t in terms.required_affinity
+        )
+        anti = tuple(
+            merge_namespace_selector(t, snapshot, known) for t in terms.required_anti_affinity
+        )
+        existing = existing_anti_affinity_counts(
+            index, namespace, labels, namespace_labels(snapshot, namespace)
+        )
+        if not existing and not affinity and not anti:
+            return SKIP
+        affinity_counts = incoming_affinity_counts(affinity, snapshot, index, known)
+        anti_counts = incoming_anti_affinity_counts(anti, snapshot, index, known)
+    existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
+    node_keys = tuple(
+        dict.fromkeys(
+            [t.topology_key for t in affinity]
+            + [t.topology_key for t in anti]
+            + list(existing_keys)
+        )
+    )
+    state[PRE_FILTER_STATE_KEY] = PreFilterState(
+        existing_anti_affinity_counts=existing,
+        affinity_counts=affinity_counts,
+        anti_affinity_counts=anti_counts,
+        affinity_terms=affinity,
+        anti_affinity_terms=anti,
+        self_match=pod_matches_all_affinity_terms(affinity, namespace, labels),
+        existing_keys=existing_keys,
+        node_keys=node_keys,
+    )
+    return SUCCESS
+
+
+def satisfy_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    """Port of filtering.go: satisfyExistingPodsAntiAffinity (by the counted keys,
+    not by every label of the node: the same pairs are looked up)."""
+    counts = s.existing_anti_affinity_counts
+    for key in s.existing_keys:
+        if key in labels and counts.get((key, labels[key]), 0) > 0:
+            return False
+    return True
+
+
+def satisfy_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    """Port of filtering.go: satisfyPodAntiAffinity."""
+    counts = s.anti_affinity_counts
+    if counts:
+        for term in s.anti_affinity_terms:
+            key = term.topology_key
+            if key in labels and counts.get((key, labels[key]), 0) > 0:
+                return False
+    return True
+
+
+def satisfy_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    """Port of filtering.go: satisfyPodAffinity.
+
+    Every term's topology key must be on the node. Where some term has no matching
+    pod in the node's domain, the node still passes when no pod anywhere matches the
+    terms and the pod matches its own terms: the first pod of a group that has
+    affinity to itself must not stay pending forever.
+    """
+    pods_exist = True
+    counts = s.affinity_counts
+    for term in s.affinity_terms:
+        key = term.topology_key
+        if key not in labels:
+            return False
+        if counts.get((key, labels[key]), 0) <= 0:
+            pods_exist = False
+    if not pods_exist:
+        return not counts and s.self_match
+    return True
+
+
+def filter_node(state: CycleState, node: NodeInfo) -> Status:
+    """Port of filtering.go: Filter (affinity first, then the pod's anti-affinity, then
+    the existing pods' anti-affinity)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return _NO_STATE
+    labels = node.labels
+    if not satisfy_pod_affinity(s, labels):
+        return AFFINITY_NOT_MATCH
+    if not satisfy_pod_anti_affinity(s, labels):
+        return ANTI_AFFINITY_NOT_MATCH
+    if not satisfy_existing_pods_anti_affinity(s, labels):
+        return EXISTING_ANTI_AFFINITY_NOT_MATCH
+    return SUCCESS
+
+
+def filter_node_key(state: CycleState, node: NodeInfo) -> Hashable | None:
+    """The node's values for every topology key Filter reads (ABSENT where it has
+    none): nodes with equal keys get the same Status."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return None
+    labels = node.labels
+    return tuple(labels.get(k, ABSENT) for k in s.node_keys)

@@ -1,0 +1,122 @@
+"""The InterPodAffinity plugin: its args, what it reads, and its extension points.
+
+Port of kube-scheduler's interpodaffinity/plugin.go (New, args defaults and
+ValidateHardPodAffinityWeight's range), wiring filtering.py and scoring.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Final
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
+from webhook.scheduler.framework.types import CycleState, Reads, Status
+from webhook.scheduler.plugins.interpodaffinity import filtering, scoring
+from webhook.scheduler.plugins.interpodaffinity.common import NAME, ExistingTermsIndex
+
+__all__ = ["DEFAULT_ARGS", "NAME", "InterPodAffinity", "InterPodAffinityArgs"]
+
+# plugin.go / validation_pluginargs.go: hardPodAffinityWeight lies in 0..100.
+MIN_HARD_POD_AFFINITY_WEIGHT: Final = 0
+MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class InterPodAffinityArgs:
+    """kube-scheduler's InterPodAffinityArgs with v1 defaults.
+
+    hard_pod_affinity_weight: the score weight of an existing pod's *required*
+        affinity term the incoming pod matches (default 1, 0 turns it off);
+    ignore_preferred_terms_of_existing_pods: skip scoring entirely when the incoming
+        pod has no preferred terms of its own (default false).
+    """
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+DEFAULT_ARGS: Final = InterPodAffinityArgs()
+
+
+def validate_args(args: InterPodAffinityArgs) -> list[str]:
+    """Port of validation_pluginargs.go: ValidateInterPodAffinityArgs (its messages)."""
+    w = args.hard_pod_affinity_weight
+    if not MIN_HARD_POD_AFFINITY_WEIGHT <= w <= MAX_HARD_POD_AFFINITY_WEIGHT:
+        return [
+            f"hardPodAffinityWeight: Invalid value: {w}: not in valid range "
+            f"[{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
+        ]
+    return []
+
+
+class InterPodAffinity:
+    """PreFilter, Filter, PreScore, Score and NormalizeScore of InterPodAffinity.
+
+    One instance per profile, built once (plugin.go New). It owns the index of the
+    affinity terms of bound pods (common.ExistingTermsIndex), kept in step with
+    whichever snapshot a decision reads; `warm(snapshot)` builds it ahead of the
+    first decision.
+    """
+
+    name: ClassVar[str] = NAME
+    reads: ClassVar[Reads] = Reads(
+        kinds=("Namespace",),
+        pod_fields=(
+            "metadata.namespace",
+            "metadata.labels",
+            "spec.affinity.podAffinity",
+            "spec.affinity.podAntiAffinity",
+        ),
+        node_fields=("metadata.labels", "pods"),
+        existing_pod_fields=(
+            "metadata.namespace",
+            "metadata.labels",
+            "metadata.deletionTimestamp",
+            "spec.affinity.podAffinity",
+            "spec.affinity.podAntiAffinity",
+        ),
+    )
+
+    def __init__(self, args: InterPodAffinityArgs = DEFAULT_ARGS) -> None:
+        problems = validate_args(args)
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.args = args
+        self.index = ExistingTermsIndex()
+
+    def warm(self, snapshot: Snapshot) -> None:
+        """Index every bound pod's terms now rather than in the first decision."""
+        self.index.sync(snapshot)
+
+    # ---- filter ---------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        return filtering.pre_filter(state, pod, snapshot, self.index)
+
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
+        return filtering.filter_node(state, node)
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
+        return filtering.filter_node_key(state, node)
+
+    # ---- score ----------------------------------------------------------------------
+
+    def pre_score(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        return scoring.pre_score(
+            state,
+            pod,
+            snapshot,
+            self.index,
+            self.args.hard_pod_affinity_weight,
+            self.args.ignore_preferred_terms_of_existing_pods,
+        )
+
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfo) -> tuple[int, Status]:
+        return scoring.score_node(state, node)
+
+    def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
+        return scoring.normalize_score(state, scores)

@@ -1,0 +1,153 @@
+"""NodeVolumeLimits: the CSI volumes attached to a node stay within CSINode's limits.
+
+Port of kube-scheduler's nodevolumelimits/csi.go (newest release read): each
+CSI driver's limit is CSINode spec.drivers[].allocatable.count; the volumes a
+node attaches are those of its pods plus the incoming pod's, each counted once
+per driver and volume handle (PVC -> bound PV's spec.csi; an unbound claim counts
+under its StorageClass's provisioner with a placeholder handle).
+
+CAVEAT: in-tree volumes migrated to CSI (translation of gcePersistentDisk,
+awsElasticBlockStore, ... to their CSI drivers) are not counted; node
+status.allocatable "attachable-volumes-*" keys are not read (upstream reads only
+CSINode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import ClassVar, Final
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict, pod_namespace
+from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
+from webhook.scheduler.plugins.volumeutil import claim_class, claim_of, claim_volumes, not_found
+
+__all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "NAME", "NodeVolumeLimits"]
+
+NAME: Final = "NodeVolumeLimits"
+STATE_KEY: Final = "PreFilter" + NAME
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
+
+# volume unique name ("<driver>/<handle>") -> driver
+Attachable = dict[str, str]
+
+
+def _driver_info(pvc: RawObj, snapshot: Snapshot) -> tuple[str, str]:
+    """Port of csi.go: getCSIDriverInfo / getCSIDriverInfoFromSC: (driver, volume handle),
+    ("", "") when the claim is not a CSI volume this plugin can count."""
+    spec = as_dict(pvc.get("spec"))
+    pv_name = spec.get("volumeName")
+    if pv_name:
+        pv = snapshot.get("PersistentVolume", "", str(pv_name))
+        if pv is not None:
+            csi = as_dict(as_dict(pv.get("spec")).get("csi"))
+            driver, handle = csi.get("driver"), csi.get("volumeHandle")
+            if isinstance(driver, str) and isinstance(handle, str):
+                return driver, handle
+            return "", ""
+    cls = claim_class(pvc)
+    sc = snapshot.get("StorageClass", "", cls) if cls else None
+    provisioner = sc.get("provisioner") if sc is not None else None
+    if not isinstance(provisioner, str) or not provisioner:
+        return "", ""
+    meta = as_dict(pvc.get("metadata"))
+    # An unbound claim has no handle yet: a placeholder unique to the claim.
+    return provisioner, f"{meta.get('namespace', 'default')}-{meta.get('name', '')}"
+
+
+def attachable_volumes(pod: RawObj, snapshot: Snapshot, new_pod: bool) -> Attachable | str:
+    """Port of csi.go: filterAttachableVolumes; for the incoming pod a missing claim is
+    the error message, for an existing pod the volume is skipped."""
+    out: Attachable = {}
+    ns = pod_namespace(pod)
+    for _vol, name, _eph in claim_volumes(pod):
+        pvc = claim_of(pod, name, snapshot)
+        if pvc is None:
+            if new_pod:
+                return f"looking up PVC {ns}/{name}: {not_found('persistentvolumeclaim', name)}"
+            continue
+        driver, handle = _driver_info(pvc, snapshot)
+        if driver and handle:
+            out[f"{driver}/{handle}"] = driver
+    return out
+
+
+def volume_limits(csinode: RawObj | None) -> dict[str, int]:
+    """Port of csi.go: getVolumeLimits: driver -> allocatable.count of CSINode."""
+    out: dict[str, int] = {}
+    if csinode is None:
+        return out
+    drivers = as_dict(csinode.get("spec")).get("drivers")
+    for d in drivers if isinstance(drivers, list) else []:
+        d = as_dict(d)
+        count = as_dict(d.get("allocatable")).get("count")
+        if (
+            isinstance(d.get("name"), str)
+            and isinstance(count, int)
+            and not isinstance(count, bool)
+        ):
+            out[d["name"]] = count
+    return out
+
+
+def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+    """Port of csi.go: PreFilter (Skip when the pod has no claim volume) plus the
+    incoming pod's attachable volumes, computed once."""
+    if not any(True for _ in claim_volumes(pod)):
+        return SKIP
+    new = attachable_volumes(pod, snapshot, new_pod=True)
+    state[STATE_KEY] = (new, snapshot)
+    return SUCCESS
+
+
+def filter_node(state: CycleState, node: NodeInfo) -> Status:
+    """Port of csi.go: Filter."""
+    held = state.get(STATE_KEY)
+    if not isinstance(held, tuple):
+        return Status(Code.ERROR, f'error reading "{STATE_KEY}" from cycleState: not found')
+    new, snapshot = held
+    if isinstance(new, str):
+        return Status(Code.UNRESOLVABLE, new)
+    if not new:
+        return SUCCESS
+    limits = volume_limits(snapshot.get("CSINode", "", node.name))
+    if not limits:
+        return SUCCESS
+    attached: Attachable = {}
+    for existing in node.pods:
+        found = attachable_volumes(existing, snapshot, new_pod=False)
+        if isinstance(found, dict):
+            attached.update(found)
+    attached_count: dict[str, int] = {}
+    for driver in attached.values():
+        attached_count[driver] = attached_count.get(driver, 0) + 1
+    new_count: dict[str, int] = {}
+    for unique, driver in new.items():
+        if unique not in attached:
+            new_count[driver] = new_count.get(driver, 0) + 1
+    for driver, count in new_count.items():
+        limit = limits.get(driver)
+        if limit is not None and attached_count.get(driver, 0) + count > limit:
+            return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+    return SUCCESS
+
+
+class NodeVolumeLimits:
+    """PreFilter and Filter of NodeVolumeLimits (CSI limits)."""
+
+    name: ClassVar[str] = NAME
+    reads: ClassVar[Reads] = Reads(
+        kinds=("CSINode", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
+        pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),
+        node_fields=("name", "pods"),
+        existing_pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),
+    )
+
+    def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        return pre_filter(state, pod, snapshot)
+
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
+        return filter_node(state, node)
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
+        return None

@@ -1,0 +1,151 @@
+"""VolumeRestrictions: ReadWriteOncePod claims in use and in-tree disk conflicts.
+
+Port of kube-scheduler's volumerestrictions/volume_restrictions.go (newest release
+read): a claim with access mode ReadWriteOncePod already used by another pod blocks
+the pod on every node; a GCE PD, AWS EBS, RBD or iSCSI volume of the pod already
+mounted by a pod on the node (read-write on either side) blocks that node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict, pod_namespace
+from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
+from webhook.scheduler.plugins.volumeutil import claim_of, claim_volumes, not_found
+
+__all__ = [
+    "ERR_REASON_DISK_CONFLICT",
+    "ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT",
+    "NAME",
+    "VolumeRestrictions",
+]
+
+NAME: Final = "VolumeRestrictions"
+STATE_KEY: Final = "PreFilter" + NAME
+ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
+ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+_DISKS: Final = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    """disks: the pod's in-tree disk volumes; conflicting_pvc_ref_count: uses by other
+    pods of the pod's ReadWriteOncePod claims (> 0 blocks every node)."""
+
+    disks: tuple[RawObj, ...]
+    conflicting_pvc_ref_count: int
+
+
+def _ro(src: Any) -> bool:
+    return bool(as_dict(src).get("readOnly"))
+
+
+def is_volume_conflict(volume: RawObj, existing: RawObj) -> bool:
+    """Port of volume_restrictions.go: isVolumeConflict."""
+    gce, egce = as_dict(volume.get("gcePersistentDisk")), as_dict(existing.get("gcePersistentDisk"))
+    if gce and egce and gce.get("pdName") == egce.get("pdName") and not (_ro(gce) and _ro(egce)):
+        return True
+    ebs, eebs = (
+        as_dict(volume.get("awsElasticBlockStore")),
+        as_dict(existing.get("awsElasticBlockStore")),
+    )
+    if ebs and eebs and ebs.get("volumeID") == eebs.get("volumeID"):
+        return True
+    iscsi, eiscsi = as_dict(volume.get("iscsi")), as_dict(existing.get("iscsi"))
+    if (
+        iscsi
+        and eiscsi
+        and iscsi.get("iqn") == eiscsi.get("iqn")
+        and not (_ro(iscsi) and _ro(eiscsi))
+    ):
+        return True
+    rbd, erbd = as_dict(volume.get("rbd")), as_dict(existing.get("rbd"))
+    if rbd and erbd:
+        mons = set(rbd.get("monitors") or [])
+        overlap = bool(mons & set(erbd.get("monitors") or []))
+        same = (rbd.get("pool") or "rbd") == (erbd.get("pool") or "rbd") and rbd.get(
+            "image"
+        ) == erbd.get("image")
+        if overlap and same and not (_ro(rbd) and _ro(erbd)):
+            return True
+    return False
+
+
+def _claims_in_use(snapshot: Snapshot, namespace: str) -> dict[str, int]:
+    """Claim name -> bound pods of `namespace` using it (NodeInfo.PVCRefCounts summed)."""
+    out: dict[str, int] = {}
+    for p in snapshot.pods_in(namespace):
+        for _vol, name, _eph in claim_volumes(p):
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+    """Port of volume_restrictions.go: PreFilter (Skip without disk or claim volumes)."""
+    volumes = as_dict(pod.get("spec")).get("volumes")
+    volumes = [v for v in volumes if isinstance(v, dict)] if isinstance(volumes, list) else []
+    disks = tuple(v for v in volumes if any(v.get(k) is not None for k in _DISKS))
+    claims = list(claim_volumes(pod))
+    if not disks and not claims:
+        return SKIP
+    rwop: list[str] = []
+    for _vol, name, _eph in claims:
+        pvc = claim_of(pod, name, snapshot)
+        if pvc is None:
+            return Status(Code.UNRESOLVABLE, not_found("persistentvolumeclaim", name))
+        modes = as_dict(pvc.get("spec")).get("accessModes")
+        if isinstance(modes, list) and "ReadWriteOncePod" in modes:
+            rwop.append(name)
+    conflicts = 0
+    if rwop:
+        in_use = _claims_in_use(snapshot, pod_namespace(pod))
+        conflicts = sum(1 for name in rwop if in_use.get(name, 0) > 0)
+    state[STATE_KEY] = PreFilterState(disks, conflicts)
+    return SUCCESS
+
+
+def filter_node(state: CycleState, node: NodeInfo) -> Status:
+    """Port of volume_restrictions.go: Filter (disk conflicts, then ReadWriteOncePod)."""
+    s = state.get(STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return Status(Code.ERROR, f'error reading "{STATE_KEY}" from cycleState: not found')
+    for volume in s.disks:
+        for existing in node.pods:
+            evols = as_dict(existing.get("spec")).get("volumes")
+            if isinstance(evols, list) and any(
+                isinstance(ev, dict) and is_volume_conflict(volume, ev) for ev in evols
+            ):
+                return Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT)
+    if s.conflicting_pvc_ref_count > 0:
+        return Status(Code.UNSCHEDULABLE, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
+    return SUCCESS
+
+
+class VolumeRestrictions:
+    """PreFilter and Filter of VolumeRestrictions."""
+
+    name: ClassVar[str] = NAME
+    reads: ClassVar[Reads] = Reads(
+        kinds=("PersistentVolumeClaim",),
+        pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),
+        node_fields=("pods",),
+        existing_pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),
+    )
+
+    def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        return pre_filter(state, pod, snapshot)
+
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
+        return filter_node(state, node)
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
+        s = state.get(STATE_KEY)
+        if isinstance(s, PreFilterState) and not s.disks:
+            return ()
+        return None

@@ -1,0 +1,125 @@
+"""VolumeZone: a pod's bound PersistentVolumes must be in the node's zone and region.
+
+Port of kube-scheduler's volumezone/volume_zone.go (newest release read): PreFilter
+collects the topology labels of the pod's bound PVs (topology.kubernetes.io/zone
+and /region and their deprecated failure-domain.beta.kubernetes.io twins); Filter
+requires the node to carry each with one of the PV's values ("a__b" lists zones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import ClassVar, Final
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict
+from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
+from webhook.scheduler.plugins.volumeutil import (
+    WAIT_FOR_FIRST_CONSUMER,
+    claim_class,
+    claim_of,
+    claim_volumes,
+    not_found,
+)
+
+__all__ = ["ERR_REASON_CONFLICT", "NAME", "VolumeZone"]
+
+NAME: Final = "VolumeZone"
+STATE_KEY: Final = "PreFilter" + NAME
+ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
+CONFLICT: Final = Status(Code.UNRESOLVABLE, ERR_REASON_CONFLICT)
+
+_BETA_ZONE: Final = "failure-domain.beta.kubernetes.io/zone"
+_BETA_REGION: Final = "failure-domain.beta.kubernetes.io/region"
+_ZONE: Final = "topology.kubernetes.io/zone"
+_REGION: Final = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS: Final = (_BETA_ZONE, _BETA_REGION, _ZONE, _REGION)
+_GA: Final = {_BETA_ZONE: _ZONE, _BETA_REGION: _REGION}
+
+
+@dataclass(frozen=True, slots=True)
+class PVTopology:
+    """One topology label of a bound PV: key and the set of values it allows."""
+
+    key: str
+    values: frozenset[str]
+
+
+def label_zones_to_set(value: str) -> frozenset[str]:
+    """Port of volumehelpers.LabelZonesToSet: "a__b" -> {a, b}."""
+    return frozenset(v for v in value.split("__") if v) if value else frozenset()
+
+
+def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+    """Port of volume_zone.go: PreFilter and getPVbyPod."""
+    topologies: list[PVTopology] = []
+    for _vol, name, _ephemeral in claim_volumes(pod):
+        if not name:
+            return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no name")
+        pvc = claim_of(pod, name, snapshot)
+        if pvc is None:
+            return Status(Code.UNRESOLVABLE, not_found("persistentvolumeclaim", name))
+        pv_name = as_dict(pvc.get("spec")).get("volumeName")
+        if not pv_name:
+            cls = claim_class(pvc)
+            if not cls:
+                return Status(
+                    Code.UNRESOLVABLE, "PersistentVolumeClaim had no pv name and storageClass name"
+                )
+            sc = snapshot.get("StorageClass", "", cls)
+            if sc is None:
+                return Status(Code.UNRESOLVABLE, not_found("storageclass.storage.k8s.io", cls))
+            if sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER:
+                continue
+            return Status(Code.UNRESOLVABLE, "PersistentVolume had no name")
+        pv = snapshot.get("PersistentVolume", "", str(pv_name))
+        if pv is None:
+            return Status(Code.UNRESOLVABLE, not_found("persistentvolume", str(pv_name)))
+        labels = as_dict(as_dict(pv.get("metadata")).get("labels"))
+        for key in TOPOLOGY_LABELS:
+            value = labels.get(key)
+            if isinstance(value, str):
+                topologies.append(PVTopology(key, label_zones_to_set(value)))
+    if not topologies:
+        return SKIP
+    state[STATE_KEY] = tuple(topologies)
+    return SUCCESS
+
+
+def filter_node(state: CycleState, node: NodeInfo) -> Status:
+    """Port of volume_zone.go: Filter (a node with no topology label at all passes)."""
+    topologies = state.get(STATE_KEY)
+    if not isinstance(topologies, tuple):
+        return Status(Code.ERROR, f'reading "{STATE_KEY}" from cycleState: not found')
+    labels = node.labels
+    if not any(k in labels for k in TOPOLOGY_LABELS):
+        return SUCCESS
+    for t in topologies:
+        value = labels.get(t.key)
+        if value is None:
+            # A PV's beta label also matches the node's GA label.
+            value = labels.get(_GA.get(t.key, t.key))
+        if value is None or value not in t.values:
+            return CONFLICT
+    return SUCCESS
+
+
+class VolumeZone:
+    """PreFilter and Filter of VolumeZone."""
+
+    name: ClassVar[str] = NAME
+    reads: ClassVar[Reads] = Reads(
+        kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
+        pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),
+        node_fields=("metadata.labels",),
+    )
+
+    def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        return pre_filter(state, pod, snapshot)
+
+    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
+        return filter_node(state, node)
+
+    def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
+        return tuple(node.labels.get(k) for k in TOPOLOGY_LABELS)
