@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from webhook.cli.simulate import without_cyclic_gc  # noqa: E402
 from webhook.cluster.files import load_snapshot  # noqa: E402
+from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.snapshot import Snapshot, pod_namespace  # noqa: E402
 from webhook.scheduler.placement import place, simulate  # noqa: E402
 from webhook.scheduler.plugins.podtopologyspread import common, filtering, scoring  # noqa: E402
@@ -241,7 +242,7 @@ def spread_only(pod: dict[str, Any], snap: Snapshot) -> None:
     state = filtering.pre_filter(pod, snap)
     assert not isinstance(state, common.Status)
     keys = filtering.filter_keys(state)
-    classes = snap.node_classes(keys, (False,) * len(keys), table)
+    classes = memo_of(snap).node_classes(keys, (False,) * len(keys), table)
     verdicts = filtering.filter_classes(state, keys, classes.values)
     feasible = [i for i, c in enumerate(classes.of_node) if verdicts[c].ok]
     soft = common.constraints_or_error(pod, snap, common.DEFAULT_ARGS, common.SCHEDULE_ANYWAY)

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.memo import FilterMemo, adopt, memo_of
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
@@ -37,7 +38,6 @@ from webhook.scheduler.framework.runtime import (
     run_filters,
 )
 from webhook.scheduler.framework.snapshot import (
-    FilterMemo,
     NodeTable,
     Snapshot,
     as_dict,
@@ -197,7 +197,7 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
         spread, keys = [SUCCESS], outcome_ids
     else:
         hard_keys = filter_keys(state)
-        classes = snapshot.node_classes(hard_keys, (False,) * len(hard_keys), table)
+        classes = memo_of(snapshot).node_classes(hard_keys, (False,) * len(hard_keys), table)
         by_class = filter_classes(state, hard_keys, classes.values)
         # The verdicts are a few shared Status objects: tell them apart by identity.
         spread = list({id(status): status for status in by_class}.values())
@@ -294,7 +294,7 @@ def _filter_outcomes(
     nodes whose generation moved. Inputs never seen are judged once per group
     of nodes the filters cannot tell apart (equal plugin node keys, _alike).
     """
-    memo = snapshot.filter_verdicts(pod_inputs(prepared), all_passing(prepared))
+    memo = memo_of(snapshot).filter_verdicts(pod_inputs(prepared), all_passing(prepared))
 
     def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
         ids = [0] * len(infos)
@@ -375,7 +375,7 @@ def _node_groups(
 ) -> list[int] | None:
     """The group of each node of `table` by the pod-independent node keys of `plugins`.
     Regrouped only for nodes whose generation moved."""
-    memo = snapshot.node_groups(tuple(p.name for p in plugins))
+    memo = memo_of(snapshot).node_groups(tuple(p.name for p in plugins))
     state, pod = prepared.state, prepared.pod
 
     def group(i: int) -> int | None:
@@ -461,6 +461,7 @@ def simulate(
     if replicas < 1:
         raise ValueError("replicas must be at least 1")
     work = snapshot.copy()
+    adopt(work, snapshot)
     ns = pod_namespace(pod)
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"

@@ -54,12 +54,6 @@ _CLUSTER_SCOPED = frozenset({"PersistentVolume", "StorageClass", "CSINode"})
 MAX_SELECTORS_PER_NAMESPACE = 64
 # Topology key sets indexed at once; all are dropped on any Node change anyway.
 MAX_KEY_INDEXES = 64
-# Pod specs whose node filter verdicts are remembered, least recently used dropped.
-MAX_FILTER_SPECS = 2
-# Groups of nodes alike for the filters remembered, per node, before starting afresh.
-MAX_NODE_GROUPS = 2
-# Values a FilterMemo shares out before starting afresh.
-MAX_SHARED = 1024
 
 # Every change to any NodeInfo draws a fresh number, so a remembered verdict is
 # valid exactly while its node's generation is unchanged (even across re-adds).
@@ -69,7 +63,7 @@ PodKey = tuple[str, str]
 
 
 class _Absent:
-    """Marks a key a node does not carry in NodeClasses.values (a label may be
+    """Marks a key a node does not carry in memo.NodeClasses.values (a label may be
     present with a null value, which is not the same)."""
 
     def __repr__(self) -> str:
@@ -206,77 +200,6 @@ class NodeTable(NamedTuple):
     position: dict[str, int]
 
 
-class NodeClasses(NamedTuple):
-    """Nodes grouped by what they carry for some topology keys.
-
-    of_node[i]: the class of the i-th node of the NodeTable; values[c]: what the
-    nodes of class c carry for each key (ClassValues). A decision judges a class
-    once and applies the outcome to its nodes.
-    """
-
-    of_node: list[int]
-    values: list[ClassValues]
-
-
-class FilterMemo:
-    """Something judged per node and remembered across decisions while the node is
-    unchanged: the five filters' outcomes for one pod spec, or the group of
-    nodes the filters cannot tell apart (Snapshot.node_groups).
-
-    state: (the NodeTable.names list they were taken against, compared by
-    identity; generations[i], the generation of node i when judged; ids[i], its
-    outcome), replaced whole, never edited, so a reader sees one consistent set.
-    outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
-    shared: values the caller builds from outcomes and hands out again and again
-    (cleared past MAX_SHARED entries); last: the caller's previous answer, to
-    reuse what did not change (None at first).
-    """
-
-    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
-
-    def __init__(self, first: Any) -> None:
-        self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
-        self.outcomes: list[Any] = [first]
-        self.shared: dict[Any, Any] = {}
-        self.last: Any = None
-        self._lookup: dict[Any, int] = {}
-        self._lock = threading.Lock()
-
-    def share(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
-        """shared[key], made by make(*args) when missing."""
-        hit = self.shared.get(key)
-        if hit is None:
-            if len(self.shared) >= MAX_SHARED:
-                self.shared = {}
-            hit = self.shared[key] = make(*args)
-        return hit
-
-    def lookup(self, key: Any) -> int | None:
-        """The index of the outcome identified by `key`, None when not known."""
-        return self._lookup.get(key)
-
-    def intern(self, key: Any, outcome: Any) -> int:
-        """The index of the outcome identified by `key`, added when new."""
-        hit = self._lookup.get(key)
-        if hit is None:
-            with self._lock:
-                hit = self._lookup.get(key)
-                if hit is None:
-                    self.outcomes.append(outcome)
-                    hit = self._lookup[key] = len(self.outcomes) - 1
-        return hit
-
-    def copy(self) -> FilterMemo:
-        other = FilterMemo(None)
-        with self._lock:
-            other.state = self.state
-            other.outcomes = list(self.outcomes)
-            other.shared = dict(self.shared)
-            other.last = self.last
-            other._lookup = dict(self._lookup)
-        return other
-
-
 class _PodEntry:
     __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
 
@@ -357,12 +280,6 @@ class Snapshot:
         self._sorted_names: list[str] | None = None
         self._table: NodeTable | None = None
         self._topology_version = 0
-        # (keys, presence) -> (the NodeTable.names they were grouped over, the classes)
-        self._classes: dict[
-            tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], NodeClasses]
-        ] = {}
-        self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
-        self._node_groups: dict[tuple[str, ...], FilterMemo] = {}
         self._lock = threading.RLock()
 
     # ---- building -------------------------------------------------------------
@@ -454,17 +371,17 @@ class Snapshot:
             other._requests_cache = self._requests_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
-            other._classes = dict(self._classes)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
             # and copied nodes keep their generations, so remembered verdicts stay valid.
             other._sorted_names = self._sorted_names
-            other._filter_verdicts = OrderedDict(
-                (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
-            )
-            other._node_groups = {sig: memo.copy() for sig, memo in self._node_groups.items()}
             return other
 
     # ---- reading --------------------------------------------------------------
+
+    @property
+    def topology_version(self) -> int:
+        """Changes whenever a node's labels change or a node comes or goes."""
+        return self._topology_version
 
     def pod_count(self) -> int:
         return len(self._pods)
@@ -504,72 +421,6 @@ class Snapshot:
                 )
                 self._table = table
         return table
-
-    def node_classes(
-        self, keys: tuple[str, ...], presence: tuple[bool, ...], table: NodeTable
-    ) -> NodeClasses:
-        """The nodes of `table` (a node_table() answer) grouped by their values for `keys`.
-
-        presence[j]: key j is read by presence only, as kubernetes.io/hostname is,
-        where grouping by value would make one class per node. Cached until the
-        next change to a node's labels or to the set of nodes.
-        """
-        hit = self._classes.get((keys, presence))
-        if hit is not None and hit[0] is table.names:
-            return hit[1]
-        version = self._topology_version
-        lookup: dict[ClassValues, int] = {}
-        of_node: list[int] = []
-        for info in table.infos:
-            labels = info.labels
-            values = tuple(
-                ABSENT
-                if k not in labels
-                else (labels[k] is not None or None)
-                if by_presence
-                else labels[k]
-                for k, by_presence in zip(keys, presence, strict=True)
-            )
-            c = lookup.get(values)
-            if c is None:
-                c = lookup[values] = len(lookup)
-            of_node.append(c)
-        classes = NodeClasses(of_node, list(lookup))
-        with self._lock:
-            # Keep it only if no node changed labels or came or went meanwhile.
-            if self._table is table and self._topology_version == version:
-                if len(self._classes) >= MAX_KEY_INDEXES:
-                    self._classes.clear()
-                self._classes[(keys, presence)] = (table.names, classes)
-        return classes
-
-    def filter_verdicts(self, spec_key: str, first: Any) -> FilterMemo:
-        """The remembered filter outcomes for one pod spec (new and empty when the spec
-        is new; `first` is then its outcome 0). The caller fills and checks it."""
-        with self._lock:
-            memo = self._filter_verdicts.get(spec_key)
-            if memo is None:
-                memo = self._filter_verdicts[spec_key] = FilterMemo(first)
-                if len(self._filter_verdicts) > MAX_FILTER_SPECS:
-                    self._filter_verdicts.popitem(last=False)
-            else:
-                self._filter_verdicts.move_to_end(spec_key)
-            return memo
-
-    def node_groups(self, signature: tuple[str, ...]) -> FilterMemo:
-        """Each node's group of nodes alike for the filter plugins named by `signature`
-        (their pod-independent node keys), for the caller to fill and check (outcomes
-        hold nothing but their number; 0 is unused).
-
-        Groups only accumulate (pods come and go, so nodes keep moving to new
-        ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
-        """
-        memo = self._node_groups.get(signature)
-        if memo is None or len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self.nodes)):
-            if len(self._node_groups) >= MAX_FILTER_SPECS * 4:
-                self._node_groups = {}
-            memo = self._node_groups[signature] = FilterMemo(None)
-        return memo
 
     def key_index(self, keys: tuple[str, ...]) -> KeyIndex:
         """The nodes carrying every one of `keys`, with their values, and each key's domains.
@@ -634,7 +485,6 @@ class Snapshot:
     def _topology_changed(self) -> None:
         self._key_indexes.clear()
         self._sorted_domains.clear()
-        self._classes.clear()
         self._topology_version += 1
 
     def _info(self, name: str) -> NodeInfo:

@@ -16,6 +16,7 @@ from itertools import compress
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
 from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
@@ -105,7 +106,7 @@ def pre_filter(
             # are those of the node classes holding an included node; counts come
             # from the nodes with matches.
             table, included = known
-            classes = snapshot.node_classes(keys, (False,) * len(keys), table)
+            classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
             per_domain = {}
             for k in set(compress(classes.of_node, included)):
                 values = classes.values[k]
@@ -159,7 +160,7 @@ def filter_keys(state: PreFilterState) -> tuple[str, ...]:
 def filter_classes(
     state: PreFilterState, keys: tuple[str, ...], classes: Sequence[ClassValues]
 ) -> list[Status]:
-    """Filter once per node class (snapshot.NodeClasses.values for `keys`): the
+    """Filter once per node class (memo.NodeClasses.values for `keys`): the
     verdict of every node of that class, as filter_labels gives it."""
     # (position of the key in a class's values, maxSkew, domain counts, offset)
     plan = [

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
@@ -268,7 +269,7 @@ def score_classes(
     constraints = pc.constraints
     require_all = not (pc.defaulted and pc.system_defaulted)
     keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
-    classes = snapshot.node_classes(keys, tuple(k == LABEL_HOSTNAME for k in keys), table)
+    classes = memo_of(snapshot).node_classes(keys, tuple(k == LABEL_HOSTNAME for k in keys), table)
     of_node, class_values = classes.of_node, classes.values
 
     # class -> how many feasible nodes it holds, classes in the order first met

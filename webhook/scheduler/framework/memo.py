@@ -1,0 +1,229 @@
+"""Per-snapshot caches beside the runtime: what a decision learns and the next reuses.
+
+The Snapshot is the read-only store (readers never modify it); what decisions remember
+lives here, one Memo per Snapshot (`memo_of`), each entry checked against what it was
+computed from (node generations, the NodeTable, the snapshot's topology version), so
+a stale entry is never used:
+
+- filter outcomes per pod spec (`filter_verdicts`), by node generation;
+- the groups of nodes the filters cannot tell apart (`node_groups`), by generation;
+- nodes grouped by their values for some topology keys (`node_classes`), by topology
+  version.
+
+A simulation works on a copy of the snapshot; `adopt` gives the copy a copy of the
+original's Memo (copied nodes keep their generations, so what was learnt holds).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeTable, Snapshot
+
+__all__ = ["FilterMemo", "Memo", "NodeClasses", "adopt", "memo_of"]
+
+# Topology key sets grouped at once; all are dropped on any Node change anyway.
+MAX_KEY_INDEXES = 64
+# Pod specs whose node filter verdicts are remembered, least recently used dropped.
+MAX_FILTER_SPECS = 2
+# Groups of nodes alike for the filters remembered, per node, before starting afresh.
+MAX_NODE_GROUPS = 2
+# Values a FilterMemo shares out before starting afresh.
+MAX_SHARED = 1024
+
+
+class NodeClasses(NamedTuple):
+    """Nodes grouped by what they carry for some topology keys.
+
+    of_node[i]: the class of the i-th node of the NodeTable; values[c]: what the
+    nodes of class c carry for each key (ClassValues). A decision judges a class
+    once and applies the outcome to its nodes.
+    """
+
+    of_node: list[int]
+    values: list[ClassValues]
+
+
+
+class FilterMemo:
+    """Something judged per node and remembered across decisions while the node is
+    unchanged: the five filters' outcomes for one pod spec, or the group of
+    nodes the filters cannot tell apart (Memo.node_groups).
+
+    state: (the NodeTable.names list they were taken against, compared by
+    identity; generations[i], the generation of node i when judged; ids[i], its
+    outcome), replaced whole, never edited, so a reader sees one consistent set.
+    outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
+    shared: values the caller builds from outcomes and hands out again and again
+    (cleared past MAX_SHARED entries); last: the caller's previous answer, to
+    reuse what did not change (None at first).
+    """
+
+    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
+
+    def __init__(self, first: Any) -> None:
+        self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
+        self.outcomes: list[Any] = [first]
+        self.shared: dict[Any, Any] = {}
+        self.last: Any = None
+        self._lookup: dict[Any, int] = {}
+        self._lock = threading.Lock()
+
+    def share(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """shared[key], made by make(*args) when missing."""
+        hit = self.shared.get(key)
+        if hit is None:
+            if len(self.shared) >= MAX_SHARED:
+                self.shared = {}
+            hit = self.shared[key] = make(*args)
+        return hit
+
+    def lookup(self, key: Any) -> int | None:
+        """The index of the outcome identified by `key`, None when not known."""
+        return self._lookup.get(key)
+
+    def intern(self, key: Any, outcome: Any) -> int:
+        """The index of the outcome identified by `key`, added when new."""
+        hit = self._lookup.get(key)
+        if hit is None:
+            with self._lock:
+                hit = self._lookup.get(key)
+                if hit is None:
+                    self.outcomes.append(outcome)
+                    hit = self._lookup[key] = len(self.outcomes) - 1
+        return hit
+
+    def copy(self) -> FilterMemo:
+        other = FilterMemo(None)
+        with self._lock:
+            other.state = self.state
+            other.outcomes = list(self.outcomes)
+            other.shared = dict(self.shared)
+            other.last = self.last
+            other._lookup = dict(self._lookup)
+        return other
+
+
+
+class Memo:
+    """The caches of one Snapshot (see the module docstring)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        # (keys, presence) -> (NodeTable.names, topology version, the classes)
+        self._classes: dict[
+            tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], int, NodeClasses]
+        ] = {}
+        self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
+        self._node_groups: dict[tuple[str, ...], FilterMemo] = {}
+        self._lock = threading.RLock()
+
+    def node_classes(
+        self, keys: tuple[str, ...], presence: tuple[bool, ...], table: NodeTable
+    ) -> NodeClasses:
+        """The nodes of `table` (a node_table() answer) grouped by their values for `keys`.
+
+        presence[j]: key j is read by presence only, as kubernetes.io/hostname is,
+        where grouping by value would make one class per node. Cached until the
+        next change to a node's labels or to the set of nodes.
+        """
+        snapshot = self._snapshot
+        hit = self._classes.get((keys, presence))
+        if hit is not None and hit[0] is table.names and hit[1] == snapshot.topology_version:
+            return hit[2]
+        version = snapshot.topology_version
+        lookup: dict[ClassValues, int] = {}
+        of_node: list[int] = []
+        for info in table.infos:
+            labels = info.labels
+            values = tuple(
+                ABSENT
+                if k not in labels
+                else (labels[k] is not None or None)
+                if by_presence
+                else labels[k]
+                for k, by_presence in zip(keys, presence, strict=True)
+            )
+            c = lookup.get(values)
+            if c is None:
+                c = lookup[values] = len(lookup)
+            of_node.append(c)
+        classes = NodeClasses(of_node, list(lookup))
+        with self._lock:
+            # Keep it only if no node changed labels or came or went meanwhile.
+            if snapshot.node_table() is table and snapshot.topology_version == version:
+                if len(self._classes) >= MAX_KEY_INDEXES:
+                    self._classes.clear()
+                self._classes[(keys, presence)] = (table.names, version, classes)
+        return classes
+
+    def filter_verdicts(self, spec_key: str, first: Any) -> FilterMemo:
+        """The remembered filter outcomes for one pod spec (new and empty when the spec
+        is new; `first` is then its outcome 0). The caller fills and checks it."""
+        with self._lock:
+            memo = self._filter_verdicts.get(spec_key)
+            if memo is None:
+                memo = self._filter_verdicts[spec_key] = FilterMemo(first)
+                if len(self._filter_verdicts) > MAX_FILTER_SPECS:
+                    self._filter_verdicts.popitem(last=False)
+            else:
+                self._filter_verdicts.move_to_end(spec_key)
+            return memo
+
+    def node_groups(self, signature: tuple[str, ...]) -> FilterMemo:
+        """Each node's group of nodes alike for the filter plugins named by `signature`
+        (their pod-independent node keys), for the caller to fill and check (outcomes
+        hold nothing but their number; 0 is unused).
+
+        Groups only accumulate (pods come and go, so nodes keep moving to new
+        ones): past MAX_NODE_GROUPS per node, all are forgotten and built anew.
+        """
+        memo = self._node_groups.get(signature)
+        if memo is None or len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self._snapshot.nodes)):
+            if len(self._node_groups) >= MAX_FILTER_SPECS * 4:
+                self._node_groups = {}
+            memo = self._node_groups[signature] = FilterMemo(None)
+        return memo
+
+    def copy_for(self, snapshot: Snapshot) -> Memo:
+        """This memo's entries for a copy of its snapshot."""
+        other = Memo(snapshot)
+        with self._lock:
+            other._classes = dict(self._classes)
+            other._filter_verdicts = OrderedDict(
+                (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
+            )
+            other._node_groups = {sig: memo.copy() for sig, memo in self._node_groups.items()}
+        return other
+
+
+_MEMOS: weakref.WeakKeyDictionary[Snapshot, Memo] = weakref.WeakKeyDictionary()
+_MEMOS_LOCK = threading.Lock()
+
+
+def memo_of(snapshot: Snapshot) -> Memo:
+    """The Memo of `snapshot`, made on first use; it goes when the snapshot goes."""
+    memo = _MEMOS.get(snapshot)
+    if memo is None:
+        with _MEMOS_LOCK:
+            memo = _MEMOS.get(snapshot)
+            if memo is None:
+                memo = _MEMOS[snapshot] = Memo(snapshot)
+    return memo
+
+
+def adopt(copy: Snapshot, original: Snapshot) -> None:
+    """Give `copy` (original.copy()) what `original`'s decisions learnt."""
+    with _MEMOS_LOCK:
+        _MEMOS[copy] = memo_of_unlocked(original).copy_for(copy)
+
+
+def memo_of_unlocked(snapshot: Snapshot) -> Memo:
+    memo = _MEMOS.get(snapshot)
+    if memo is None:
+        memo = _MEMOS[snapshot] = Memo(snapshot)
+    return memo
