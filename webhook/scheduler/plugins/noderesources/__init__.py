@@ -1,0 +1,2 @@
+"""The NodeResourcesFit and NodeResourcesBalancedAllocation plugins
+(pkg/scheduler/framework/plugins/noderesources)."""
