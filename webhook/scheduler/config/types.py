@@ -9,7 +9,10 @@ from webhook.api.kube import RawObj
 
 __all__ = [
     "DEFAULT_RESOURCES",
+    "DefaultPreemptionArgs",
     "DefaultingType",
+    "InterPodAffinityArgs",
+    "NodeAffinityArgs",
     "NodeResourcesBalancedAllocationArgs",
     "NodeResourcesFitArgs",
     "ResourceSpec",
@@ -17,6 +20,7 @@ __all__ = [
     "ScoringStrategyType",
     "SpreadArgs",
     "UtilizationShapePoint",
+    "VolumeBindingArgs",
 ]
 
 DefaultingType = Literal["System", "List"]
@@ -91,3 +95,48 @@ class NodeResourcesBalancedAllocationArgs:
     validated but the scorer does not use them, as upstream)."""
 
     resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+
+
+# ---- the other plugins' args ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    """config.InterPodAffinityArgs.
+
+    hard_pod_affinity_weight: the score weight an existing pod's required affinity
+    term counts with toward the incoming pod (0..100, default 1);
+    ignore_preferred_terms_of_existing_pods: score only the incoming pod's terms.
+    """
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    """config.NodeAffinityArgs: added_affinity (a NodeAffinity object) is ANDed with
+    every pod's own node affinity; None adds nothing."""
+
+    added_affinity: RawObj | None = None
+
+
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    """config.DefaultPreemptionArgs (read and validated; preemption is not modelled)."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+
+@dataclass(frozen=True)
+class VolumeBindingArgs:
+    """config.VolumeBindingArgs.
+
+    bind_timeout_seconds: how long binding may wait (default 600); shape: the
+    capacity scoring shape, only allowed with the StorageCapacityScoring gate
+    (off by default), so None here.
+    """
+
+    bind_timeout_seconds: int = 600
+    shape: tuple[UtilizationShapePoint, ...] | None = None
