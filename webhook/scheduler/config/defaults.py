@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "EXTENSION_POINTS",
     "PLUGIN_EXTENSION_POINTS",
+    "UNMODELLED_PLUGINS",
     "default_args",
     "merge_plugin_set",
     "merge_plugins",
@@ -94,10 +95,15 @@ PLUGIN_EXTENSION_POINTS: Mapping[str, frozenset[str]] = {
     "ImageLocality": _F({"score"}),
     "DefaultBinder": _F({"bind"}),
     "DynamicResources": _F(
-        {"preEnqueue", "preFilter", "filter", "postFilter", "preScore", "score", "reserve",
-         "preBind"}
+        {"preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind"}
     ),
 }
+
+# Default plugins the placement model does not run: queue sort, binding, preemption,
+# scheduling gates, and DynamicResources (DRA is out of scope).
+UNMODELLED_PLUGINS = frozenset(
+    {"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder", "DynamicResources"}
+)
 
 _DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
 

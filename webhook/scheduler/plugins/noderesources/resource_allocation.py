@@ -170,13 +170,12 @@ class ResourceAllocationScorer:
 
         Port of resource_allocation.go: calculatePodResourceRequestList.
         """
-        requests = pod_requests(pod, use_status=False) if self.use_requested else (
-            non_zero_requests(pod)
-        )
+        if self.use_requested:
+            totals = pod_requests(pod, use_status=False)
+        else:
+            totals = non_zero_requests(pod)
         # pod_requests reports "pods": 1 for the filter; no container requests pods.
-        return tuple(
-            0 if r.name == "pods" else requests.get(r.name, 0) for r in self.resources
-        )
+        return tuple(0 if r.name == "pods" else totals.get(r.name, 0) for r in self.resources)
 
     def score(self, pod_request_list: Sequence[int], node: NodeInfo) -> tuple[int, Status]:
         """The node's raw score for a pod requesting `pod_request_list`.
