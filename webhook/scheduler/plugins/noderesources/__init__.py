@@ -1,2 +1,3 @@
 """NodeResourcesFit and NodeResourcesBalancedAllocation
-(pkg/scheduler/framework/plugins/noderesources)."""
+(pkg/scheduler/framework/plugins/noderesources): the Filter, the scoring strategies and
+the shared resource-allocation scorer."""

@@ -1,0 +1,224 @@
+"""ImageLocality, from upstream's image_locality_test.go (TestImageLocalityPriority),
+plus init containers, image volumes and name normalisation.
+
+Legend: node403002000 lists gcr.io/40 (40 MiB), gcr.io/300 (300 MiB) and gcr.io/2000
+(2000 MiB); node25010 lists gcr.io/250 (250 MiB) and gcr.io/10 (10 MiB). A score
+is 100 * (sum - 23M) / (1000M * images - 23M), each image's size scaled by the
+share of nodes holding it, worked in each case's comment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.scheduler.plugin_builders import node_with, pod_with
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import MAX_NODE_SCORE, Code, CycleState
+from webhook.scheduler.plugins.imagelocality import (
+    MAX_CONTAINER_THRESHOLD,
+    MB,
+    MIN_THRESHOLD,
+    PRE_SCORE_STATE_KEY,
+    ImageLocality,
+    ImageStateSummary,
+    calculate_priority,
+    normalized_image_name,
+    pod_images,
+    scaled_image_score,
+)
+
+
+def image(size_mb: int, *names: str) -> dict[str, Any]:
+    return {"names": list(names), "sizeBytes": size_mb * MB}
+
+
+NODE_40_300_2000 = [
+    image(40, "gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"),
+    image(300, "gcr.io/300:latest", "gcr.io/300:v1"),
+    image(2000, "gcr.io/2000:latest"),
+]
+NODE_250_10 = [image(250, "gcr.io/250:latest"), image(10, "gcr.io/10:latest", "gcr.io/10:v1")]
+
+
+def spec_pod(
+    *images: str, init: tuple[str, ...] = (), volumes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    pod = pod_with()
+    pod["spec"]["containers"] = [{"name": f"c{i}", "image": im} for i, im in enumerate(images)]
+    if init:
+        pod["spec"]["initContainers"] = [
+            {"name": f"i{i}", "image": im} for i, im in enumerate(init)
+        ]
+    if volumes:
+        pod["spec"]["volumes"] = [
+            {"name": f"v{i}", "image": {"reference": ref}} for i, ref in enumerate(volumes)
+        ]
+    return pod
+
+
+def machines(*images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [node_with(f"machine{i}", images=im) for i, im in enumerate(images, 1)]
+
+
+def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
+    snapshot = Snapshot.from_objects(nodes)
+    plugin = ImageLocality()
+    state = CycleState()
+    infos = [snapshot.nodes[n["metadata"]["name"]] for n in nodes]
+    assert plugin.pre_score(state, pod, infos, snapshot).ok
+    out = {}
+    for info in infos:
+        score, status = plugin.score(state, pod, info)
+        assert status.ok
+        out[info.name] = score
+    scores = dict(out)
+    assert plugin.normalize_score(state, pod, scores).ok and scores == out
+    return out
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "want"),
+    [
+        pytest.param(
+            # machine1: gcr.io/40 40M * 1/2 = 20M < 23M -> 0
+            # machine2: gcr.io/250 250M * 1/2 = 125M -> 100 * (125M - 23M) / (2000M - 23M) = 5
+            spec_pod("gcr.io/40", "gcr.io/250"), machines(NODE_40_300_2000, NODE_250_10),
+            {"machine1": 0, "machine2": 5},
+            id="two images spread on two nodes, prefer the larger image one",
+        ),
+        pytest.param(
+            # machine1: (40M + 300M) / 2 = 170M -> 100 * 147M / 1977M = 7
+            spec_pod("gcr.io/40", "gcr.io/300"), machines(NODE_40_300_2000, NODE_250_10),
+            {"machine1": 7, "machine2": 0},
+            id="two images on one node, prefer this node",
+        ),
+        pytest.param(
+            # machine1: 2000M / 2 = 1000M -> 100 * 977M / 1977M = 49
+            # machine2: 10M / 2 = 5M < 23M -> 0
+            spec_pod("gcr.io/10", "gcr.io/2000"), machines(NODE_40_300_2000, NODE_250_10),
+            {"machine1": 49, "machine2": 0},
+            id="if exceed limit, use limit",
+        ),
+        pytest.param(
+            # machine1: 2000M / 3 -> 100 * (666.7M - 23M) / 1977M = 32
+            spec_pod("gcr.io/10", "gcr.io/2000"), machines(NODE_40_300_2000, NODE_250_10, []),
+            {"machine1": 32, "machine2": 0, "machine3": 0},
+            id="if exceed limit, use limit (with node which has no images present)",
+        ),
+        pytest.param(
+            # One image on the only node: 2000M clamps to 1000M * 1 -> 100.
+            spec_pod("gcr.io/2000"), machines(NODE_40_300_2000),
+            {"machine1": MAX_NODE_SCORE},
+            id="one image over the per-image maximum scores 100",
+        ),
+        pytest.param(
+            # Init container images count too, and count as images:
+            # machine1: (300M + 40M) / 2 = 170M over 2 images -> 7
+            spec_pod("gcr.io/40", init=("gcr.io/300",)), machines(NODE_40_300_2000, NODE_250_10),
+            {"machine1": 7, "machine2": 0},
+            id="init container images are scored",
+        ),
+        pytest.param(
+            # An image volume is an image source: 300M / 2 = 150M over 2 images -> 6
+            spec_pod("gcr.io/none", volumes=("gcr.io/300:v1",)),
+            machines(NODE_40_300_2000, NODE_250_10),
+            {"machine1": 6, "machine2": 0},
+            id="image volume references are scored",
+        ),
+        pytest.param(
+            # gcr.io/40:v1 is listed on both nodes: spread 1 -> 40M over 1 image:
+            # 100 * 17M / 977M = 1 on both.
+            spec_pod("gcr.io/40:v1"),
+            machines(NODE_40_300_2000, [image(40, "gcr.io/40:v1")]),
+            {"machine1": 1, "machine2": 1},
+            id="spread counts every node listing the name",
+        ),
+        pytest.param(
+            spec_pod(), machines(NODE_40_300_2000), {"machine1": 0},
+            id="a pod without images scores 0",
+        ),
+    ],
+)
+def test_image_locality_priority(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], want: dict[str, int]
+) -> None:
+    """Each node's ImageLocality score."""
+    assert _scores(pod, nodes) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("gcr.io/40", "gcr.io/40:latest"),
+        ("gcr.io/40:v1", "gcr.io/40:v1"),
+        ("localhost:5000/img", "localhost:5000/img:latest"),
+        ("localhost:5000/img:1", "localhost:5000/img:1"),
+        ("img@sha256:abc", "img@sha256:abc"),
+        ("", ":latest"),
+    ],
+)
+def test_normalized_image_name(name: str, want: str) -> None:
+    """A tagless name (no ':' after the last '/') gets ':latest'."""
+    assert normalized_image_name(name) == want
+
+
+@pytest.mark.parametrize(
+    ("total", "images", "want"),
+    [
+        (0, 1, 0),
+        (MIN_THRESHOLD, 1, 0),
+        (MIN_THRESHOLD + 1, 1, 0),
+        (MAX_CONTAINER_THRESHOLD, 1, 100),
+        (MAX_CONTAINER_THRESHOLD * 5, 2, 100),
+        (MAX_CONTAINER_THRESHOLD, 2, 49),
+        (0, 0, 0),
+    ],
+)
+def test_calculate_priority(total: int, images: int, want: int) -> None:
+    """Clamped to [23M, 1000M x images], mapped onto 0..100, truncating."""
+    assert calculate_priority(total, images) == want
+
+
+def test_scaled_image_score_truncates() -> None:
+    """size * (nodes holding it / all nodes), truncated; an empty cluster scores 0."""
+    assert scaled_image_score(ImageStateSummary(100, 1), 3) == 33
+    assert scaled_image_score(ImageStateSummary(100, 2), 3) == 66
+    assert scaled_image_score(ImageStateSummary(100, 1), 0) == 0
+
+
+def test_pod_images_order_and_count() -> None:
+    """Init containers, then containers, then image volumes, duplicates kept."""
+    pod = spec_pod("a", "a", init=("b",), volumes=("c:1",))
+    assert pod_images(pod) == ("b:latest", "a:latest", "a:latest", "c:1")
+
+
+def test_score_without_pre_score_is_an_error() -> None:
+    """Score reads the spread PreScore computed; without it the status is Error."""
+    snapshot = Snapshot.from_objects(machines(NODE_40_300_2000))
+    score, status = ImageLocality().score(
+        CycleState(), spec_pod("gcr.io/40"), snapshot.nodes["machine1"]
+    )
+    assert (score, status.code) == (0, Code.ERROR)
+    assert PRE_SCORE_STATE_KEY in status.reason
+
+
+def test_replaced_node_object_is_reread() -> None:
+    """The remembered image table follows the Node object, not its name."""
+    plugin = ImageLocality()
+    pod = spec_pod("gcr.io/2000")
+    snapshot = Snapshot.from_objects(machines(NODE_40_300_2000))
+    state = CycleState()
+    plugin.pre_score(state, pod, [], snapshot)
+    assert plugin.score(state, pod, snapshot.nodes["machine1"])[0] == 100
+    snapshot.upsert(node_with("machine1", images=NODE_250_10))
+    state = CycleState()
+    plugin.pre_score(state, pod, [], snapshot)
+    assert plugin.score(state, pod, snapshot.nodes["machine1"])[0] == 0
+
+
+def test_plugin_surface() -> None:
+    """The plugin declares its name and what it reads."""
+    assert ImageLocality.name == "ImageLocality"
+    assert ImageLocality.reads.node_fields == ("status.images",)

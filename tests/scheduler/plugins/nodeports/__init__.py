@@ -1,0 +1,1 @@
+"""Tests for webhook/scheduler/plugins/nodeports.py."""

@@ -1,0 +1,143 @@
+"""The NodeResourcesBalancedAllocation score plugin: nodes whose resources would be
+used in equal proportions score higher
+(pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go).
+
+score = (1 - std) * 100, truncated, where std is the standard deviation of the
+fractions requested / allocatable (each capped at 1) over the configured
+resources the node has. Requests are counted as they are (no non-zero defaults).
+A pod requesting none of the resources is skipped at PreScore (kubernetes#129138).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.config.types import NodeResourcesBalancedAllocationArgs
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
+from webhook.scheduler.framework.types import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    Reads,
+    Status,
+)
+from webhook.scheduler.plugins.noderesources.resource_allocation import (
+    ResourceAllocationScorer,
+    is_best_effort,
+)
+
+__all__ = [
+    "PLUGIN_NAME",
+    "PRE_SCORE_STATE_KEY",
+    "BalancedAllocationPreScoreState",
+    "NodeResourcesBalancedAllocation",
+    "balanced_resource_scorer",
+]
+
+PLUGIN_NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + PLUGIN_NAME
+
+# What Score reads of the incoming pod and of a node: the requests and the
+# allocatable; the summed requests of the node's pods.
+_POD_FIELDS = (
+    "spec.containers[].resources.requests",
+    "spec.initContainers[].resources.requests",
+    "spec.initContainers[].restartPolicy",
+    "spec.resources.requests",
+    "spec.overhead",
+)
+_NODE_FIELDS = ("status.allocatable", "requested")
+
+
+@dataclass(frozen=True)
+class BalancedAllocationPreScoreState:
+    """What PreScore leaves for Score.
+
+    pod_requests: the pod's request of each configured resource, in the order of
+    the args' resources; never all zero (such a pod is skipped).
+    """
+
+    pod_requests: tuple[int, ...]
+
+
+def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """(1 - std of the capped fractions) * MAX_NODE_SCORE, truncated toward zero; for
+    two resources std is |f0 - f1| / 2, for one or none it is 0.
+
+    Port of balanced_allocation.go: balancedResourceScorer.
+    """
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        fraction = min(req / alloc, 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        acc = 0.0
+        for fraction in fractions:
+            acc = acc + (fraction - mean) * (fraction - mean)
+        std = math.sqrt(acc / len(fractions))
+    # int64(float) in Go truncates toward zero, as int() does.
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+class NodeResourcesBalancedAllocation:
+    """The plugin, built once per profile from its args.
+
+    Port of balanced_allocation.go: NewBalancedAllocation.
+    """
+
+    name: ClassVar[str] = PLUGIN_NAME
+    reads: ClassVar[Reads] = Reads(pod_fields=_POD_FIELDS, node_fields=_NODE_FIELDS)
+
+    def __init__(
+        self, args: NodeResourcesBalancedAllocationArgs | None = None
+    ) -> None:
+        self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        self.scorer = ResourceAllocationScorer(
+            PLUGIN_NAME, balanced_resource_scorer, tuple(self.args.resources), use_requested=True
+        )
+
+    def pre_score(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        """The pod's requests into `state`; SKIP for a pod requesting none of the
+        resources, so best-effort pods do not all pile onto one node.
+
+        Port of balanced_allocation.go: BalancedAllocation.PreScore.
+        """
+        requests = self.scorer.pod_request_list(pod)
+        if is_best_effort(requests):
+            return SKIP
+        state[PRE_SCORE_STATE_KEY] = BalancedAllocationPreScoreState(requests)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfo) -> tuple[int, Status]:
+        """The node's balance score (0..MAX_NODE_SCORE). Without PreScore state the
+        requests are computed here, and a best-effort pod scores 0.
+
+        Port of balanced_allocation.go: BalancedAllocation.Score.
+        """
+        pre = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(pre, BalancedAllocationPreScoreState):
+            requests = pre.pod_requests
+        else:
+            requests = self.scorer.pod_request_list(pod)
+            if is_best_effort(requests):
+                return 0, SUCCESS
+        return self.scorer.score(requests, node)
+
+    def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
+        """No normalisation: scores are already 0..MAX_NODE_SCORE (ScoreExtensions nil)."""
+        return SUCCESS

@@ -1,0 +1,200 @@
+"""The scorer NodeResourcesFit's strategies and NodeResourcesBalancedAllocation share:
+per configured resource, what the node can allocate and what would be requested
+with the pod on it, handed to a strategy's function
+(pkg/scheduler/framework/plugins/noderesources/resource_allocation.go).
+
+Newest release read: kubernetes/kubernetes master of the 1.35 cycle
+(resource_allocation.go with DRA extended resources, balanced_allocation.go with
+the best-effort PreScore Skip, fit.go's PreScore). Feature gates at their
+defaults: pod-level resources on; in-place resize state read for bound pods only.
+
+Two ways of counting requests, as upstream:
+
+- NodeResourcesFit's strategies (useRequested false) count cpu and memory with
+  GetNonzeroRequests' defaults: a container that does not request cpu counts
+  100m, one that does not request memory counts 200Mi (an explicit 0 stays 0).
+  On the node side this is NodeInfo.NonZeroRequested.
+- NodeResourcesBalancedAllocation (useRequested true) counts requests as they
+  are, on both sides.
+
+A resource with allocatable 0 on the node is left out of the score; so is an
+extended (scalar) resource the pod does not request.
+
+CAVEAT: the node side of the non-zero count needs the sum of non_zero_requests()
+over the node's pods, read from `NodeInfo.non_zero_requested`; a NodeInfo without
+it falls back to its plain `requested`, which under-counts pods without requests.
+CAVEAT: DRA-backed extended resources (DeviceClass extendedResourceName) are not
+modelled; such a resource scores as absent from the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.api.kube import RawObj
+from webhook.api.resources import is_scalar_resource_name, node_allocatable, pod_requests
+from webhook.scheduler.config.types import ResourceSpec
+from webhook.scheduler.framework.snapshot import NodeInfo
+from webhook.scheduler.framework.types import SUCCESS, Code, Status
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "NON_ZERO_REQUESTED_ATTR",
+    "RESOURCES_NOT_FOUND",
+    "ResourceAllocationScorer",
+    "Scorer",
+    "allocatable_and_requested",
+    "is_best_effort",
+    "node_non_zero_requested",
+    "non_zero_requests",
+]
+
+# A strategy's function: (requested, allocatable), one entry per configured resource
+# in order, allocatable 0 for a resource left out -> the node's raw score.
+Scorer = Callable[[Sequence[int], Sequence[int]], int]
+
+# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what a container that
+# requests no cpu / memory counts for scoring (pkg/scheduler/util/pod_resources.go).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+# The NodeInfo attribute holding the summed non_zero_requests() of its pods.
+NON_ZERO_REQUESTED_ATTR = "non_zero_requested"
+
+RESOURCES_NOT_FOUND = Status(Code.ERROR, "resources not found")
+
+_NON_MISSING = {"cpu": f"{DEFAULT_MILLI_CPU_REQUEST}m", "memory": str(DEFAULT_MEMORY_REQUEST)}
+
+
+def _with_defaults(container: Any) -> Any:
+    if not isinstance(container, dict):
+        return container
+    resources = container.get("resources")
+    resources = resources if isinstance(resources, dict) else {}
+    requests = resources.get("requests")
+    requests = requests if isinstance(requests, dict) else {}
+    missing = {k: v for k, v in _NON_MISSING.items() if k not in requests}
+    if not missing:
+        return container
+    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
+
+
+def non_zero_requests(pod: RawObj, *, use_status: bool = False) -> dict[str, int]:
+    """pod_requests with every container's missing cpu / memory request counted as the
+    scoring defaults (PodResourcesOptions.NonMissingContainerRequests), init and
+    sidecar containers included; pod-level requests and overhead as pod_requests.
+
+    Port of resource_allocation.go: calculatePodResourceRequest (the non-zero branch),
+    and of the NonZeroRequested half of framework/types.go: calculateResource.
+
+    CAVEAT: with `use_status`, the defaults are applied before a resized container's
+    status is maxed in, where upstream applies them after; they differ only for a
+    container that requests no cpu (memory) and reports less than the default.
+    """
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        return pod_requests(pod, use_status=use_status)
+    filled = dict(spec)
+    for field in ("containers", "initContainers"):
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            filled[field] = [_with_defaults(c) for c in containers]
+    return pod_requests({**pod, "spec": filled}, use_status=use_status)
+
+
+def node_non_zero_requested(node: NodeInfo) -> Mapping[str, int]:
+    """NodeInfo.NonZeroRequested: the node's `non_zero_requested` when the snapshot
+    keeps it, else (CAVEAT, see the module docstring) its plain `requested`."""
+    held = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
+    return held if isinstance(held, Mapping) else node.requested
+
+
+def is_best_effort(pod_requests_list: Sequence[int]) -> bool:
+    """No configured resource is requested.
+
+    Port of resource_allocation.go: isBestEffortPod.
+    """
+    return all(request == 0 for request in pod_requests_list)
+
+
+def allocatable_and_requested(
+    allocatable: Mapping[str, int],
+    requested: Mapping[str, int],
+    non_zero_requested: Mapping[str, int],
+    resource: str,
+    pod_request: int,
+    use_requested: bool,
+) -> tuple[int, int]:
+    """(what the node can allocate, what its pods plus this pod request) of one resource;
+    (0, 0) when the resource is left out of the score.
+
+    cpu and memory count the non-zero requests unless `use_requested`;
+    ephemeral-storage and scalar resources always count plain requests. An extended
+    (scalar) resource the pod does not request, and a resource the node does not
+    list, are left out.
+
+    Port of resource_allocation.go: calculateResourceAllocatableRequest.
+    """
+    node_requested = requested if use_requested else non_zero_requested
+    if pod_request == 0 and is_scalar_resource_name(resource):
+        return 0, 0
+    if resource in ("cpu", "memory"):
+        return allocatable.get(resource, 0), node_requested.get(resource, 0) + pod_request
+    if resource == "ephemeral-storage":
+        return allocatable.get(resource, 0), requested.get(resource, 0) + pod_request
+    if is_scalar_resource_name(resource) and resource in allocatable:
+        return allocatable[resource], requested.get(resource, 0) + pod_request
+    return 0, 0
+
+
+@dataclass(frozen=True)
+class ResourceAllocationScorer:
+    """resourceAllocationScorer: one strategy bound to its resources.
+
+    name: the strategy's name (for messages); scorer: its function; resources: the
+    configured resources in order (their weights are the scorer's business);
+    use_requested: count cpu / memory as requested (BalancedAllocation) rather
+    than with the non-zero defaults (NodeResourcesFit).
+    """
+
+    name: str
+    scorer: Scorer
+    resources: tuple[ResourceSpec, ...]
+    use_requested: bool = False
+
+    def pod_request_list(self, pod: RawObj) -> tuple[int, ...]:
+        """The pod's request of each configured resource, in order (cpu in millicores).
+
+        Port of resource_allocation.go: calculatePodResourceRequestList.
+        """
+        if self.use_requested:
+            totals = pod_requests(pod, use_status=False)
+        else:
+            totals = non_zero_requests(pod)
+        # pod_requests reports "pods": 1 for the filter; no container requests pods.
+        return tuple(0 if r.name == "pods" else totals.get(r.name, 0) for r in self.resources)
+
+    def score(self, pod_request_list: Sequence[int], node: NodeInfo) -> tuple[int, Status]:
+        """The node's raw score for a pod requesting `pod_request_list`.
+
+        Port of resource_allocation.go: resourceAllocationScorer.score.
+        """
+        if not self.resources:
+            return 0, RESOURCES_NOT_FOUND
+        allocatable = node_allocatable(node.node) or {}
+        requested = node.requested
+        non_zero = requested if self.use_requested else node_non_zero_requested(node)
+        allocs: list[int] = []
+        reqs: list[int] = []
+        for spec, pod_request in zip(self.resources, pod_request_list, strict=True):
+            alloc, req = allocatable_and_requested(
+                allocatable, requested, non_zero, spec.name, pod_request, self.use_requested
+            )
+            # A resource the node cannot allocate is left out (both stay 0).
+            allocs.append(alloc)
+            reqs.append(req if alloc else 0)
+        return self.scorer(reqs, allocs), SUCCESS
+
