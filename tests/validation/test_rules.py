@@ -702,7 +702,7 @@ def test_public_surface() -> None:
         "validate_object",
     ]
     assert "object_warnings" in webhook.validation.advice.__all__
-    assert webhook.scheduler.config.validation.__all__ == ["validate_spread_args"]
+    assert "validate_spread_args" in webhook.scheduler.config.validation.__all__
 
 
 def test_deep_and_looped_values() -> None:

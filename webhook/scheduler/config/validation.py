@@ -34,9 +34,15 @@ from webhook.scheduler.config.types import (
     VolumeBindingArgs,
 )
 
-# The validators appended below (validate_node_resources_fit_args, ...) join __all__
-# when tests/validation/test_rules.py's pin of this surface is updated with them.
-__all__ = ["validate_spread_args"]
+__all__ = [
+    "validate_balanced_allocation_args",
+    "validate_default_preemption_args",
+    "validate_inter_pod_affinity_args",
+    "validate_node_affinity_args",
+    "validate_node_resources_fit_args",
+    "validate_spread_args",
+    "validate_volume_binding_args",
+]
 
 
 def validate_spread_args(args: SpreadArgs) -> list[str]:

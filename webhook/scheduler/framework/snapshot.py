@@ -611,7 +611,8 @@ _VOLUME_SOURCES = frozenset(
 
 
 def _host_ports_only(containers: Any) -> list[RawObj] | None:
-    """Containers reduced to the ports that claim a host port (what NodePorts reads)."""
+    """Containers reduced to the ports that claim a host port and, for init containers,
+    their restartPolicy (what NodePorts reads)."""
     if not isinstance(containers, list):
         return None
     out = []
@@ -621,7 +622,10 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
             continue
         claimed = [p for p in ports if isinstance(p, dict) and p.get("hostPort")]
         if claimed:
-            out.append({"ports": claimed})
+            kept: RawObj = {"ports": claimed}
+            if "restartPolicy" in c:  # a sidecar init container keeps its ports (NodePorts)
+                kept["restartPolicy"] = c["restartPolicy"]
+            out.append(kept)
     return out or None
 
 

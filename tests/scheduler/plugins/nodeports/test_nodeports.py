@@ -225,11 +225,6 @@ def test_equal_node_keys_give_equal_filter_status(
         assert statuses[0] == statuses[1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Snapshot's light pod spec drops initContainers[].restartPolicy, so a bound "
-    "pod's sidecar host ports are not seen (framework/snapshot.py _host_ports_only)",
-)
 def test_sidecar_ports_of_pods_in_a_snapshot() -> None:
     """Through the Snapshot, a bound pod's sidecar host port still blocks the node."""
     from webhook.scheduler.framework.snapshot import Snapshot
