@@ -32,10 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from webhook.api.kube import pod_namespace
 from webhook.cli.simulate import without_cyclic_gc  # noqa: E402
 from webhook.cluster.files import load_snapshot  # noqa: E402
 from webhook.scheduler.framework.memo import memo_of
-from webhook.scheduler.framework.snapshot import Snapshot, pod_namespace  # noqa: E402
+from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place, simulate  # noqa: E402
 from webhook.scheduler.plugins.podtopologyspread import common, filtering, scoring  # noqa: E402
 

@@ -121,3 +121,15 @@ def as_created(pod: RawObj, namespace: str) -> RawObj:
     if not namespace or m.get("namespace") == namespace:
         return pod
     return {**pod, "metadata": {**m, "namespace": namespace}}
+
+
+def pod_namespace(pod: RawObj) -> str:
+    """The pod's namespace; a pod read from a file without one lives in "default"."""
+    ns = meta(pod).get("namespace")
+    return ns if isinstance(ns, str) and ns else "default"
+
+
+def pod_labels(pod: RawObj) -> dict[str, str]:
+    """The pod's labels, {} when absent or not a mapping."""
+    labels = meta(pod).get("labels")
+    return labels if isinstance(labels, dict) else {}

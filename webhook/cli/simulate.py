@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template
+from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
 from webhook.cluster.files import load_objects, load_snapshot
 from webhook.config import load_settings
 from webhook.errors import InputError
-from webhook.scheduler.framework.snapshot import as_dict
 from webhook.scheduler.placement import Placement, Simulation, simulate
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME
 

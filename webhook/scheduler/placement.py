@@ -26,7 +26,7 @@ from itertools import compress
 from operator import add, attrgetter, is_not
 from typing import Any, NamedTuple
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.memo import FilterMemo, adopt, memo_of
 from webhook.scheduler.framework.runtime import (
@@ -37,12 +37,7 @@ from webhook.scheduler.framework.runtime import (
     pod_inputs,
     run_filters,
 )
-from webhook.scheduler.framework.snapshot import (
-    NodeTable,
-    Snapshot,
-    as_dict,
-    pod_namespace,
-)
+from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Code, FilterPlugin, NodeInfoLike, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,

@@ -27,7 +27,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector
 from webhook.api.resources import pod_requests
 
@@ -80,29 +81,8 @@ ClassValues = tuple[Any, ...]
 KeyIndex = tuple[dict[str, tuple[str, ...]], tuple[tuple[str, ...], ...]]
 
 
-def as_dict(value: Any) -> dict[str, Any]:
-    """`value` when it is a mapping, else {} (fields of the wrong type read as absent)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _meta(obj: Any) -> dict[str, Any]:
-    return as_dict(obj.get("metadata")) if isinstance(obj, dict) else {}
-
-
-def pod_namespace(pod: RawObj) -> str:
-    """The pod's namespace; a pod read from a file without one lives in "default"."""
-    ns = _meta(pod).get("namespace")
-    return ns if isinstance(ns, str) and ns else "default"
-
-
-def pod_labels(pod: RawObj) -> dict[str, str]:
-    """The pod's labels, {} when absent or not a mapping."""
-    labels = _meta(pod).get("labels")
-    return labels if isinstance(labels, dict) else {}
-
-
 def is_terminating(pod: RawObj) -> bool:
-    return _meta(pod).get("deletionTimestamp") is not None
+    return meta_of(pod).get("deletionTimestamp") is not None
 
 
 def _node_name_of(pod: RawObj) -> str:
@@ -143,7 +123,7 @@ class NodeInfo:
     def set_node(self, node: RawObj | None) -> None:
         self.generation = next(_GENERATIONS)
         self.node = node if node is not None else {}
-        self.labels = dict(as_dict(_meta(node).get("labels")))
+        self.labels = dict(as_dict(meta_of(node).get("labels")))
 
     def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
         self.generation = next(_GENERATIONS)
@@ -184,7 +164,7 @@ class NodeInfo:
 
 
 def _key_of(pod: RawObj) -> PodKey:
-    meta = _meta(pod)
+    meta = meta_of(pod)
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 
@@ -305,7 +285,7 @@ class Snapshot:
             elif kind in WORKLOAD_KINDS:
                 self._upsert_workload(kind, obj)
             elif kind == "Namespace":
-                name = _meta(obj).get("name")
+                name = meta_of(obj).get("name")
                 if isinstance(name, str):
                     self.namespaces[name] = obj
             elif kind in STORED_KINDS:
@@ -322,7 +302,7 @@ class Snapshot:
             if kind == "Pod":
                 self._remove_pod(_key_of(obj))
             elif kind == "Node":
-                name = _meta(obj).get("name")
+                name = meta_of(obj).get("name")
                 info = self._infos.get(name) if isinstance(name, str) else None
                 if info is not None:
                     # Pods bound to a vanished node stay known: the node may come back.
@@ -336,7 +316,7 @@ class Snapshot:
             elif kind in WORKLOAD_KINDS:
                 self._delete_workload(kind, obj)
             elif kind == "Namespace":
-                name = _meta(obj).get("name")
+                name = meta_of(obj).get("name")
                 if isinstance(name, str):
                     self.namespaces.pop(name, None)
             elif kind in STORED_KINDS:
@@ -494,7 +474,7 @@ class Snapshot:
         return info
 
     def _upsert_node(self, node: RawObj) -> None:
-        name = _meta(node).get("name")
+        name = meta_of(node).get("name")
         if not isinstance(name, str) or not name:
             return
         info = self._info(name)
@@ -508,7 +488,7 @@ class Snapshot:
             self._topology_changed()
 
     def _upsert_pod(self, pod: RawObj) -> None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             return
@@ -569,14 +549,14 @@ class Snapshot:
     def _upsert_workload(self, kind: str, obj: RawObj) -> None:
         ns, name = _workload_key(obj)
         store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
-        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
+        items = [o for o in store.get(ns, []) if meta_of(o).get("name") != name]
         items.append(obj)
         store[ns] = items
 
     def _delete_workload(self, kind: str, obj: RawObj) -> None:
         ns, name = _workload_key(obj)
         store: dict[str, list[RawObj]] = getattr(self, WORKLOAD_KINDS[kind])
-        items = [o for o in store.get(ns, []) if _meta(o).get("name") != name]
+        items = [o for o in store.get(ns, []) if meta_of(o).get("name") != name]
         if items:
             store[ns] = items
         else:
@@ -584,7 +564,7 @@ class Snapshot:
 
 
 def _stored_key(kind: str, obj: RawObj) -> tuple[str, str] | None:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         return None
@@ -653,6 +633,6 @@ def _light_spec(spec: RawObj, node: str) -> RawObj:
 
 
 def _workload_key(obj: RawObj) -> tuple[str, Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     ns = meta.get("namespace")
     return (ns if isinstance(ns, str) and ns else "default"), meta.get("name")

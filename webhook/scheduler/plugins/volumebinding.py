@@ -21,10 +21,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import spec as spec_of
 from webhook.api.labels import compile_selector
 from webhook.api.resources import parse_quantity
-from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict, pod_namespace
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
 from webhook.scheduler.plugins.volumeutil import (
     claim_class,
@@ -71,10 +72,6 @@ class PodVolumeClaims:
     delayed: tuple[RawObj, ...]
 
 
-def _spec(obj: RawObj) -> dict[str, object]:
-    return as_dict(obj.get("spec"))
-
-
 def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
     """Port of plugin.go: PreFilter and binder.go: GetPodVolumeClaims."""
     claims = list(claim_volumes(pod))
@@ -100,7 +97,7 @@ def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
             )
         if as_dict(pvc.get("metadata")).get("deletionTimestamp") is not None:
             return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{name}" is being deleted')
-        if _spec(pvc).get("volumeName"):
+        if spec_of(pvc).get("volumeName"):
             bound.append(pvc)
         elif is_delay_binding(pvc, snapshot):
             delayed.append(pvc)
@@ -114,7 +111,7 @@ def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
 
 
 def _access_modes(obj: RawObj) -> set[str]:
-    modes = _spec(obj).get("accessModes")
+    modes = spec_of(obj).get("accessModes")
     return {m for m in modes if isinstance(m, str)} if isinstance(modes, list) else set()
 
 
@@ -130,7 +127,7 @@ def find_matching_volume(pvc: RawObj, node: RawObj, snapshot: Snapshot) -> RawOb
     selector, capacity, node affinity; a PV pre-bound to this claim wins at once).
     """
     meta = as_dict(pvc.get("metadata"))
-    spec = _spec(pvc)
+    spec = spec_of(pvc)
     cls = claim_class(pvc)
     mode = spec.get("volumeMode") or "Filesystem"
     wanted = _access_modes(pvc)
@@ -140,7 +137,7 @@ def find_matching_volume(pvc: RawObj, node: RawObj, snapshot: Snapshot) -> RawOb
     best: RawObj | None = None
     best_size = 0
     for pv in snapshot.listed("PersistentVolume"):
-        pv_spec = _spec(pv)
+        pv_spec = spec_of(pv)
         ref = as_dict(pv_spec.get("claimRef"))
         if ref:
             if ref.get("name") == meta.get("name") and ref.get("namespace") == meta.get(
@@ -190,7 +187,7 @@ def filter_node(state: CycleState, node: NodeInfo) -> Status:
         return Status(Code.ERROR, f'error reading "{STATE_KEY}" from cycleState: not found')
     bound_ok, pvs_found, unbound_ok = True, True, True
     for pvc in claims.bound:
-        pv = snapshot.get("PersistentVolume", "", str(_spec(pvc).get("volumeName")))
+        pv = snapshot.get("PersistentVolume", "", str(spec_of(pvc).get("volumeName")))
         if pv is None:
             pvs_found = False
             break

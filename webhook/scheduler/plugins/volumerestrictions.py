@@ -12,8 +12,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from webhook.api.kube import RawObj
-from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict, pod_namespace
+from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
 from webhook.scheduler.plugins.volumeutil import claim_of, claim_volumes, not_found
 

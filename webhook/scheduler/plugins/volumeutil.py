@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.labels import compile_node_affinity
-from webhook.scheduler.framework.snapshot import Snapshot, as_dict, pod_namespace
+from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = [
     "WAIT_FOR_FIRST_CONSUMER",

@@ -12,8 +12,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from webhook.api.kube import RawObj
-from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, as_dict
+from webhook.api.kube import REGION, ZONE, RawObj, as_dict
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
 from webhook.scheduler.plugins.volumeutil import (
     WAIT_FOR_FIRST_CONSUMER,
@@ -32,8 +32,8 @@ CONFLICT: Final = Status(Code.UNRESOLVABLE, ERR_REASON_CONFLICT)
 
 _BETA_ZONE: Final = "failure-domain.beta.kubernetes.io/zone"
 _BETA_REGION: Final = "failure-domain.beta.kubernetes.io/region"
-_ZONE: Final = "topology.kubernetes.io/zone"
-_REGION: Final = "topology.kubernetes.io/region"
+_ZONE: Final = ZONE
+_REGION: Final = REGION
 TOPOLOGY_LABELS: Final = (_BETA_ZONE, _BETA_REGION, _ZONE, _REGION)
 _GA: Final = {_BETA_ZONE: _ZONE, _BETA_REGION: _REGION}
 

@@ -860,7 +860,7 @@ APPS = ("a", "b")
 
 def _naive(incoming: RawObj, snapshot: Snapshot) -> dict[str, Code]:
     """Every node judged by walking every existing pod, straight from the definitions."""
-    from webhook.scheduler.framework.snapshot import pod_labels, pod_namespace
+    from webhook.api.kube import pod_labels, pod_namespace
 
     terms = parse_pod_terms(incoming)
     ns, labels = pod_namespace(incoming), pod_labels(incoming)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, meta, pod_namespace, spec
 from webhook.api.labels import selector_from_set, selector_requirements
 from webhook.scheduler.framework.types import Reads
 
@@ -39,21 +39,6 @@ class WorkloadSnapshot(Protocol):
     replicationcontrollers: dict[str, list[RawObj]]
 
 
-def _meta(obj: Any) -> dict[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
-def _spec(obj: Any) -> dict[str, Any]:
-    spec = obj.get("spec") if isinstance(obj, dict) else None
-    return spec if isinstance(spec, dict) else {}
-
-
-def _namespace(pod: RawObj) -> str:
-    ns = _meta(pod).get("namespace")
-    return ns if isinstance(ns, str) and ns else "default"
-
-
 def _string_map(value: Any) -> dict[str, str] | None:
     if not isinstance(value, dict):
         return None
@@ -63,7 +48,7 @@ def _string_map(value: Any) -> dict[str, str] | None:
     return out
 
 
-def _in_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[RawObj]:
+def _inpod_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[RawObj]:
     by_namespace = getattr(snapshot, attribute, None)
     if not isinstance(by_namespace, dict):
         return ()
@@ -73,7 +58,7 @@ def _in_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[Raw
 
 def _controller_of(pod: RawObj) -> dict[str, Any] | None:
     """metav1.GetControllerOf: the first owner reference marked controller."""
-    refs = _meta(pod).get("ownerReferences")
+    refs = meta(pod).get("ownerReferences")
     for ref in refs if isinstance(refs, list) else ():
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
@@ -82,11 +67,11 @@ def _controller_of(pod: RawObj) -> dict[str, Any] | None:
 
 def _services_label_set(pod: RawObj, snapshot: Any) -> dict[str, str]:
     """Merged spec.selector of the Services in the pod's namespace that select it."""
-    pod_labels = _meta(pod).get("labels")
+    pod_labels = meta(pod).get("labels")
     labels = pod_labels if isinstance(pod_labels, dict) else {}
     merged: dict[str, str] = {}
-    for service in _in_namespace(snapshot, "services", _namespace(pod)):
-        selector = _string_map(_spec(service).get("selector"))
+    for service in _inpod_namespace(snapshot, "services", pod_namespace(pod)):
+        selector = _string_map(spec(service).get("selector"))
         # A Service without a selector selects nothing, not everything.
         if selector is None:
             continue
@@ -97,7 +82,7 @@ def _services_label_set(pod: RawObj, snapshot: Any) -> dict[str, str]:
 
 def _find(objects: Iterable[RawObj], name: str) -> RawObj | None:
     for obj in objects:
-        if _meta(obj).get("name") == name:
+        if meta(obj).get("name") == name:
             return obj
     return None
 
@@ -112,7 +97,7 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     """
     if not isinstance(pod, dict):
         return None
-    namespace = _namespace(pod)
+    namespace = pod_namespace(pod)
     match_labels = _services_label_set(pod, snapshot)
     expressions: list[RawObj] = []
     owner = _controller_of(pod)
@@ -125,16 +110,16 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
         )
         name = owner.get("name")
         found = (
-            _find(_in_namespace(snapshot, attribute, namespace), name)
+            _find(_inpod_namespace(snapshot, attribute, namespace), name)
             if attribute is not None and isinstance(name, str)
             else None
         )
         if found is not None and attribute == "replicationcontrollers":
-            rc_selector = _string_map(_spec(found).get("selector"))
+            rc_selector = _string_map(spec(found).get("selector"))
             match_labels.update(rc_selector or {})
         elif found is not None:
             # LabelSelectorAsSelector; a nil or malformed selector adds nothing.
-            requirements = selector_requirements(_spec(found).get("selector"))
+            requirements = selector_requirements(spec(found).get("selector"))
             for key, operator, values in requirements or ():
                 if operator == "In" and len(values) == 1 and key not in match_labels:
                     match_labels[key] = values[0]

@@ -27,17 +27,10 @@ from typing import Any, Final
 
 from webhook.api.constraint import apply_match_label_keys, match_label_requirements
 from webhook.api.field import FieldError, JSONValue, aggregate, go_quote, invalid
-from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj
+from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj, as_dict, pod_labels, pod_namespace
 from webhook.api.labels import LabelMatcher, compile_selector, match_nothing
 from webhook.api.names import MUST_BE_OBJECT, is_qualified_name, is_valid_label_value
-from webhook.scheduler.framework.snapshot import (
-    NodeInfo,
-    Snapshot,
-    as_dict,
-    is_terminating,
-    pod_labels,
-    pod_namespace,
-)
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, is_terminating
 
 __all__ = [
     "NAME",

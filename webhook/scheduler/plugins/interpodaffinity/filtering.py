@@ -28,14 +28,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from webhook.api.kube import RawObj
-from webhook.scheduler.framework.snapshot import (
-    ABSENT,
-    NodeInfo,
-    Snapshot,
-    pod_labels,
-    pod_namespace,
-)
+from webhook.api.kube import RawObj, pod_labels, pod_namespace
+from webhook.scheduler.framework.snapshot import ABSENT, NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.plugins.interpodaffinity.common import (
     NAME,

@@ -23,14 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from webhook.api.kube import RawObj
-from webhook.scheduler.framework.snapshot import (
-    NodeInfo,
-    Snapshot,
-    as_dict,
-    pod_labels,
-    pod_namespace,
-)
+from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
     MAX_NODE_SCORE,
     SKIP,

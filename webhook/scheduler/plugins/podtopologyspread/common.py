@@ -16,17 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.constraint import apply_match_label_keys
-from webhook.api.kube import RawObj
+from webhook.api.kube import HOSTNAME, RawObj, as_dict, pod_labels, pod_namespace
 from webhook.api.labels import compile_node_affinity, compile_selector, find_untolerated_taint
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.snapshot import (
-    NodeInfo,
-    NodeTable,
-    Snapshot,
-    as_dict,
-    pod_labels,
-    pod_namespace,
-)
+from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import Code, Reads, Status
 from webhook.scheduler.plugins.helper.spread import READS as SPREAD_READS
 from webhook.scheduler.plugins.podtopologyspread.defaults import default_constraints_for
@@ -52,7 +45,7 @@ DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 IGNORE = "Ignore"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_HOSTNAME = HOSTNAME  # hostname spreading is scored by node, not by domain
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, pod_labels
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.memo import memo_of
-from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot, pod_labels
+from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     CONSTRAINTS_NOT_MATCH,
