@@ -121,3 +121,29 @@ def as_created(pod: RawObj, namespace: str) -> RawObj:
     if not namespace or m.get("namespace") == namespace:
         return pod
     return {**pod, "metadata": {**m, "namespace": namespace}}
+
+
+def pod_template_at(obj: RawObj, path: tuple[str, ...]) -> PodTemplate | None:
+    """pod_template for a kind declared elsewhere (a custom workload) whose pod template
+    sits at `path` (keys from the object root); None when absent or malformed."""
+    if not isinstance(obj, dict) or not path:
+        return None
+    kind = obj.get("kind")
+    node: Any = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            return None
+        if not isinstance(node, dict):
+            return None
+    metadata = node.get("metadata") if node.get("metadata") is not None else {}
+    spec = node.get("spec") if node.get("spec") is not None else {}
+    if not isinstance(metadata, dict) or not isinstance(spec, dict):
+        return None
+    return PodTemplate(
+        kind=str(kind),
+        metadata=metadata,
+        spec=spec,
+        spec_path=".".join((*path, "spec")),
+        pointer="".join("/" + json_pointer_escape(k) for k in path),
+    )
