@@ -296,9 +296,7 @@ MERGED = [{"key": "pod-template-hash", "operator": "In", "values": ["h1"]}]
     [
         # v1.34+ merges by itself right after the webhook: merging here too would be refused.
         pytest.param([], None, ["pod-template-hash"], False, id="newest: the API server merges"),
-        pytest.param(
-            ["--server-version", "1.34"], None, ["pod-template-hash"], False, id="v1.34"
-        ),
+        pytest.param(["--server-version", "1.34"], None, ["pod-template-hash"], False, id="v1.34"),
         # Before v1.34: merged, and the keys moved out (that server refuses a key in both).
         pytest.param(["--server-version", "1.33"], MERGED, None, True, id="v1.33: merged, moved"),
     ],

@@ -271,6 +271,8 @@ class _KnownKeys:
 
 
 def _hint(key: str, known: _KnownKeys) -> str:
+    if key in WELL_KNOWN_TOPOLOGY_KEYS or key in known.declared:
+        return ""  # a real key, only missing from the nodes: no typo to point at
     near = did_you_mean(key, known.candidates())
     return f"; did you mean {near}?" if near else ""
 
