@@ -15,7 +15,6 @@ import yaml
 from tests import paths
 from tests.builders import (
     DNS,
-    HOSTNAME,
     SA,
     ZONE,
     make_node,
