@@ -415,8 +415,9 @@ def cli_check(
     report = run_check(args, target, err)
     fmt = getattr(args, "output", "text")
     painted = colour(out) if fmt == "text" else False
+    me = f"{getattr(args, 'prog', 'topospread')} check"
     for problem in report.problems:
-        print(f"topospread check: {problem.message}", file=err)
+        print(f"{me}: {problem.message}", file=err)
     if fmt == "json":
         out.write(json.dumps([r.to_json() for r in report.results], indent=2, ensure_ascii=False))
         out.write("\n")
@@ -434,12 +435,12 @@ def cli_check(
                 print(line, file=out)
     empty = report.empty_message()
     if empty:
-        print(f"topospread check: warning: {empty}", file=err)
+        print(f"{me}: warning: {empty}", file=err)
     summary = report.summary()
     if fmt == "text":
         print(summary, file=out)
     else:
-        print(f"topospread check: {summary}", file=err)
+        print(f"{me}: {summary}", file=err)
     if report.problems or (empty and getattr(args, "fail_empty", False)):
         return 2
     if report.invalid:

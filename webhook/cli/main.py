@@ -137,6 +137,7 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         epilog=f"Run `{prog} COMMAND --help` for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"topospread {version()}")
+    parser.set_defaults(prog=prog)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(

@@ -54,7 +54,7 @@ def cli_mutate(
         try:
             docs.extend(read_documents(path))
         except InputError as exc:
-            print(f"topospread mutate: {exc}", file=err)
+            print(f"{getattr(args, 'prog', 'topospread')} mutate: {exc}", file=err)
             unreadable = True
     if unreadable:
         return 2
