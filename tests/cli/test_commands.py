@@ -354,3 +354,34 @@ def test_mutate_unreadable_file_exits_2(capsys: pytest.CaptureFixture[str]) -> N
     code, out, err = run(capsys, "mutate", "/nonexistent/pods.yaml")
     assert (code, out) == (2, "")
     assert "no such file" in err
+
+
+def test_mutate_streams_documents_with_the_c_dumper(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each object is written as soon as it is mutated, by libyaml's emitter when present."""
+    import webhook.cli.mutate as mutate_module
+    from webhook.cli.main import build_parser
+
+    if yaml.__with_libyaml__:
+        assert mutate_module._DUMPER is yaml.CSafeDumper
+    events: list[str] = []
+    real = mutate_module.mutate_reviewed
+
+    def recording(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        events.append("mutate " + obj["metadata"]["name"])
+        return real(obj, *args, **kwargs)
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith("apiVersion") or text == "---\n":
+                events.append("write")
+            return super().write(text)
+
+    monkeypatch.setattr(mutate_module, "mutate_reviewed", recording)
+    args = build_parser().parse_args(["mutate", write(tmp_path, "p.yaml", web_pods_yaml())])
+    out = Out()
+    assert mutate_module.cli_mutate(args, out=out, err=io.StringIO()) == 0
+    assert events[:2] == ["mutate web-1", "write"]
+    assert events.index("mutate web-2") > 1
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(out.getvalue())] == ["web-1", "web-2"]
