@@ -16,6 +16,7 @@ A progress line (kind and count) is drawn on `progress` when it is a terminal.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -132,6 +133,10 @@ def connect(
     from kubernetes import config as kube_config
 
     config: Any = kube_config  # untyped loaders
+    if kubeconfig is None and not in_cluster:
+        # As kubectl: $KUBECONFIG (a list of paths) as it is now, not as the client
+        # library read it when it was first imported.
+        kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     configuration = client.Configuration()
     name = "in-cluster"
     namespace = ""
