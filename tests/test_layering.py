@@ -61,8 +61,7 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     ("webhook.server.logs", "webhook.admission.review"): "logging set up before the app",
     # Each subcommand imports only what it runs: `topospread check` starts fast.
     ("webhook.cli.main", "*"): "a subcommand's imports only when it runs",
-    ("webhook.cli.commands", "webhook.cluster.source"): "a snapshot only when asked for",
-    ("webhook.cli.commands", "webhook.cluster.files"): "file reading only when needed",
+    ("webhook.cli.common", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.simulate", "webhook.validation.rules"): "validation only when asked",
     ("webhook.cluster.source", "webhook.cluster.files"): "file reading only for FileSource",
 }

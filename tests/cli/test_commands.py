@@ -53,11 +53,14 @@ def test_data_sets_are_there() -> None:
 
 @pytest.mark.parametrize("path", VALID, ids=[p.name for p in VALID])
 def test_check_valid_manifest_exits_0(capsys: pytest.CaptureFixture[str], path: Path) -> None:
-    """Every object valid: exit 0, each named as valid."""
-    code, out, _ = run(capsys, "check", str(path))
+    """Every object valid: exit 0; with -v each is named as valid, then the summary line."""
+    code, out, _ = run(capsys, "check", "-v", str(path))
     assert code == 0, out
-    assert out.strip()
-    assert all(" is valid" in line or ": warning: " in line for line in out.splitlines())
+    *lines, summary = out.splitlines()
+    assert lines
+    assert all(" is valid" in line or ": warning: " in line for line in lines)
+    assert summary.startswith("1 file, ")
+    assert ", 0 invalid, " in summary
 
 
 @pytest.mark.parametrize("path", INVALID, ids=[p.name for p in INVALID])
@@ -123,11 +126,19 @@ def test_check_bad_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "matchLabelKeysMerge" in err
 
 
-def test_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    """argparse refuses a missing FILE with exit 2."""
-    with pytest.raises(SystemExit) as exc:
-        main(["check"])
-    assert exc.value.code == 2
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_check_without_files_on_a_terminal_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No FILE and nothing piped (stdin is a terminal): exit 2 saying how to give input."""
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    code, _, err = run(capsys, "check")
+    assert code == 2
+    assert "no input: give FILE" in err
 
 
 # ---------------------------------------------------------------------------------------
@@ -135,7 +146,8 @@ def test_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]
 
 
 def test_check_json_lists_every_object(capsys: pytest.CaptureFixture[str]) -> None:
-    """One entry per object with file, kind, name, namespace, valid, errors, warnings."""
+    """One entry per object: file, document, line, kind, name, namespace, checked, valid,
+    how it was validated, errors and warnings."""
     invalid = DATA / "invalid" / "maxskew-zero.yaml"
     listing = DATA / "valid" / "list-deployment-and-job.yaml"
     code, out, _ = run(capsys, "check", "-o", "json", str(invalid), str(listing))
@@ -143,10 +155,14 @@ def test_check_json_lists_every_object(capsys: pytest.CaptureFixture[str]) -> No
     doc = json.loads(out)
     assert doc[0] == {
         "file": str(invalid),
+        "document": 0,
+        "line": 2,
         "kind": "Pod",
         "name": "web",
         "namespace": "default",
+        "checked": True,
         "valid": False,
+        "validatedAs": "new",
         "errors": [
             {
                 "field": "spec.topologySpreadConstraints[0].maxSkew",
@@ -163,23 +179,29 @@ def test_check_json_lists_every_object(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_check_json_carries_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Advice lands in warnings, each starting with the field path."""
+    """Advice lands in warnings, each with its id, field and message."""
     pod = make_pod().name("web").spread(1, ZONE, DNS, None).obj()
     code, out, _ = run(capsys, "check", "-o", "json", write(tmp_path, "p.json", json.dumps(pod)))
     assert code == 0
     warnings = json.loads(out)[0]["warnings"]
-    assert warnings[0].startswith("spec.topologySpreadConstraints[0].labelSelector: ")
+    assert warnings[0] == {
+        "id": "null-label-selector",
+        "field": "spec.topologySpreadConstraints[0].labelSelector",
+        "message": "a null labelSelector results in matching no pod",
+    }
 
 
-def test_check_json_includes_unhandled_kinds_as_valid(
+def test_check_json_lists_unhandled_kinds_as_skipped_never_valid(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A ConfigMap beside a pod: listed, valid, nothing checked."""
+    """A ConfigMap: listed as not checked, with why, and `valid` null, never true."""
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n"
     code, out, _ = run(capsys, "check", "-o", "json", write(tmp_path, "cm.yaml", text))
     assert code == 0
-    assert json.loads(out)[0]["kind"] == "ConfigMap"
-    assert json.loads(out)[0]["namespace"] == "shop"
+    entry = json.loads(out)[0]
+    assert (entry["kind"], entry["namespace"]) == ("ConfigMap", "shop")
+    assert (entry["checked"], entry["valid"]) == (False, None)
+    assert entry["skipped"] == "kind ConfigMap has no pod template topospread knows"
 
 
 # ---------------------------------------------------------------------------------------
@@ -217,9 +239,25 @@ def test_review_mutate_prints_the_patch(
         .obj()
     )
     stdin(monkeypatch, json.dumps(review(pod)).encode())
-    code, out, _ = run(capsys, "review", "mutate")
+    code, out, _ = run(capsys, "review", "mutate", "--server-version", "1.33")
     assert code == 0
     assert json.loads(out)["response"]["patchType"] == "JSONPatch"
+
+
+def test_review_follows_the_server_version(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default the newest API server, which merges matchLabelKeys itself: no patch."""
+    pod = (
+        make_pod()
+        .labels({"app": "web", "pod-template-hash": "h1"})
+        .spread(1, ZONE, DNS, selector({"app": "web"}), matchLabelKeys=["pod-template-hash"])
+        .obj()
+    )
+    stdin(monkeypatch, json.dumps(review(pod)).encode())
+    code, out, _ = run(capsys, "review", "mutate")
+    assert code == 0
+    assert "patch" not in json.loads(out)["response"]
 
 
 def test_review_malformed_exits_2(
@@ -250,21 +288,56 @@ def web_pods_yaml() -> str:
     return yaml.safe_dump_all(pods)
 
 
-def test_mutate_prints_each_object_changed(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+MERGED = [{"key": "pod-template-hash", "operator": "In", "values": ["h1"]}]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expressions", "keys", "annotated"),
+    [
+        # v1.34+ merges by itself right after the webhook: merging here too would be refused.
+        pytest.param([], None, ["pod-template-hash"], False, id="newest: the API server merges"),
+        pytest.param(["--server-version", "1.34"], None, ["pod-template-hash"], False, id="v1.34"),
+        # Before v1.34: merged, and the keys moved out (that server refuses a key in both).
+        pytest.param(["--server-version", "1.33"], MERGED, None, True, id="v1.33: merged, moved"),
+    ],
+)
+def test_mutate_does_what_the_webhook_does_for_the_server_version(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    expressions: Any,
+    keys: Any,
+    annotated: bool,
 ) -> None:
-    """Multi-document in, multi-document out, each pod merged as the v1.34 API server would."""
-    code, out, err = run(capsys, "mutate", write(tmp_path, "pods.yaml", web_pods_yaml()))
-    assert code == 0
+    """Multi-document in, multi-document out, each pod as /mutate leaves it for that server."""
+    path = write(tmp_path, "pods.yaml", web_pods_yaml())
+    code, out, err = run(capsys, "mutate", *argv, path)
+    assert code == 0, err
     docs = list(yaml.safe_load_all(out))
     assert [d["metadata"]["name"] for d in docs] == ["web-1", "web-2"]
     for doc in docs:
         constraint = doc["spec"]["topologySpreadConstraints"][0]
-        assert constraint["labelSelector"]["matchExpressions"] == [
-            {"key": "pod-template-hash", "operator": "In", "values": ["h1"]}
-        ]
-        assert constraint["matchLabelKeys"] == ["pod-template-hash"]
-    assert err.count(": warning: spec.topologySpreadConstraints[0].matchLabelKeys: ") == 2
+        assert constraint["labelSelector"].get("matchExpressions") == expressions
+        assert constraint.get("matchLabelKeys") == keys
+        annotations = doc["metadata"].get("annotations", {})
+        assert ("topospread.io/merged-match-label-keys" in annotations) is annotated
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.34"])
+def test_mutate_output_checks_clean_for_the_same_server(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    version: str,
+) -> None:
+    """`mutate x.yaml | check -` round-trips for one --server-version."""
+    path = write(tmp_path, "pods.yaml", web_pods_yaml())
+    code, out, _ = run(capsys, "mutate", "--server-version", version, path)
+    assert code == 0
+    stdin(monkeypatch, out.encode())
+    code, out, err = run(capsys, "check", "--server-version", version, "-")
+    assert code == 0, out + err
+    assert out.splitlines()[-1] == "1 file, 2 objects: 2 checked, 0 invalid, 0 warnings, 0 skipped"
 
 
 def test_mutate_follows_the_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -281,3 +354,34 @@ def test_mutate_unreadable_file_exits_2(capsys: pytest.CaptureFixture[str]) -> N
     code, out, err = run(capsys, "mutate", "/nonexistent/pods.yaml")
     assert (code, out) == (2, "")
     assert "no such file" in err
+
+
+def test_mutate_streams_documents_with_the_c_dumper(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each object is written as soon as it is mutated, by libyaml's emitter when present."""
+    import webhook.cli.mutate as mutate_module
+    from webhook.cli.main import build_parser
+
+    if yaml.__with_libyaml__:
+        assert mutate_module._DUMPER is yaml.CSafeDumper
+    events: list[str] = []
+    real = mutate_module.mutate_reviewed
+
+    def recording(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        events.append("mutate " + obj["metadata"]["name"])
+        return real(obj, *args, **kwargs)
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith("apiVersion") or text == "---\n":
+                events.append("write")
+            return super().write(text)
+
+    monkeypatch.setattr(mutate_module, "mutate_reviewed", recording)
+    args = build_parser().parse_args(["mutate", write(tmp_path, "p.yaml", web_pods_yaml())])
+    out = Out()
+    assert mutate_module.cli_mutate(args, out=out, err=io.StringIO()) == 0
+    assert events[:2] == ["mutate web-1", "write"]
+    assert events.index("mutate web-2") > 1
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(out.getvalue())] == ["web-1", "web-2"]

@@ -129,9 +129,6 @@ def test_invalid_pod_is_evaluated_with_warnings(tmp_path: Path, capsys) -> None:
             "must be one List",
             id="snapshot not a List",
         ),
-        pytest.param(
-            {"pod.yaml": "kind: Pod\n---\nkind: Pod\n"}, [], "exactly one Pod", id="two documents"
-        ),
         pytest.param({"pod.yaml": "metadata: {name: x}\n"}, [], "has no kind", id="no kind"),
         pytest.param(
             {"pod.yaml": "kind: Service\n"}, [], "cannot simulate a Service", id="not a pod"
@@ -140,7 +137,7 @@ def test_invalid_pod_is_evaluated_with_warnings(tmp_path: Path, capsys) -> None:
             {"pod.yaml": "kind: Pod\nspec: [1]\n"}, [], "must be objects", id="spec a list"
         ),
         pytest.param({}, ["--replicas", "0"], "--replicas must be at least 1", id="zero replicas"),
-        pytest.param({"pod.yaml": "{{{"}, [], "not valid YAML", id="pod file unreadable"),
+        pytest.param({"pod.yaml": "kind: [\n"}, [], "not valid YAML", id="pod file unreadable"),
     ],
 )
 def test_bad_input_exits_2_without_traceback(tmp_path: Path, capsys, files, argv, fragment) -> None:
@@ -298,3 +295,105 @@ def test_a_node_changed_while_its_group_is_judged_spoils_no_other_verdict(monkey
     assert calls[0] == 1  # the group was judged through one node
     assert [n.feasible for n in first.nodes] == [False, True]
     assert [n.feasible for n in place(pod, snap).nodes] == [False, True]
+
+
+# ---------------------------------------------------------------------------------------
+# simulate on a multi-document render
+
+
+CHART = str(paths.DATA / "render" / "chart.yaml")
+
+
+def old_revision_snapshot(tmp_path: Path) -> str:
+    """Zones a and b, one node each; three pods of web's previous revision on a1."""
+    objs = [
+        make_node().name("a1").zone("a").hostname().obj(),
+        make_node().name("b1").zone("b").hostname().obj(),
+        *(
+            make_pod()
+            .name(f"web-old-{i}")
+            .namespace("shop")
+            .labels({"app": "web", "pod-template-hash": "5d9c7b8f6"})
+            .node("a1")
+            .obj()
+            for i in range(3)
+        ),
+    ]
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    return str(path)
+
+
+def test_every_workload_of_a_render_with_its_replicas(tmp_path: Path, capsys) -> None:
+    """Five documents, two workloads: each simulated with spec.replicas copies. web's new
+    revision gets its own pod-template-hash, so matchLabelKeys leaves the three old pods
+    out and the two new ones spread over both zones (counting the old ones would have put
+    both in zone b)."""
+    code, out, err = run(capsys, "--snapshot", old_revision_snapshot(tmp_path), "-o", "json", CHART)
+    assert code == 0, err
+    docs = json.loads(out)
+    assert [(d["workload"], d["replicas"]) for d in docs] == [
+        ("Deployment shop/web", 2),
+        ("StatefulSet shop/cache", 3),
+    ]
+    web, cache = docs
+    assert web["placements"] == ["a1", "b1"]
+    assert web["distribution"][ZONE] == {"a": 1, "b": 1}
+    assert sorted(cache["placements"][:2]) == ["a1", "b1"]
+    assert len(cache["placements"]) == 3
+
+
+def test_kind_and_name_choose_one_workload(tmp_path: Path, capsys) -> None:
+    snap = old_revision_snapshot(tmp_path)
+    code, out, _ = run(capsys, "--snapshot", snap, "-o", "json", "--kind", "statefulset", CHART)
+    assert code == 0
+    assert json.loads(out)["placements"][:2] in (["a1", "b1"], ["b1", "a1"])
+    code, out, _ = run(capsys, "--snapshot", snap, "--name", "web", "--replicas", "1", CHART)
+    assert code == 0
+    assert out.splitlines()[0] == "Pod shop/web: 2/2 nodes feasible, selected a1"
+    code, out, err = run(capsys, "--snapshot", snap, "--name", "api", CHART)
+    assert code == 2
+    assert "no workload matches --kind/--name; there are: Deployment/web, StatefulSet/cache" in err
+
+
+def test_table_output_heads_each_workload(tmp_path: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--snapshot", old_revision_snapshot(tmp_path), CHART)
+    assert code == 0
+    heads = [line for line in out.splitlines() if line.startswith("== ")]
+    assert heads == [
+        "== Deployment shop/web (2 replicas)",
+        "== StatefulSet shop/cache (3 replicas)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "labels"),
+    [
+        ("Deployment", {"pod-template-hash"}),
+        ("StatefulSet", {"controller-revision-hash"}),
+        ("DaemonSet", {"controller-revision-hash", "pod-template-generation"}),
+        (
+            "Job",
+            {
+                "batch.kubernetes.io/controller-uid",
+                "batch.kubernetes.io/job-name",
+                "controller-uid",
+                "job-name",
+            },
+        ),
+        ("ReplicaSet", set()),
+    ],
+)
+def test_the_controller_labels_are_synthesised(kind: str, labels: set[str]) -> None:
+    from webhook.cli.common import CliConfig
+    from webhook.cli.simulate import workload_pod
+
+    obj = workload(kind, make_pod().label("app", "web").obj(), name="web")
+    pod = workload_pod(obj, CliConfig(), "default")
+    assert set(pod["metadata"]["labels"]) == {"app", *labels}
+    # Stable for one template, different for another revision.
+    assert workload_pod(obj, CliConfig(), "default") == pod
+    other = workload(kind, make_pod().label("app", "web").label("v", "2").obj(), name="web")
+    if kind in ("Deployment", "StatefulSet", "DaemonSet"):  # revisioned controllers
+        changed = workload_pod(other, CliConfig(), "default")["metadata"]["labels"]
+        assert any(changed[k] != pod["metadata"]["labels"][k] for k in labels)

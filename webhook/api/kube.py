@@ -133,3 +133,29 @@ def pod_labels(pod: RawObj) -> dict[str, str]:
     """The pod's labels, {} when absent or not a mapping."""
     labels = meta(pod).get("labels")
     return labels if isinstance(labels, dict) else {}
+
+
+def pod_template_at(obj: RawObj, path: tuple[str, ...]) -> PodTemplate | None:
+    """pod_template for a kind declared elsewhere (a custom workload) whose pod template
+    sits at `path` (keys from the object root); None when absent or malformed."""
+    if not isinstance(obj, dict) or not path:
+        return None
+    kind = obj.get("kind")
+    node: Any = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            return None
+        if not isinstance(node, dict):
+            return None
+    metadata = node.get("metadata") if node.get("metadata") is not None else {}
+    spec = node.get("spec") if node.get("spec") is not None else {}
+    if not isinstance(metadata, dict) or not isinstance(spec, dict):
+        return None
+    return PodTemplate(
+        kind=str(kind),
+        metadata=metadata,
+        spec=spec,
+        spec_path=".".join((*path, "spec")),
+        pointer="".join("/" + json_pointer_escape(k) for k in path),
+    )

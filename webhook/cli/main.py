@@ -1,19 +1,23 @@
-"""The `topospread` command line: a thin dispatcher over the subcommand modules.
+"""The `topospread` command line (also `kubectl topospread`): a thin dispatcher.
 
-Each subcommand lives with the code it drives; this module only parses
-arguments and maps errors to exit codes (0 ok, 1 invalid objects, 2 usage or
-input errors), so no traceback ever reaches a user.
+Each subcommand lives in its own module (check, mutate, review, simulate, version;
+serve, certs and manifests with the code they drive); this module only parses
+arguments and maps errors to exit codes (0 ok, 1 invalid objects, 2 usage, input or
+cluster errors), so no traceback ever reaches a user.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from webhook.errors import TopospreadError
 
 Handler = Callable[[argparse.Namespace], int]
+
+PLUGIN_NAME = "kubectl-topospread"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -23,19 +27,19 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from webhook.cli.commands import cli_review
+    from webhook.cli.review import cli_review
 
     return cli_review(args)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from webhook.cli.commands import cli_check
+    from webhook.cli.check import cli_check
 
     return cli_check(args)
 
 
 def _mutate(args: argparse.Namespace) -> int:
-    from webhook.cli.commands import cli_mutate
+    from webhook.cli.mutate import cli_mutate
 
     return cli_mutate(args)
 
@@ -58,81 +62,293 @@ def _manifests(args: argparse.Namespace) -> int:
     return cli_manifests(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _version(args: argparse.Namespace) -> int:
+    from webhook.cli.version import cli_version
+
+    return cli_version(args)
+
+
+CHECK_EPILOG = """\
+examples:
+  {prog} check deploy/                       every *.yaml, *.yml, *.json of a directory
+  helm template ./chart | {prog} check       stdin when no file is given
+  {prog} check -R -o sarif manifests/ > topospread.sarif
+  kubectl get pods -A -o yaml | {prog} check -   exported objects validate as stored
+  {prog} check --server-version 1.33 --ignore selector-misses-pod web.yaml
+
+Objects carrying server state (uid, resourceVersion, creationTimestamp, status) are
+validated as kube-apiserver validates an update of a stored object, others as a
+create. Kinds without a pod template are reported as skipped, never as valid.
+Warnings can be silenced per run (--ignore ID) or per object with the annotation
+topospread.io/ignore: ID[,ID...]. Warning ids: docs/rules.md.
+
+exit status:
+  0  every checked object is valid (and, with --strict, has no warning)
+  1  an object is invalid, or --strict and an object has a warning
+  2  usage error, unreadable input, unusable config or unreachable cluster,
+     or nothing to check with --fail-empty
+"""
+
+MUTATE_EPILOG = """\
+examples:
+  {prog} mutate pod.yaml > mutated.yaml
+  {prog} mutate --server-version 1.33 deploy/ | {prog} check --server-version 1.33 -
+
+For the API server --server-version names, exactly what the webhook's /mutate does:
+from v1.34 the API server merges matchLabelKeys itself, so nothing is merged here.
+
+exit status: 0 done, 2 usage error or unreadable input (then nothing is printed)
+"""
+
+REVIEW_EPILOG = """\
+examples:
+  {prog} review validate < review.json
+  {prog} review mutate --server-version 1.33 < review.json | jq .response.patch
+
+exit status: 0 answered, 2 malformed AdmissionReview or usage error
+"""
+
+SIMULATE_EPILOG = """\
+examples:
+  {prog} simulate deploy.yaml                      on the current kubeconfig context
+  helm template ./chart | {prog} simulate --kind Deployment --name web
+  {prog} simulate --snapshot cluster.json --replicas 6 -o json web.yaml
+
+Every workload of the input is simulated (or the one --kind/--name choose), with
+spec.replicas copies placed one after another and the labels its controller adds
+(pod-template-hash, controller-revision-hash) set for a new revision.
+
+exit status: 0 simulated (also when a pod fits nowhere), 2 usage, input or cluster error
+"""
+
+
+def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
+    from webhook.cli.common import add_cluster_args, add_config_args, add_server_version_arg
+    from webhook.cli.inputs import add_input_args
+    from webhook.cli.version import version
+
+    plugin = prog.startswith("kubectl")
+    description = "Validate, mutate and simulate Pod topology spread constraints."
+    if plugin:
+        description += " Running as a kubectl plugin: `kubectl topospread COMMAND`."
     parser = argparse.ArgumentParser(
-        prog="topospread",
-        description="Admission webhook and CI checker for Pod topology spread constraints.",
+        prog=prog,
+        description=description,
+        epilog=f"Run `{prog} COMMAND --help` for a command's options and examples.",
     )
+    parser.add_argument("--version", action="version", version=f"topospread {version()}")
+    parser.set_defaults(prog=prog)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+    def add(
+        name: str, handler: Handler, help_text: str, epilog: str = ""
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=epilog.format(prog=prog) or None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.set_defaults(handler=handler)
         return p
 
-    p = add("serve", _serve, "Serve /validate, /mutate, /healthz, /readyz, /metrics over TLS.")
-    p.add_argument("--config", metavar="FILE")
+    # ---- check
+    p = add(
+        "check",
+        _check,
+        "Validate manifests with kube-apiserver's rules and warn about what is probably wrong.",
+        CHECK_EPILOG,
+    )
+    add_input_args(p)
+    add_config_args(p)
+    add_server_version_arg(p)
+    as_group = p.add_mutually_exclusive_group()
+    as_group.add_argument(
+        "--as-new",
+        dest="validate_as",
+        action="store_const",
+        const="new",
+        default="auto",
+        help="validate every object as a create, even exported ones",
+    )
+    as_group.add_argument(
+        "--as-stored",
+        dest="validate_as",
+        action="store_const",
+        const="stored",
+        help="validate every object as a stored object (an update: nothing merged)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json", "junit", "sarif"],
+        default="text",
+        help="report format (default text; json: one entry per object; junit, sarif: for CI)",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="list every object, valid and skipped too"
+    )
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument(
+        "--fail-empty",
+        action="store_true",
+        help="exit 2 when there is nothing to check (an empty render)",
+    )
+    p.add_argument(
+        "--ignore",
+        metavar="ID[,ID]",
+        action="append",
+        help="leave out warnings with these ids (repeatable)",
+    )
+    add_cluster_args(p, live_by_default=False)
+
+    # ---- mutate
+    p = add(
+        "mutate",
+        _mutate,
+        "Print manifests as the mutating webhook would change them.",
+        MUTATE_EPILOG,
+    )
+    add_input_args(p)
+    add_config_args(p)
+    add_server_version_arg(p)
+    p.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="cluster state for default constraints and dry-run placement annotations",
+    )
+
+    # ---- review
+    p = add(
+        "review",
+        _review,
+        "Answer one AdmissionReview read on stdin, exactly as the server would.",
+        REVIEW_EPILOG,
+    )
+    p.add_argument("operation", choices=["validate", "mutate"], help="the endpoint to answer as")
+    add_config_args(p)
+    add_server_version_arg(p)
+    p.add_argument("--snapshot", metavar="FILE", help="cluster state for foresight and placement")
+
+    # ---- simulate
+    p = add(
+        "simulate",
+        _simulate,
+        "Show where kube-scheduler would place a workload's pods, node by node.",
+        SIMULATE_EPILOG,
+    )
+    add_input_args(p, what="pods or workloads")
+    add_config_args(p)
+    p.add_argument("--kind", metavar="KIND", help="simulate only workloads of this kind")
+    p.add_argument("--name", metavar="NAME", help="simulate only the workload of this name")
+    p.add_argument(
+        "--replicas",
+        metavar="N",
+        type=int,
+        default=None,
+        help="pods to place one after another (default: the workload's spec.replicas)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=["json", "table"],
+        default="table",
+        help="table (default) or json (one document; a list for several workloads)",
+    )
+    add_cluster_args(p, live_by_default=True)
+
+    # ---- serve
+    p = add(
+        "serve",
+        _serve,
+        "Serve /validate, /mutate, /healthz, /readyz, /metrics over TLS.",
+        "example:\n  {prog} serve --cert-dir certs --kubeconfig ~/.kube/config\n",
+    )
+    add_config_args(p)
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--snapshot", metavar="FILE")
-    source.add_argument("--kubeconfig", metavar="FILE")
-    source.add_argument("--in-cluster", action="store_true")
-    p.add_argument("--cert-dir", metavar="DIR", default="certs")
-    p.add_argument("--bind", metavar="HOST:PORT", default="127.0.0.1:8443")
-    p.add_argument("--workers", metavar="N", type=int, default=None)
+    source.add_argument("--snapshot", metavar="FILE", help="cluster state from a file")
+    source.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster of a kubeconfig")
+    source.add_argument(
+        "--in-cluster", action="store_true", help="watch the cluster the pod runs in"
+    )
+    p.add_argument(
+        "--cert-dir",
+        metavar="DIR",
+        default="certs",
+        help="tls.crt, tls.key (and ca.crt) to serve with (default certs)",
+    )
+    p.add_argument("--bind", metavar="HOST:PORT", default="127.0.0.1:8443", help="listen address")
+    p.add_argument(
+        "--workers", metavar="N", type=int, default=None, help="gunicorn worker processes"
+    )
 
-    p = add("review", _review, "Answer one AdmissionReview read on stdin, as the server would.")
-    p.add_argument("operation", choices=["validate", "mutate"])
-    p.add_argument("--config", metavar="FILE")
-    p.add_argument("--snapshot", metavar="FILE")
-
-    p = add("check", _check, "Validate manifests (YAML or JSON, multi-document, List).")
-    p.add_argument("--config", metavar="FILE")
-    p.add_argument("--snapshot", metavar="FILE")
-    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    p.add_argument("files", metavar="FILE", nargs="+")
-
-    p = add("mutate", _mutate, "Print manifests as the mutating webhook would change them.")
-    p.add_argument("--config", metavar="FILE")
-    p.add_argument("--snapshot", metavar="FILE")
-    p.add_argument("files", metavar="FILE", nargs="+")
-
-    p = add("simulate", _simulate, "Show where kube-scheduler would place a pod, node by node.")
-    p.add_argument("--snapshot", metavar="FILE", required=True)
-    p.add_argument("--config", metavar="FILE")
-    p.add_argument("--replicas", metavar="N", type=int, default=1)
-    p.add_argument("-o", "--output", choices=["json", "table"], default="table")
-    p.add_argument("pod_file", metavar="POD_FILE")
-
-    p = add("certs", _certs, "Generate a CA and a serving certificate for the webhook Service.")
-    p.add_argument("--service", required=True)
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--out", metavar="DIR", required=True)
-    p.add_argument("--days", metavar="N", type=int, default=365)
+    # ---- certs
+    p = add(
+        "certs",
+        _certs,
+        "Generate a CA and a serving certificate for the webhook Service.",
+        "example:\n  {prog} certs --service topospread --namespace topospread --out certs\n",
+    )
+    p.add_argument("--service", required=True, help="the webhook Service's name")
+    p.add_argument("--namespace", required=True, help="the webhook Service's namespace")
+    p.add_argument("--out", metavar="DIR", required=True, help="where to write the files")
+    p.add_argument(
+        "--days", metavar="N", type=int, default=365, help="serving certificate lifetime"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing valid CA")
 
-    p = add("manifests", _manifests, "Render the install manifests with the caBundle filled in.")
-    p.add_argument("--namespace", required=True)
+    # ---- manifests
+    p = add(
+        "manifests",
+        _manifests,
+        "Render the install manifests with the caBundle filled in.",
+        "example:\n"
+        "  {prog} manifests --namespace topospread --cert-dir certs | kubectl apply -f -\n",
+    )
+    p.add_argument("--namespace", required=True, help="namespace to install into")
     ca = p.add_mutually_exclusive_group(required=True)
-    ca.add_argument("--cert-dir", metavar="DIR")
-    ca.add_argument("--ca-bundle", metavar="FILE")
+    ca.add_argument("--cert-dir", metavar="DIR", help="read ca.crt, tls.crt, tls.key from DIR")
+    ca.add_argument("--ca-bundle", metavar="FILE", help="the CA bundle only (PEM)")
     ca.add_argument(
         "--cert-manager", action="store_true", help="let cert-manager issue and inject the CA"
     )
     p.add_argument("--image", metavar="IMAGE", help="container image (default topospread:VERSION)")
+
+    # ---- version
+    p = add("version", _version, "Print the version.", "example:\n  {prog} version\n")
+    p.add_argument("-v", "--verbose", action="store_true", help="also Python and platform")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def _prog(argv0: str) -> str:
+    """`kubectl topospread` when run as the kubectl plugin, else `topospread`."""
+    name = os.path.basename(argv0)
+    return "kubectl topospread" if name.startswith(PLUGIN_NAME) else "topospread"
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    prog = prog or _prog(sys.argv[0] if sys.argv else "topospread")
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
         return handler(args)
     except TopospreadError as exc:
-        print(f"topospread {args.command}: {exc}", file=sys.stderr)
+        print(f"{prog} {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `topospread mutate big.yaml | head`: the reader left; no traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         return 130
+
+
+def kubectl_main() -> int:
+    """The `kubectl-topospread` entry point: kubectl finds it on PATH as a plugin."""
+    return main(prog="kubectl topospread")
 
 
 if __name__ == "__main__":  # pragma: no cover

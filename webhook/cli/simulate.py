@@ -1,28 +1,152 @@
-"""`topospread simulate`: where kube-scheduler would put a pod, node by node.
+"""`topospread simulate`: where kube-scheduler would put a workload's pods, node by node.
 
-Reads a snapshot (a List from kubectl), an optional config, and one pod (or a
-workload, whose pod template is used); prints every node's filter verdicts and
-PodTopologySpread score, the chosen node, and with --replicas N where N copies
-would go one after another. Exit codes: 0 on success (even when the pod fits
-nowhere), 2 on bad input.
+Reads the cluster state (a snapshot file, or by default the live cluster of the
+current kubeconfig context), an optional config, and manifests: every workload of
+a multi-document render (Deployments, StatefulSets, Jobs, ... and the custom
+workloads the config declares), or the one `--kind/--name` choose. Each workload
+stands for its pod template, with the labels its controller adds to each pod
+(`pod-template-hash`, `controller-revision-hash`, the Job labels) synthesised for a
+new revision, so `matchLabelKeys` narrows as it does in the cluster; its
+`spec.replicas` copies are placed one after another (`--replicas` overrides).
+Prints every node's filter verdicts and scores, the chosen node, the placements and
+the distribution. Exit codes: 0 on success (even when a pod fits nowhere), 2 on bad
+input or an unreachable cluster.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
-from webhook.cluster.files import load_objects, load_snapshot
-from webhook.config import load_settings
+from webhook.cli.common import CliConfig, load_target, template_of
+from webhook.cli.inputs import Document, expand_inputs, read_documents
+from webhook.cluster.files import load_objects
 from webhook.errors import InputError
 from webhook.scheduler.placement import Placement, Simulation, simulate
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME
+
+__all__ = [
+    "Workload",
+    "controller_labels",
+    "read_pod",
+    "render_table",
+    "select_workloads",
+    "without_cyclic_gc",
+]
+
+# k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3.
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _fnv32a(data: bytes) -> int:
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def template_hash(template: Any) -> str:
+    """A pod-template-hash shaped like the Deployment controller's (FNV-32a, safe-encoded).
+
+    CAVEAT: upstream hashes the Go struct's printed form, so the value differs from the
+    cluster's; it only needs to differ from the hash of every other revision.
+    """
+    digest = _fnv32a(json.dumps(template, sort_keys=True, separators=(",", ":")).encode())
+    return "".join(_SAFE_ALPHABET[int(c) % len(_SAFE_ALPHABET)] for c in str(digest))
+
+
+def controller_labels(obj: RawObj, template: Any) -> dict[str, str]:
+    """The labels the workload's controller adds to each pod it creates, for a new revision.
+
+    Deployment: pod-template-hash (through its ReplicaSet); StatefulSet and DaemonSet:
+    controller-revision-hash (`<name>-<hash>`), DaemonSet also pod-template-generation;
+    Job (and a CronJob's Jobs): the job-name and controller-uid labels, old and new.
+    """
+    kind = obj.get("kind")
+    meta = as_dict(obj.get("metadata"))
+    name = str(meta.get("name") or "")
+    digest = template_hash(template)
+    if kind == "Deployment":
+        return {"pod-template-hash": digest}
+    if kind in ("StatefulSet", "DaemonSet"):
+        out = {"controller-revision-hash": f"{name}-{digest}"}
+        if kind == "DaemonSet":
+            out["pod-template-generation"] = str(meta.get("generation") or 1)
+        return out
+    if kind in ("Job", "CronJob"):
+        job = name if kind == "Job" else f"{name}-{digest[:8]}"
+        uid = str(meta.get("uid") or f"00000000-0000-4000-8000-{_fnv32a(job.encode()):012d}")
+        return {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": job,
+            "controller-uid": uid,
+            "job-name": job,
+        }
+    return {}
+
+
+def _default_replicas(obj: RawObj) -> int:
+    kind = obj.get("kind")
+    spec = as_dict(obj.get("spec"))
+    if kind == "Job":
+        value = spec.get("parallelism")
+    elif kind == "CronJob":
+        value = as_dict(as_dict(spec.get("jobTemplate")).get("spec")).get("parallelism")
+    elif kind in ("Pod", "DaemonSet", "PodTemplate"):
+        value = 1
+    else:
+        value = spec.get("replicas", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing to simulate: the pod it stands for and how many copies to place."""
+
+    title: str
+    pod: RawObj
+    replicas: int
+
+
+def workload_pod(obj: RawObj, config: CliConfig, namespace: str) -> RawObj:
+    """The pod a workload creates (a Pod: itself), namespace and controller labels set."""
+    kind = obj.get("kind")
+    template = template_of(obj, config)
+    where = f"{kind} {as_dict(obj.get('metadata')).get('name') or ''}".strip()
+    if template is None:
+        raise InputError(f"{where}: the {kind}'s metadata and spec must be objects")
+    if kind == "Pod":
+        pod = obj
+    else:
+        meta = as_dict(obj.get("metadata"))
+        pod_meta = copy.deepcopy(template.metadata)
+        pod_meta.setdefault("name", meta.get("name") or "pod")
+        if meta.get("namespace") and "namespace" not in pod_meta:
+            pod_meta["namespace"] = meta["namespace"]
+        labels = pod_meta.get("labels")
+        labels = dict(labels) if isinstance(labels, dict) else {}
+        raw_template = {"metadata": template.metadata, "spec": template.spec}
+        for key, value in controller_labels(obj, raw_template).items():
+            labels.setdefault(key, value)
+        custom = config.custom(obj)
+        if custom is not None:
+            for key in sorted(custom.pod_labels):
+                labels.setdefault(key, template_hash(raw_template))
+        if labels:
+            pod_meta["labels"] = labels
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.spec}
+    meta = as_dict(pod.get("metadata"))
+    if not meta.get("namespace"):
+        pod = {**pod, "metadata": {**meta, "namespace": namespace}}
+    return pod
 
 
 def read_pod(path: str) -> RawObj:
@@ -36,24 +160,51 @@ def read_pod(path: str) -> RawObj:
         raise InputError(f"{path}: the object has no kind (expected kind: Pod)")
     if kind not in HANDLED_KINDS:
         raise InputError(f"{path}: cannot simulate a {kind}; give a Pod or a workload")
-    template = pod_template(obj)
-    if template is None:
+    if pod_template(obj) is None:
         raise InputError(f"{path}: the {kind}'s metadata and spec must be objects")
-    if kind == "Pod":
-        return obj
-    meta = as_dict(obj.get("metadata"))
-    pod_meta = dict(template.metadata)
-    pod_meta.setdefault("name", meta.get("name") or "pod")
-    if meta.get("namespace") and "namespace" not in pod_meta:
-        pod_meta["namespace"] = meta["namespace"]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.spec}
+    return workload_pod(obj, CliConfig(), "default")
+
+
+def select_workloads(
+    docs: list[Document],
+    config: CliConfig,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+) -> list[Document]:
+    """The documents to simulate: every workload, or those --kind/--name choose.
+
+    InputError when nothing is left, naming what there was to choose from.
+    """
+    workloads = [
+        d for d in docs if d.obj.get("kind") in HANDLED_KINDS or config.custom(d.obj) is not None
+    ]
+    chosen = [
+        d
+        for d in workloads
+        if (kind is None or str(d.obj.get("kind")).lower() == kind.lower())
+        and (name is None or as_dict(d.obj.get("metadata")).get("name") == name)
+    ]
+    if chosen:
+        return chosen
+    sources = sorted({d.source for d in docs}) or ["the input"]
+    if not workloads:
+        kinds = sorted({str(d.obj.get("kind")) for d in docs})
+        found = f" (found: {', '.join(kinds)})" if kinds else " (no objects at all)"
+        if len(docs) == 1:
+            raise InputError(
+                f"{sources[0]}: cannot simulate a {kinds[0]}; give a Pod or a workload"
+            )
+        raise InputError(f"{', '.join(sources)}: nothing to simulate: no Pod or workload{found}")
+    names = ", ".join(
+        f"{d.obj.get('kind')}/{as_dict(d.obj.get('metadata')).get('name')}" for d in workloads
+    )
+    raise InputError(f"no workload matches --kind/--name; there are: {names}")
 
 
 def _warn_invalid(pod: RawObj, err: TextIO) -> None:
-    try:
-        from webhook.validation.rules import validate_object
-    except ImportError:  # pragma: no cover - rules ship with the package
-        return
+    from webhook.validation.rules import validate_object
+
     for error in validate_object(pod):
         print(f"warning: {error.error()}", file=err)
 
@@ -113,24 +264,54 @@ def without_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _title(obj: RawObj, pod: RawObj) -> str:
+    meta = as_dict(pod.get("metadata"))
+    name = as_dict(obj.get("metadata")).get("name") or meta.get("name") or ""
+    return f"{obj.get('kind')} {meta.get('namespace')}/{name}"
+
+
 def cli_simulate(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the simulate subcommand; InputError / ConfigError reach the dispatcher (exit 2)."""
+    """Run the simulate subcommand; InputError / ConfigError / ClusterError reach the
+    dispatcher (exit 2)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    replicas: Any = getattr(args, "replicas", 1)
-    if not isinstance(replicas, int) or replicas < 1:
+    replicas: Any = getattr(args, "replicas", None)
+    if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
         print(f"topospread simulate: --replicas must be at least 1, got {replicas}", file=err)
         return 2
-    settings = load_settings(getattr(args, "config", None))
+    # The manifests first: a bad file fails before the cluster is read.
+    docs = [d for path in expand_inputs(args) for d in read_documents(path)]
     with without_cyclic_gc():
-        snapshot = load_snapshot(args.snapshot)
-        pod = read_pod(args.pod_file)
-        _warn_invalid(pod, err)
-        sim = simulate(pod, snapshot, settings.spread, replicas)
+        target = load_target(args, live_by_default=True, err=err)
+        chosen = select_workloads(
+            docs, target.config, kind=getattr(args, "kind", None), name=getattr(args, "name", None)
+        )
+        workloads = []
+        for doc in chosen:
+            pod = workload_pod(doc.obj, target.config, target.namespace)
+            count = replicas if replicas is not None else _default_replicas(doc.obj)
+            workloads.append(Workload(_title(doc.obj, pod), pod, count))
+        if target.snapshot is None:  # pragma: no cover - load_target always gives one here
+            raise InputError("no cluster state: give --snapshot FILE or a kubeconfig")
+        results = []
+        for w in workloads:
+            _warn_invalid(w.pod, err)
+            results.append(
+                (w, simulate(w.pod, target.snapshot, target.settings.spread, w.replicas))
+            )
     if getattr(args, "output", "table") == "json":
-        out.write(json.dumps(sim.to_json(), indent=2) + "\n")
+        if len(results) == 1:
+            out.write(json.dumps(results[0][1].to_json(), indent=2) + "\n")
+        else:
+            docs_json = [
+                {"workload": w.title, "replicas": w.replicas, **sim.to_json()} for w, sim in results
+            ]
+            out.write(json.dumps(docs_json, indent=2) + "\n")
     else:
-        out.write(render_table(sim))
+        for i, (w, sim) in enumerate(results):
+            if len(results) > 1:
+                out.write(("\n" if i else "") + f"== {w.title} ({w.replicas} replicas)\n")
+            out.write(render_table(sim))
     return 0

@@ -1,17 +1,31 @@
 """Warnings: what the API allows but users regret.
 
 Upstream's own topology spread warnings (pkg/api/pod/warnings.go) come first, then
-our advice; each warning starts with the field path. Pure: raw JSON in, strings out.
+our advice. Each warning is an `Advice`: a stable id (WARNING_IDS, listed in
+docs/rules.md), the field path and the message; its text is `<field>: <message>`,
+what /validate returns in response.warnings. Pure: raw JSON in, Advice out.
 Only constraints whose own fields validate are advised on: errors come first.
+
+Suppression: the annotation `topospread.io/ignore: <id>[,<id>...]` on the object
+(or on its pod template) drops those warnings, for the webhook and `check` alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.constraint import DO_NOT_SCHEDULE
-from webhook.api.kube import WELL_KNOWN_TOPOLOGY_KEYS, RawObj, pod_template, string_labels
+from webhook.api.kube import (
+    WELL_KNOWN_TOPOLOGY_KEYS,
+    PodTemplate,
+    RawObj,
+    pod_template,
+    string_labels,
+)
 from webhook.api.names import (
     selector_keys,
     selector_selects,
@@ -19,7 +33,18 @@ from webhook.api.names import (
     validate_label_selector,
 )
 
-__all__ = ["CONTROLLER_POD_LABELS", "DEPRECATED_NODE_LABELS", "object_warnings"]
+__all__ = [
+    "CONTROLLER_POD_LABELS",
+    "DEPRECATED_NODE_LABELS",
+    "IGNORE_ANNOTATION",
+    "WARNING_IDS",
+    "Advice",
+    "did_you_mean",
+    "ignored_ids",
+    "object_advice",
+    "object_warnings",
+    "template_advice",
+]
 
 # pkg/api/node/util.go deprecatedNodeLabels, worded as upstream warns about them.
 DEPRECATED_NODE_LABELS = {
@@ -60,23 +85,146 @@ CONTROLLER_POD_LABELS: dict[str, frozenset[str]] = {
 }
 CONTROLLER_POD_LABELS["CronJob"] = CONTROLLER_POD_LABELS["Job"]
 
+# The annotation that silences warnings by id, on an object or its pod template.
+IGNORE_ANNOTATION = "topospread.io/ignore"
+
+# Every warning id, with what it means (docs/rules.md lists the same). Stable: an id is
+# never renamed or reused, so `--ignore` lists and annotations keep working.
+WARNING_IDS: dict[str, str] = {
+    "deprecated-topology-key": "topologyKey is a deprecated node label (upstream's warning)",
+    "null-label-selector": "a null labelSelector matches no pod (upstream's warning)",
+    "invalid-topology-key": "topologyKey is not a valid label key, so no node has it",
+    "unknown-topology-key": (
+        "topologyKey is not a well-known topology label (or, with cluster state, "
+        "no node carries it)"
+    ),
+    "empty-label-selector": "labelSelector {} counts every pod of the namespace",
+    "selector-misses-pod": "labelSelector does not select the pod's own labels (ghost pods)",
+    "match-label-key-missing": "a matchLabelKeys entry the pod has no label for",
+    "match-label-key-in-selector": (
+        "a matchLabelKeys entry also in labelSelector: kube-apiserver v1.34+ rejects each pod"
+    ),
+    "match-label-key-duplicated": (
+        "a matchLabelKeys entry listed twice: kube-apiserver v1.34+ rejects each pod"
+    ),
+    "unschedulable": "with cluster state: no node can take the pod because of its constraints",
+    "internal-error": "topospread could not check the object",
+}
+
+# kube-apiserver merges matchLabelKeys into each created pod's labelSelector from here.
+_MERGE_SINCE = (1, 34)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One warning: its stable id, the field it is about and what is wrong there."""
+
+    id: str
+    field: str
+    message: str
+
+    def text(self) -> str:
+        """The warning as /validate returns it: the field path first."""
+        return f"{self.field}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "field": self.field, "message": self.message}
+
+
+_ID_SPLIT = re.compile(r"[\s,]+")
+
+
+def ignored_ids(obj: RawObj, template: PodTemplate | None = None) -> frozenset[str]:
+    """The warning ids the object's (or its pod template's) ignore annotation names."""
+    ids: set[str] = set()
+    metas = [obj.get("metadata") if isinstance(obj, dict) else None]
+    if template is not None:
+        metas.append(template.metadata)
+    for meta in metas:
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        value = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
+        if isinstance(value, str):
+            ids.update(x for x in _ID_SPLIT.split(value) if x)
+    return frozenset(ids)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The one candidate `word` is most probably a typo of, None when none is close."""
+    pool = sorted({c for c in candidates if c != word})
+    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _before_merge(server_version: tuple[int, int] | None) -> bool:
+    """True when the target API server does not merge matchLabelKeys (before v1.34)."""
+    try:
+        return server_version is not None and tuple(server_version) < _MERGE_SINCE
+    except TypeError:
+        return False
 
 
 def object_warnings(obj: RawObj) -> list[str]:
     """Upstream's topology spread warnings, then our advice; each starts with the field path.
 
     Only constraints whose own fields validate are advised on: errors come first.
+    Warnings the object's `topospread.io/ignore` annotation names are left out.
     """
+    return [a.text() for a in object_advice(obj)]
+
+
+def object_advice(
+    obj: RawObj,
+    *,
+    topology_keys: Iterable[str] = (),
+    node_label_keys: frozenset[str] | None = None,
+    server_version: tuple[int, int] | None = None,
+) -> list[Advice]:
+    """object_warnings as Advice; see template_advice for the keyword arguments."""
     tpl = pod_template(obj)
     if tpl is None:
         return []
+    return template_advice(
+        obj,
+        tpl,
+        topology_keys=topology_keys,
+        node_label_keys=node_label_keys,
+        server_version=server_version,
+    )
+
+
+def template_advice(
+    obj: RawObj,
+    tpl: PodTemplate,
+    *,
+    topology_keys: Iterable[str] = (),
+    node_label_keys: frozenset[str] | None = None,
+    server_version: tuple[int, int] | None = None,
+    controller_labels: Iterable[str] | None = None,
+) -> list[Advice]:
+    """The warnings on the pod template `tpl` of `obj`, the ignored ids left out.
+
+    topology_keys: keys the user declared as topology labels of their nodes (no
+    unknown-topology-key for them); node_label_keys: every label key some node of the
+    cluster carries, None without cluster state: given, the topology-key warning
+    fires exactly when no node carries the key; server_version: the target API
+    server (None: newest); the matchLabelKeys merge advice is for v1.34+, whose
+    create-time merge an older server does not do (it refuses such a template
+    itself). controller_labels: the labels the controller adds to each pod (default:
+    CONTROLLER_POD_LABELS of the kind).
+    """
     constraints = tpl.spec.get("topologySpreadConstraints")
     if not isinstance(constraints, list):
         return []
     path = tpl.spec_path + ".topologySpreadConstraints"
     labels = string_labels(tpl.metadata.get("labels"))
-    controller_labels = CONTROLLER_POD_LABELS.get(tpl.kind, frozenset())
-    warnings: list[str] = []
+    added = (
+        frozenset(controller_labels)
+        if controller_labels is not None
+        else CONTROLLER_POD_LABELS.get(tpl.kind, frozenset())
+    )
+    known = _KnownKeys(frozenset(topology_keys), node_label_keys)
+    merges = not _before_merge(server_version)
+    warnings: list[Advice] = []
     for i, raw in enumerate(constraints):
         if raw is None:
             raw = {}
@@ -87,11 +235,78 @@ def object_warnings(obj: RawObj) -> list[str]:
         sel = raw.get("labelSelector")
         # pkg/api/pod/warnings.go
         if isinstance(key, str) and key in DEPRECATED_NODE_LABELS:
-            warnings.append(f"{sub}.topologyKey: {key} is {DEPRECATED_NODE_LABELS[key]}")
+            warnings.append(
+                Advice(
+                    "deprecated-topology-key",
+                    f"{sub}.topologyKey",
+                    f"{key} is {DEPRECATED_NODE_LABELS[key]}",
+                )
+            )
         if sel is None:
-            warnings.append(f"{sub}.labelSelector: a null labelSelector results in matching no pod")
-        warnings.extend(_advice(raw, sub, tpl.kind, labels, controller_labels))
-    return warnings
+            warnings.append(
+                Advice(
+                    "null-label-selector",
+                    f"{sub}.labelSelector",
+                    "a null labelSelector results in matching no pod",
+                )
+            )
+        warnings.extend(_advice(raw, sub, tpl.kind, labels, added, known, merges))
+    ignored = ignored_ids(obj, tpl)
+    return [a for a in warnings if a.id not in ignored]
+
+
+@dataclass(frozen=True)
+class _KnownKeys:
+    """What is known about topology keys: declared ones, and the nodes' (None: no nodes)."""
+
+    declared: frozenset[str]
+    on_nodes: frozenset[str] | None
+
+    def candidates(self) -> set[str]:
+        return {
+            *WELL_KNOWN_TOPOLOGY_KEYS,
+            *self.declared,
+            *(self.on_nodes or ()),
+        }
+
+
+def _hint(key: str, known: _KnownKeys) -> str:
+    if key in WELL_KNOWN_TOPOLOGY_KEYS or key in known.declared:
+        return ""  # a real key, only missing from the nodes: no typo to point at
+    near = did_you_mean(key, known.candidates())
+    return f"; did you mean {near}?" if near else ""
+
+
+def _topology_key_advice(key: Any, sub: str, when: Any, known: _KnownKeys) -> Advice | None:
+    if not isinstance(key, str) or not key:
+        return None
+    unschedulable = " and cannot run this pod" if when == DO_NOT_SCHEDULE else ""
+    if validate_label_name(key, ""):
+        # kube-apiserver does not check the format of a pod's topologyKey; no node can carry it.
+        return Advice(
+            "invalid-topology-key",
+            f"{sub}.topologyKey",
+            f"{key} is not a valid label key, so no node has it; "
+            f"every node is left out of the spread{unschedulable}{_hint(key, known)}",
+        )
+    if known.on_nodes is not None:
+        if key in known.on_nodes:
+            return None
+        return Advice(
+            "unknown-topology-key",
+            f"{sub}.topologyKey",
+            f"no node of the cluster has the label {key}; every node is left out of the "
+            f"spread{unschedulable}{_hint(key, known)}",
+        )
+    if key in WELL_KNOWN_TOPOLOGY_KEYS or key in DEPRECATED_NODE_LABELS or key in known.declared:
+        return None
+    return Advice(
+        "unknown-topology-key",
+        f"{sub}.topologyKey",
+        f"{key!s} is not a well-known topology label "
+        f"({', '.join(WELL_KNOWN_TOPOLOGY_KEYS)}); nodes without it are left out of the spread"
+        f"{unschedulable}{_hint(key, known)}",
+    )
 
 
 def _advice(
@@ -100,63 +315,79 @@ def _advice(
     kind: str,
     labels: Mapping[str, str],
     controller_labels: frozenset[str],
-) -> list[str]:
-    out: list[str] = []
-    key = raw.get("topologyKey")
-    when = raw.get("whenUnsatisfiable")
+    known: _KnownKeys,
+    merges: bool,
+) -> list[Advice]:
+    out: list[Advice] = []
     sel = raw.get("labelSelector")
     mlk = raw.get("matchLabelKeys")
     keys = [k for k in mlk if isinstance(k, str)] if isinstance(mlk, list) else []
-    unschedulable = " and cannot run this pod" if when == DO_NOT_SCHEDULE else ""
     label_keys, expr_keys = selector_keys(sel)
     in_selector = set(label_keys) | set(expr_keys)
-    if isinstance(key, str) and key and validate_label_name(key, ""):
-        # kube-apiserver does not check the format of a pod's topologyKey; no node can carry it.
-        out.append(
-            f"{sub}.topologyKey: {key} is not a valid label key, so no node has it; "
-            f"every node is left out of the spread{unschedulable}"
-        )
-    elif (
-        isinstance(key, str)
-        and key
-        and key not in WELL_KNOWN_TOPOLOGY_KEYS
-        and key not in DEPRECATED_NODE_LABELS
-    ):
-        text = (
-            f"{sub}.topologyKey: {key!s} is not a well-known topology label "
-            f"({', '.join(WELL_KNOWN_TOPOLOGY_KEYS)}); nodes without it are left out of the spread"
-            f"{unschedulable}"
-        )
-        out.append(text)
+    topology = _topology_key_advice(
+        raw.get("topologyKey"), sub, raw.get("whenUnsatisfiable"), known
+    )
+    if topology is not None:
+        out.append(topology)
     selector_ok = isinstance(sel, Mapping) and not validate_label_selector(sel, "")
     if selector_ok:
         assert isinstance(sel, Mapping)
         if not sel.get("matchLabels") and not sel.get("matchExpressions") and not keys:
             out.append(
-                f"{sub}.labelSelector: an empty labelSelector selects every pod in the namespace, "
-                "so unrelated pods are counted in the spread"
+                Advice(
+                    "empty-label-selector",
+                    f"{sub}.labelSelector",
+                    "an empty labelSelector selects every pod in the namespace, "
+                    "so unrelated pods are counted in the spread",
+                )
             )
         elif not selector_selects(sel, labels):
             out.append(
-                f"{sub}.labelSelector: does not select this pod's own labels; the constraint "
-                "counts other pods but never this pod or its replicas, which can then pile up "
-                "in one domain (ghost pods)"
+                Advice(
+                    "selector-misses-pod",
+                    f"{sub}.labelSelector",
+                    "does not select this pod's own labels; the constraint "
+                    "counts other pods but never this pod or its replicas, which can then pile "
+                    "up in one domain (ghost pods)",
+                )
             )
+    seen: set[str] = set()
     for j, k in enumerate(mlk if isinstance(mlk, list) else []):
         if not isinstance(k, str) or not k or validate_label_name(k, ""):
             continue
+        field = f"{sub}.matchLabelKeys[{j}]"
+        first = k not in seen
+        seen.add(k)
         if k not in labels and k not in controller_labels:
-            out.append(
-                f"{sub}.matchLabelKeys[{j}]: the pod has no label {k}; "
-                "the key is skipped and narrows nothing"
-            )
-        elif kind != "Pod" and isinstance(sel, Mapping) and k in labels:
-            if k in in_selector:
+            if first:
                 out.append(
-                    f"{sub}.matchLabelKeys[{j}]: {k} is also in labelSelector; kube-apiserver "
-                    "v1.34+ merges it into labelSelector when it creates each pod and then "
-                    "rejects the pod (exists in both matchLabelKeys and labelSelector)"
+                    Advice(
+                        "match-label-key-missing",
+                        field,
+                        f"the pod has no label {k}; the key is skipped and narrows nothing",
+                    )
                 )
+            continue
+        if kind == "Pod" or not isinstance(sel, Mapping) or not merges:
+            continue
+        if k in labels and k in in_selector and first:
+            out.append(
+                Advice(
+                    "match-label-key-in-selector",
+                    field,
+                    f"{k} is also in labelSelector; kube-apiserver "
+                    "v1.34+ merges it into labelSelector when it creates each pod and then "
+                    "rejects the pod (exists in both matchLabelKeys and labelSelector)",
+                )
+            )
+        elif not first:
+            out.append(
+                Advice(
+                    "match-label-key-duplicated",
+                    field,
+                    f"{k} is listed twice in matchLabelKeys; kube-apiserver v1.34+ merges it "
+                    "into labelSelector twice when it creates each pod and then rejects the "
+                    "pod (exists in both matchLabelKeys and labelSelector)",
+                )
+            )
     return out
-
-

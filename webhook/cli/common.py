@@ -1,0 +1,278 @@
+"""What the subcommands share: the target API server, the config's CLI keys, the
+cluster state (a snapshot file or the live cluster) and terminal colour.
+
+One notion of the target API server across `check`, `mutate` and `review`:
+`--server-version` (default: the newest whose rules topospread replays; with a live
+cluster, the cluster's own), so `topospread mutate x.yaml | topospread check -`
+round-trips and an offline `mutate` does what the webhook does for that version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template, pod_template_at
+from webhook.cluster.files import load_snapshot
+from webhook.config import Settings, load_settings
+from webhook.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.api.kube import PodTemplate
+    from webhook.scheduler.framework.snapshot import Snapshot
+
+__all__ = [
+    "NEWEST_SERVER_VERSION",
+    "CliConfig",
+    "CustomWorkload",
+    "Target",
+    "add_cluster_args",
+    "add_config_args",
+    "add_server_version_arg",
+    "cli_config",
+    "colour",
+    "load_target",
+    "node_label_keys",
+    "parse_version",
+    "template_of",
+]
+
+# The newest kube-apiserver whose topology spread rules are replayed (webhook.validation
+# treats every later release the same).
+NEWEST_SERVER_VERSION = (1, 34)
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?$")
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """`1.33`, `v1.33` or `v1.33.2` as (1, 33); argparse turns a ValueError into usage."""
+    m = _VERSION.match(text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a Kubernetes version (like 1.33): {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="topospread config (YAML): default constraints, matchLabelKeysMerge, "
+        "customWorkloads, topologyKeys, ...",
+    )
+
+
+def add_server_version_arg(p: argparse.ArgumentParser) -> None:
+    newest = ".".join(map(str, NEWEST_SERVER_VERSION))
+    p.add_argument(
+        "--server-version",
+        metavar="MAJOR.MINOR",
+        type=parse_version,
+        help=f"the kube-apiserver whose rules apply (default: the cluster's when connected, "
+        f"else {newest}, the newest; 1.33 and older do not merge matchLabelKeys)",
+    )
+
+
+def add_cluster_args(p: argparse.ArgumentParser, *, live_by_default: bool) -> None:
+    """--snapshot, and the kubectl-style flags for reading the live cluster."""
+    g = p.add_argument_group("cluster state")
+    g.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="cluster state from a file: `kubectl get nodes,pods,namespaces,services,"
+        "replicasets,statefulsets,replicationcontrollers -A -o json` ('-' reads stdin)",
+    )
+    if not live_by_default:
+        g.add_argument(
+            "--cluster",
+            action="store_true",
+            help="read the cluster of the current kubeconfig context (implied by "
+            "--kubeconfig and --context)",
+        )
+    g.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    g.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
+    g.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="namespace for objects that set none (default: the context's, else default)",
+    )
+    g.add_argument(
+        "--request-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="give up on an unreachable cluster after this long (default 30)",
+    )
+
+
+@dataclass(frozen=True)
+class CustomWorkload:
+    """A workload kind declared in the config: where its pod template sits."""
+
+    api_version: str
+    kind: str
+    path: tuple[str, ...]
+    # Labels its controller adds to each pod (e.g. rollouts-pod-template-hash).
+    pod_labels: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class CliConfig:
+    """The config keys the commands read beside the webhook's Settings."""
+
+    custom_workloads: tuple[CustomWorkload, ...] = ()
+    topology_keys: frozenset[str] = frozenset()
+
+    def custom(self, obj: RawObj) -> CustomWorkload | None:
+        kind, api = obj.get("kind"), obj.get("apiVersion")
+        for w in self.custom_workloads:
+            if w.kind == kind and (w.api_version == api or not isinstance(api, str)):
+                return w
+        return None
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+def cli_config(raw: Mapping[str, Any]) -> CliConfig:
+    """customWorkloads and topologyKeys of a config document; ConfigError when malformed.
+
+    customWorkloads:
+    - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: spec.template,
+       podLabels: [rollouts-pod-template-hash]}
+    topologyKeys: [example.com/rack]
+    """
+    entries = raw.get("customWorkloads") or []
+    if not isinstance(entries, list):
+        raise ConfigError("customWorkloads: must be a list")
+    workloads = []
+    for i, entry in enumerate(entries):
+        where = f"customWorkloads[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: must be a mapping")
+        kind, api, path = entry.get("kind"), entry.get("apiVersion"), entry.get("podTemplatePath")
+        if not isinstance(kind, str) or not kind:
+            raise ConfigError(f"{where}.kind: required")
+        if kind in HANDLED_KINDS:
+            raise ConfigError(f"{where}.kind: {kind} is built in")
+        if not isinstance(api, str) or not api:
+            raise ConfigError(f"{where}.apiVersion: required")
+        if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
+            raise ConfigError(f"{where}.podTemplatePath: required, like spec.template")
+        labels = _strings(entry.get("podLabels"), f"{where}.podLabels")
+        workloads.append(CustomWorkload(api, kind, tuple(path.split(".")), frozenset(labels)))
+    keys = _strings(raw.get("topologyKeys"), "topologyKeys")
+    return CliConfig(tuple(workloads), frozenset(keys))
+
+
+def template_of(obj: RawObj, config: CliConfig) -> PodTemplate | None:
+    """The pod template of a built-in kind or of a declared custom workload."""
+    custom = config.custom(obj)
+    if custom is not None:
+        return pod_template_at(obj, custom.path)
+    return pod_template(obj)
+
+
+@dataclass
+class Target:
+    """Everything a command decides against: config, API server, cluster state."""
+
+    settings: Settings
+    config: CliConfig
+    server_version: tuple[int, int]
+    # The cluster state, None without --snapshot or a live cluster.
+    snapshot: Snapshot | None = None
+    # The default namespace (-n, or the kubeconfig context's).
+    namespace: str = "default"
+    # Where the cluster state came from, for messages ("" without one).
+    cluster: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _wants_live(args: argparse.Namespace, live_by_default: bool) -> bool:
+    if getattr(args, "snapshot", None):
+        return False
+    explicit = bool(
+        getattr(args, "cluster", False)
+        or getattr(args, "kubeconfig", None)
+        or getattr(args, "context", None)
+    )
+    return explicit or live_by_default
+
+
+def load_target(
+    args: argparse.Namespace, *, live_by_default: bool = False, err: TextIO | None = None
+) -> Target:
+    """Settings, server version and cluster state as the command's flags ask.
+
+    Raises ConfigError / InputError (exit 2), ClusterError when the cluster is
+    unreachable (exit 2 with a clear message).
+    """
+    settings = load_settings(getattr(args, "config", None))
+    config = cli_config(settings.raw)
+    version: tuple[int, int] | None = getattr(args, "server_version", None)
+    snapshot = None
+    cluster = ""
+    namespace = getattr(args, "namespace", None)
+    if getattr(args, "snapshot", None):
+        snapshot = load_snapshot(args.snapshot)
+        cluster = str(args.snapshot)
+    elif _wants_live(args, live_by_default):
+        from webhook.cluster.lister import connect, list_snapshot
+
+        conn = connect(
+            kubeconfig=getattr(args, "kubeconfig", None),
+            context=getattr(args, "context", None),
+            timeout=getattr(args, "request_timeout", 30.0),
+        )
+        snapshot, cluster_version = list_snapshot(conn, progress=err or sys.stderr)
+        version = version or cluster_version
+        namespace = namespace or conn.namespace
+        cluster = conn.name
+    return Target(
+        settings=settings,
+        config=config,
+        server_version=version or NEWEST_SERVER_VERSION,
+        snapshot=snapshot,
+        namespace=namespace or "default",
+        cluster=cluster,
+    )
+
+
+def node_label_keys(snapshot: Snapshot | None) -> frozenset[str] | None:
+    """Every label key some node of the snapshot carries; None without a snapshot or nodes."""
+    if snapshot is None:
+        return None
+    nodes = getattr(snapshot, "nodes", {})
+    if not nodes:
+        return None
+    return frozenset(k for info in nodes.values() for k in getattr(info, "labels", {}))
+
+
+def colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR", "") != "" or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+_STYLES = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2"}
+
+
+def paint(text: str, style: str, on: bool) -> str:
+    return f"\033[{_STYLES[style]}m{text}\033[0m" if on else text
