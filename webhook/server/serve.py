@@ -9,7 +9,9 @@ a restart.
 
 A snapshot file (the demo one when no source is named) is loaded once in the master
 and shared by the forked workers; a live source is configured in the master and
-started in each worker (threads never cross a fork).
+started in the worker (threads never cross a fork). A worker running a live source
+holds its own state and watches, so with a live cluster serve runs one worker unless
+--workers says otherwise: the state once per replica, scaled by replicas.
 
 SIGTERM drains before stopping (DrainingArbiter, see webhook/gunicorn_conf.py). Logs are
 JSON lines on stderr (webhook/logs.py); metrics are shared by the workers through a
