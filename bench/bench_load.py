@@ -70,7 +70,7 @@ from tests.builders import (  # noqa: E402
 HOST = "127.0.0.1"
 SERVICE, NAMESPACE = "topospread", "bench"
 CLIENT_PROCESSES = 2
-CONNECTIONS_PER_PROCESS = 4
+CONNECTIONS_PER_PROCESS = 8
 WRK_CONNECTIONS = 16
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -79,7 +79,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SERVE = """
 import sys
 from webhook.server import gunicorn_conf
-gunicorn_conf.OPTIONS.update(worker_class=sys.argv[1], threads=int(sys.argv[2]))
+if sys.argv[1] != "default":
+    gunicorn_conf.OPTIONS.update(worker_class=sys.argv[1])
+gunicorn_conf.OPTIONS.update(threads=int(sys.argv[2]))
 from webhook.cli.main import main
 sys.exit(main(sys.argv[3:]))
 """
@@ -163,6 +165,137 @@ def request_mix() -> list[tuple[str, bytes, int]]:
     # A fixed interleaving, so every short window sees the whole mix.
     random.Random(7).shuffle(mix)  # nosec B311  # request order only, nothing secret
     return mix
+
+
+def realistic_pod() -> dict[str, Any]:
+    """A Pod as a ReplicaSet's controller sends it for creation (about 5 KB as JSON):
+    generateName, pod-template-hash, ownerReferences, managedFields, a projected service
+    account token volume, tolerations, required node affinity, probes, resources and two
+    spread constraints (zone DoNotSchedule with matchLabelKeys, hostname ScheduleAnyway)."""
+    labels = {"app": "web", "tier": "frontend", "pod-template-hash": "7c9f8d6b5"}
+    container = {
+        "name": "web",
+        "image": "registry.example.com/shop/web:1.4.2",
+        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+        "env": [{"name": "LOG_LEVEL", "value": "info"},
+                {"name": "HTTP_PORT", "value": "8080"},
+                {"name": "UPSTREAM_URL", "value": "http://api.shop.svc.cluster.local:8080"},
+                {"name": "CACHE_TTL_SECONDS", "value": "30"},
+                {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                                "fieldPath": "spec.nodeName"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                                "fieldPath": "metadata.name"}}}],
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"},
+                      "limits": {"memory": "512Mi"}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"},
+                           "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1,
+                           "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/live", "port": "http", "scheme": "HTTP"},
+                          "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 1,
+                          "successThreshold": 1, "failureThreshold": 3},
+        "volumeMounts": [{"name": "kube-api-access-x7k2p", "readOnly": True,
+                          "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                            "capabilities": {"drop": ["ALL"]}},
+    }
+    web = {"matchLabels": {"app": "web"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "web-7c9f8d6b5-",
+            "namespace": "shop",
+            "labels": labels,
+            "annotations": {"kubectl.kubernetes.io/restartedAt": "2024-05-01T12:00:00Z",
+                            "prometheus.io/scrape": "true", "prometheus.io/port": "8080",
+                            "prometheus.io/path": "/metrics",
+                            "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": "web-7c9f8d6b5",
+                                 "uid": "6f1c2a9e-0d1b-4c3e-9a55-2b7e8f4d1c30",
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "managedFields": [{
+                "manager": "kube-controller-manager", "operation": "Update",
+                "apiVersion": "v1", "time": "2024-05-01T12:00:00Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {
+                    "f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:tier": {},
+                                                       "f:pod-template-hash": {}},
+                    "f:ownerReferences": {".": {}, 'k:{"uid":"6f1c2a9e"}': {}}},
+                    "f:spec": {"f:containers": {'k:{"name":"web"}': {
+                        ".": {}, "f:env": {}, "f:image": {}, "f:imagePullPolicy": {},
+                        "f:livenessProbe": {}, "f:name": {}, "f:ports": {},
+                        "f:readinessProbe": {}, "f:resources": {}, "f:securityContext": {}}},
+                        "f:affinity": {}, "f:dnsPolicy": {}, "f:enableServiceLinks": {},
+                        "f:restartPolicy": {}, "f:schedulerName": {},
+                        "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
+                        "f:tolerations": {}, "f:topologySpreadConstraints": {}}},
+            }],
+        },
+        "spec": {
+            "volumes": [{"name": "kube-api-access-x7k2p", "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt",
+                                   "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                        "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+            "containers": [container],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "web",
+            "serviceAccount": "web",
+            "securityContext": {"fsGroup": 2000},
+            "schedulerName": "default-scheduler",
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "priority": 0,
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": DNS,
+                 "labelSelector": web, "matchLabelKeys": ["pod-template-hash"]},
+                {"maxSkew": 2, "topologyKey": HOSTNAME, "whenUnsatisfiable": SA,
+                 "labelSelector": web}],
+        },
+    }
+
+
+def realistic_review() -> bytes:
+    """The AdmissionReview kube-apiserver sends for realistic_pod (CREATE, with userInfo)."""
+    doc = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "0b7f4e1c-3c2a-4d4b-9a1e-6f7c2d9e8a10",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "shop",
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                         "uid": "3c1d7e2a-8b4f-4e6a-9d0c-5f2b1a7e6c48",
+                         "groups": ["system:serviceaccounts",
+                                    "system:serviceaccounts:kube-system",
+                                    "system:authenticated"]},
+            "object": realistic_pod(),
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        },
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,7 +454,10 @@ def _client_process(
                 time.sleep(delay)
             path, body, expected = mix[i % len(mix)]
             try:
-                conn.request("POST", path, body=body, headers=headers)
+                if body:
+                    conn.request("POST", path, body=body, headers=headers)
+                else:
+                    conn.request("GET", path)
                 resp = conn.getresponse()
                 resp.read()
                 status = resp.status
@@ -391,6 +527,9 @@ local i = 0
 request = function()
   i = i + 1
   local r = mix[(i %% #mix) + 1]
+  if r[2] == "" then
+    return wrk.format("GET", r[1])
+  end
   return wrk.format("POST", r[1], {["Content-Type"] = "application/json"}, r[2])
 end
 done = function(summary, latency, requests)
@@ -578,6 +717,50 @@ def bench_server(
     return phases
 
 
+def bench_realistic(
+    args: argparse.Namespace, cert_dir: str, workdir: Path, workers: int, threads: int
+) -> list[Phase]:
+    """The issue-13 scenario: the realistic review alone on /validate at fixed rates and
+    on /mutate at 500 req/s (16 keep-alive connections, open loop), then saturation of
+    /validate and of GET /healthz with wrk -c16 on the same server."""
+    body = realistic_review()
+    validate = [("/validate", body, 200)]
+    mutate = [("/mutate", body, 200)]
+    healthz = [("/healthz", b"", 200)]
+    server = start_server("webhook", cert_dir, workdir, workers, "default", threads)
+    ca_file = os.path.join(cert_dir, "ca.crt")
+    phases = []
+    try:
+        run_phase(server, ca_file, validate, 200.0, 2.0, None)  # warm-up, not reported
+        for label, mix, rate in [("validate", validate, r) for r in args.validate_rates] + [
+            ("mutate", mutate, r) for r in args.mutate_rates
+        ]:
+            phase = run_phase(server, ca_file, mix, rate, args.duration, None)
+            phase.load = f"{label} {phase.load}; load avg {os.getloadavg()[0]:.2f}"
+            phases.append(phase)
+            print_phase(phase)
+        for label, mix in (("validate", validate), ("healthz", healthz)):
+            script = None if args.no_wrk or shutil.which("wrk") is None else (
+                wrk_script(mix, workdir)
+            )
+            phase = run_phase(server, ca_file, mix, None, args.duration, script)
+            phase.load = f"{label} {phase.load}; load avg {os.getloadavg()[0]:.2f}"
+            phases.append(phase)
+            print_phase(phase)
+    finally:
+        server.stop()
+    sat = [p for p in phases if p.offered is None]
+    if len(sat) == 2 and sat[1].achieved:
+        print(
+            f"saturation: /validate {sat[0].achieved:.0f} req/s, GET /healthz "
+            f"{sat[1].achieved:.0f} req/s, ratio {sat[0].achieved / sat[1].achieved:.2f}; "
+            f"server CPU per request {sat[0].server_cpu_ms_per_req:.3f} ms vs "
+            f"{sat[1].server_cpu_ms_per_req:.3f} ms",
+            flush=True,
+        )
+    return phases
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
@@ -593,7 +776,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-wrk", action="store_true", help="closed-loop Python saturation")
     parser.add_argument("--json", metavar="OUT", help="write every phase as JSON here")
+    parser.add_argument(
+        "--mix", action="store_true",
+        help="the earlier scenario: the mix of 20 reviews at --rates, and the floor",
+    )
+    parser.add_argument("--validate-rates", default="200,500,1000",
+                        help="req/s of the realistic review on /validate")
+    parser.add_argument("--mutate-rates", default="500",
+                        help="req/s of the realistic review on /mutate")
     args = parser.parse_args(argv)
+    args.validate_rates = [float(r) for r in args.validate_rates.split(",") if r]
+    args.mutate_rates = [float(r) for r in args.mutate_rates.split(",") if r]
     args.duration = min(max(args.duration, 2.0), 60.0)
     rates = [float(r) for r in args.rates.split(",") if r]
 
@@ -622,6 +815,13 @@ def main(argv: list[str] | None = None) -> int:
             print("wrk not found (apt-get install wrk): saturation by Python clients", flush=True)
         print(HEADER, flush=True)
         phases: list[Phase] = []
+        if not args.mix:
+            print(f"realistic review: {len(realistic_review())} bytes", flush=True)
+            phases += bench_realistic(args, cert_dir, workdir, workers, threads)
+            if args.json:
+                Path(args.json).write_text(json.dumps([asdict(p) for p in phases], indent=1))
+            print(f"load average {os.getloadavg()[0]:.2f} at end", flush=True)
+            return 0
         common = (args, cert_dir, workdir, mix, script)
         phases += bench_server("webhook", *common, workers, worker_class, threads, rates)
         phases += bench_server("floor", *common, workers, worker_class, threads, rates)

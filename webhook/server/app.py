@@ -132,22 +132,100 @@ class _ReviewFastPath:
         try:
             stream = get_input_stream(environ, max_content_length=self.max_length)
         except RequestEntityTooLarge:
-            # Nothing was read: Flask answers it, as for any route.
-            return self.flask_wsgi(environ, start_response)
+            # Nothing was read: the body is discarded as the client sends it, so that a
+            # client writing its whole body before reading still gets the 413.
+            return self._too_large(environ, start_response)
+        # A client that stalls or goes away mid-body (OSError: a kernel timeout, a reset)
+        # is left to the server, which closes the connection; there is no one to answer.
         try:
-            status, data = _answer(self.services, operation, stream.read())
+            body = stream.read()
+        except HTTPException as exc:
+            # The client closed before sending its Content-Length (werkzeug's
+            # ClientDisconnected, a 400): answered as Flask would, then closed.
+            close_connection(start_response)
+            code = exc.code or 400
+            data = json.dumps(
+                error_status(code, exc.description or exc.name), separators=(",", ":")
+            ).encode()
+            self.services.metrics.count_request(environ["PATH_INFO"], code)
+            start_response(
+                _status_line(code),
+                [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+            )
+            return [data]
+        try:
+            status, data = _answer(self.services, operation, body)
         except Exception:
             # As Flask does for a route that raises: logged, and a JSON Status 500.
             log.exception("unexpected failure serving %s", environ["PATH_INFO"])
             status = 500
             message = InternalServerError.description or "Internal Server Error"
             data = json.dumps(error_status(status, message), separators=(",", ":")).encode()
-        self.services.metrics.requests.labels(environ["PATH_INFO"], str(status)).inc()
+        if status == 413:
+            # A chunked body cut at the cap: the rest is still coming.
+            discard_body(environ)
+            close_connection(start_response)
+        self.services.metrics.count_request(environ["PATH_INFO"], status)
         start_response(
-            f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN').upper()}",
+            _STATUS_LINES.get(status) or _status_line(status),
             [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
         )
         return [data]
+
+    def _too_large(self, environ: WSGIEnvironment, start_response: StartResponse) -> Any:
+        discard_body(environ)
+        close_connection(start_response)
+        data = json.dumps(
+            error_status(413, f"request body larger than {MAX_BODY_BYTES} bytes"),
+            separators=(",", ":"),
+        ).encode()
+        self.services.metrics.count_request(environ["PATH_INFO"], 413)
+        start_response(
+            _status_line(413),
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
+        return [data]
+
+
+def _status_line(status: int) -> str:
+    return f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN').upper()}"
+
+
+_STATUS_LINES = {code: _status_line(code) for code in (200, 400, 413, 500)}
+
+# A body over the cap is read and thrown away up to this many bytes, for at most
+# DISCARD_SECONDS, so that its client, done writing, reads the 413; past either bound
+# the connection is closed with the rest unread.
+DISCARD_MAX_BYTES = 64 * 1024 * 1024
+DISCARD_SECONDS = 10.0
+_DISCARD_CHUNK = 256 * 1024
+
+
+def discard_body(environ: WSGIEnvironment) -> int:
+    """Read and drop what is left of the request body, within the bounds above; the
+    number of bytes dropped. A client that stalls or goes away ends it early."""
+    raw = environ.get("wsgi.input")
+    if raw is None:
+        return 0
+    dropped = 0
+    deadline = time.monotonic() + DISCARD_SECONDS
+    try:
+        while dropped < DISCARD_MAX_BYTES and time.monotonic() < deadline:
+            chunk = raw.read(_DISCARD_CHUNK)
+            if not chunk:
+                break
+            dropped += len(chunk)
+    except (OSError, ValueError):
+        pass
+    return dropped
+
+
+def close_connection(start_response: StartResponse) -> None:
+    """Answer with `Connection: close` (gunicorn: the Response behind start_response)."""
+    response = getattr(start_response, "__self__", None)
+    force_close = getattr(response, "force_close", None)
+    if callable(force_close):
+        force_close()
 
 
 def create_app(settings: Settings | None = None, *, source: ClusterSource | None = None) -> Flask:
@@ -201,7 +279,7 @@ def create_app(settings: Settings | None = None, *, source: ClusterSource | None
     def count(response: Response) -> Response:
         # The route, not the raw path: arbitrary URLs must not grow the label set.
         route = request.url_rule.rule if request.url_rule is not None else "other"
-        services.metrics.requests.labels(route, str(response.status_code)).inc()
+        services.metrics.count_request(route, response.status_code)
         return response
 
     app.wsgi_app = _ReviewFastPath(app, services)  # type: ignore[method-assign]

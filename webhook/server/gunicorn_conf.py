@@ -26,6 +26,7 @@ __all__ = [
     "DrainFlag",
     "child_exit",
     "close_while_draining",
+    "connection_policy",
     "on_exit",
     "on_starting",
     "worker_exit",
@@ -34,7 +35,8 @@ __all__ = [
 # The env var serve sets when it made the metrics directory itself (and so removes it).
 OWNED_METRICS_DIR = "TOPOSPREAD_OWNED_METRICS_DIR"
 
-worker_class = "gthread"
+# gunicorn's gthread worker, closing connections of stalled clients quietly (worker.py).
+worker_class = "webhook.server.worker.TopospreadWorker"
 workers = 2
 threads = 4
 # kube-apiserver gives a webhook 10 s by default (at most 30 s): a request taking longer
@@ -49,8 +51,19 @@ graceful_timeout = 15
 # shutdown.drainSeconds.
 drain_seconds = 5.0
 keepalive = 5
+# Every worker binds its own listening socket with SO_REUSEPORT (gunicorn 22+ does so
+# after the fork when this is set), so the kernel spreads new connections between the
+# workers instead of leaving them to an accept race that can put every kept-alive
+# connection on one worker.
+reuse_port = True
+# Requests per kept-alive connection before it is answered `Connection: close`; config
+# key server.keepaliveRequests (worker.py).
+keepalive_requests = 1000
 proc_name = "topospread"
 accesslog = None
+# No access log at all: with a logging config set, gunicorn would build every access
+# line only for the logger to drop it.
+logger_class = "webhook.server.worker.NoAccessLogger"
 errorlog = "-"
 loglevel = "info"
 # gunicorn 25.1+ opens a control socket at one fixed path per user: a second server on
@@ -82,6 +95,34 @@ def close_while_draining(flag: DrainFlag) -> Callable[[Any, Any], None]:
             req.must_close = True
 
     return pre_request
+
+
+def connection_policy(
+    flag: DrainFlag, keepalive_requests: int = keepalive_requests
+) -> Callable[[Any, Any], None]:
+    """A `pre_request` hook: answer with `Connection: close` while draining (as
+    close_while_draining) and on about the `keepalive_requests`-th request of a
+    connection (worker.connection_limit), so kept-alive connections are spread again."""
+    from webhook.server.worker import connection_limit
+
+    def pre_request(worker: Any, req: Any) -> None:
+        if flag.is_set():
+            req.must_close = True
+            return
+        number = req.req_number
+        if number >= keepalive_requests // 2 and number >= connection_limit(
+            keepalive_requests, _peer_port(req)
+        ):
+            req.must_close = True
+
+    return pre_request
+
+
+def _peer_port(req: Any) -> int:
+    peer = getattr(req, "peer_addr", None)
+    if isinstance(peer, tuple) and len(peer) > 1 and isinstance(peer[1], int):
+        return peer[1]
+    return 0
 
 
 def on_starting(server: Any) -> None:
@@ -124,6 +165,8 @@ OPTIONS: dict[str, Any] = {
     "timeout": timeout,
     "graceful_timeout": graceful_timeout,
     "keepalive": keepalive,
+    "reuse_port": reuse_port,
+    "logger_class": logger_class,
     "proc_name": proc_name,
     "accesslog": accesslog,
     "errorlog": errorlog,

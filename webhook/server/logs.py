@@ -11,17 +11,26 @@ same formatter (dict_config); its access log stays off.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 import logging.config
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.admission.handlers import Answer
 
-__all__ = ["JSONFormatter", "REQUEST_LOGGER", "configure", "dict_config", "log_review"]
+__all__ = [
+    "JSONFormatter",
+    "REQUEST_LOGGER",
+    "configure",
+    "dict_config",
+    "log_review",
+    "render_review_line",
+]
 
 REQUEST_LOGGER = "topospread.request"
 
@@ -79,8 +88,64 @@ def dict_config(level: str = "INFO") -> dict[str, Any]:
 
 
 def configure(level: str = "INFO") -> None:
-    """Send every log record to stderr as JSON lines."""
+    """Send every log record to stderr as JSON lines; request lines are then written
+    straight to stderr (see log_review)."""
+    global _direct
     logging.config.dictConfig(dict_config(level))
+    _direct = True
+
+
+# Set by configure(): the request logger's records would go to the JSON handler on
+# stderr, so log_review renders the very same line itself and writes it in one call,
+# without a LogRecord, the handler's lock and the formatter (tests capturing records
+# leave it off).
+_direct = False
+_pid = os.getpid()
+# The second of the last request line and its rendering: "2024-05-01T12:00:00".
+_second = -1
+_second_text = ""
+
+
+def _after_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":")).encode
+
+
+def _timestamp(now: float) -> str:
+    """JSONFormatter's `ts` for the time `now` (milliseconds, UTC)."""
+    global _second, _second_text
+    second = int(now)
+    if second != _second:
+        _second_text = dt.datetime.fromtimestamp(second, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = second
+    millis = int((now - second) * 1000)
+    return f"{_second_text}.{millis:03d}Z"
+
+
+def render_review_line(fields: dict[str, Any], now: float) -> bytes:
+    """The request line JSONFormatter would write for these fields, newline included."""
+    doc: dict[str, Any] = {
+        "ts": _timestamp(now),
+        "level": "info",
+        "logger": REQUEST_LOGGER,
+        "pid": _pid,
+        "msg": "admission review",
+    }
+    for key, value in fields.items():
+        doc.setdefault(key, value)
+    return (_encode(doc) + "\n").encode("utf-8", "backslashreplace")
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(2, view)
+        view = view[written:]
 
 
 def review_fields(endpoint: str, answer: Answer, seconds: float) -> dict[str, Any]:
@@ -119,10 +184,15 @@ def review_fields(endpoint: str, answer: Answer, seconds: float) -> dict[str, An
 
 def log_review(endpoint: str, answer: Answer, seconds: float) -> None:
     """Log one answered AdmissionReview as a single info line."""
-    if _request_log.isEnabledFor(logging.INFO):
-        _request_log.info(
-            "admission review", extra={"fields": review_fields(endpoint, answer, seconds)}
-        )
+    if not _request_log.isEnabledFor(logging.INFO):
+        return
+    fields = review_fields(endpoint, answer, seconds)
+    if _direct:
+        # stderr gone: as logging would, never fail the request for its log line.
+        with contextlib.suppress(OSError):
+            _write(render_review_line(fields, time.time()))
+        return
+    _request_log.info("admission review", extra={"fields": fields})
 
 
 def level_from_env(default: str = "INFO") -> str:

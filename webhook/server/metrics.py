@@ -42,7 +42,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from webhook.api.kube import HANDLED_KINDS
 
@@ -55,6 +55,7 @@ __all__ = [
     "CONTENT_TYPE_LATEST",
     "LATENCY_BUCKETS",
     "CertificateExpiry",
+    "DerivedCounts",
     "Metrics",
     "SourceWatch",
     "field_pattern",
@@ -126,20 +127,14 @@ class Metrics:
             ["path", "code"],
             registry=self._own,
         )
-        self.decisions = Counter(
-            "topospread_admission_decisions",
-            "AdmissionReviews answered, by endpoint and decision "
-            "(allowed, denied, patched, malformed, internal_error).",
-            ["endpoint", "decision"],
-            registry=self._own,
-        )
+        # topospread_admission_decisions_total and topospread_admission_requests_total
+        # are derived from the histogram's counts at scrape time (DerivedCounts): one
+        # sample file write less per count per review, the same series.
         review_labels = ["endpoint", "kind", "operation", "decision"]
-        self.reviews = Counter(
-            "topospread_admission_requests",
-            "AdmissionReviews answered, by endpoint, object kind, operation and decision.",
-            review_labels,
-            registry=self._own,
-        )
+        # Labelled children, looked up once per label set: .labels() checks and joins
+        # its values on every call.
+        self._request_children: dict[tuple[str, int], Any] = {}
+        self._review_children: dict[tuple[str, str, str, str], Any] = {}
         self.review_seconds = Histogram(
             "topospread_admission_duration_seconds",
             "Time to answer an AdmissionReview (body read to response built), by endpoint, "
@@ -186,14 +181,24 @@ class Metrics:
 
     # ---- updates -------------------------------------------------------------------
 
+    def count_request(self, path: str, status: int) -> None:
+        """Count one HTTP request answered on `path` (a route) with `status`."""
+        key = (path, status)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request_children[key] = self.requests.labels(path, str(status))
+        child.inc()
+
     def observe_review(self, endpoint: str, answer: Answer, seconds: float) -> None:
         """Count one answered AdmissionReview (of endpoint validate or mutate)."""
         review = answer.review
         kind = kind_label(review.kind if review is not None else "")
         operation = operation_label(review.operation if review is not None else "")
-        self.decisions.labels(endpoint, answer.decision).inc()
-        self.reviews.labels(endpoint, kind, operation, answer.decision).inc()
-        self.review_seconds.labels(endpoint, kind, operation, answer.decision).observe(seconds)
+        key = (endpoint, kind, operation, answer.decision)
+        child = self._review_children.get(key)
+        if child is None:
+            child = self._review_children[key] = self.review_seconds.labels(*key)
+        child.observe(seconds)
         response = answer.doc.get("response") if review is not None else None
         if not isinstance(response, dict):
             return
@@ -231,14 +236,70 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """The text /metrics serves."""
+        registry = CollectorRegistry(auto_describe=False)
         if multiprocess_dir() is not None:
-            registry = CollectorRegistry()
             # prometheus_client.multiprocess carries no type annotations.
-            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            files = multiprocess.MultiProcessCollector(None)  # type: ignore[no-untyped-call]
+            registry.register(DerivedCounts(files))
             for collector in self._live:
                 registry.register(collector)
-            return bytes(generate_latest(registry))
-        return bytes(generate_latest(self._own))
+        else:
+            registry.register(DerivedCounts(self._own))
+        return bytes(generate_latest(registry))
+
+
+_DURATION = "topospread_admission_duration_seconds"
+_DECISIONS = "topospread_admission_decisions"
+_DECISIONS_HELP = (
+    "AdmissionReviews answered, by endpoint and decision "
+    "(allowed, denied, patched, malformed, internal_error)."
+)
+_REVIEWS = "topospread_admission_requests"
+_REVIEWS_HELP = "AdmissionReviews answered, by endpoint, object kind, operation and decision."
+
+
+class DerivedCounts:
+    """A collector: what `source` collects, plus the two review counters derived from
+    the latency histogram's counts: topospread_admission_requests_total (its `_count`
+    per label set) and topospread_admission_decisions_total (summed over kind and
+    operation). Each review used to write both counters besides the histogram."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        reviews: dict[tuple[str, str, str, str], float] = {}
+        for family in self.source.collect():
+            if family.name == _DURATION:
+                for sample in family.samples:
+                    if sample.name == _DURATION + "_count":
+                        labels = sample.labels
+                        key = (
+                            labels.get("endpoint", ""),
+                            labels.get("kind", ""),
+                            labels.get("operation", ""),
+                            labels.get("decision", ""),
+                        )
+                        reviews[key] = reviews.get(key, 0.0) + sample.value
+            yield family
+        decisions: dict[tuple[str, str], float] = {}
+        per_review = CounterMetricFamily(
+            _REVIEWS, _REVIEWS_HELP, labels=["endpoint", "kind", "operation", "decision"]
+        )
+        for key, value in reviews.items():
+            per_review.add_metric(list(key), value)
+            decision_key = (key[0], key[3])
+            decisions[decision_key] = decisions.get(decision_key, 0.0) + value
+        per_decision = CounterMetricFamily(
+            _DECISIONS, _DECISIONS_HELP, labels=["endpoint", "decision"]
+        )
+        for (endpoint, decision), value in decisions.items():
+            per_decision.add_metric([endpoint, decision], value)
+        yield per_decision
+        yield per_review
 
 
 def denial_causes(response: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -9,7 +9,9 @@ a restart.
 
 A snapshot file (the demo one when no source is named) is loaded once in the master
 and shared by the forked workers; a live source is configured in the master and
-started in each worker (threads never cross a fork).
+started in the worker (threads never cross a fork). A worker running a live source
+holds its own state and watches, so with a live cluster serve runs one worker unless
+--workers says otherwise: the state once per replica, scaled by replicas.
 
 SIGTERM drains before stopping (DrainingArbiter, see webhook/gunicorn_conf.py). Logs are
 JSON lines on stderr (webhook/logs.py); metrics are shared by the workers through a
@@ -23,6 +25,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -47,7 +50,9 @@ __all__ = [
     "DEMO_SNAPSHOT",
     "DrainingArbiter",
     "WebhookApplication",
+    "check_bind_free",
     "cli_serve",
+    "default_workers",
     "demo_snapshot_path",
     "drain_seconds",
     "parse_bind",
@@ -172,6 +177,35 @@ def _source(args: argparse.Namespace) -> ClusterSource:
     return source
 
 
+def default_workers(live: bool) -> int:
+    """Workers when --workers is not given: gunicorn_conf's count for a snapshot file
+    (loaded once before the fork and shared), one for a live cluster, whose state and
+    watches a worker holds by itself: one copy per replica, scaled by replicas."""
+    from webhook.server.gunicorn_conf import OPTIONS
+
+    return 1 if live else int(OPTIONS["workers"])
+
+
+def check_bind_free(bind: str) -> None:
+    """Refuse an address some other server already listens on. With reuse_port each
+    worker binds the address itself after the fork, so a busy port would not stop
+    gunicorn's master; and a plain bind also fails where another SO_REUSEPORT server of
+    the same user listens, which the workers would otherwise share connections with."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigError(f"--bind {bind}: {exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"--bind {bind}: {exc.strerror}") from exc
+
+
 def _client_ca(settings: Settings, cert_dir: str) -> str | None:
     """ca.crt of the cert dir when the config asks for client certificates (tls.verifyClients)."""
     tls = settings.raw.get("tls") or {}
@@ -243,20 +277,23 @@ def cli_serve(args: argparse.Namespace) -> int:
     """`topospread serve`: check everything, then run gunicorn until stopped."""
     from webhook.install.certs import CertReloader
     from webhook.server import logs
-    from webhook.server.gunicorn_conf import OPTIONS, DrainFlag, close_while_draining
+    from webhook.server.gunicorn_conf import OPTIONS, DrainFlag, connection_policy
+    from webhook.server.worker import KernelTimeoutContext, keepalive_requests
 
     settings = load_settings(args.config)
     drain = drain_seconds(settings)
     bind = parse_bind(args.bind)
-    workers = OPTIONS["workers"] if args.workers is None else args.workers
+    live = bool(args.kubeconfig or args.in_cluster)
+    workers = default_workers(live) if args.workers is None else args.workers
     if workers < 1:
         raise ConfigError(f"--workers {workers}: must be at least 1")
+    requests_per_connection = keepalive_requests(settings)
     cert_dir = args.cert_dir
-    reloader = CertReloader(
-        cert_dir,
-        client_ca=_client_ca(settings, cert_dir),
-        io_timeout=io_timeout_seconds(settings),
-    )
+    # No Python-level timeout on the sockets: the kernel bounds them (worker.py).
+    reloader = CertReloader(cert_dir, client_ca=_client_ca(settings, cert_dir))
+    tls = KernelTimeoutContext(reloader.context, io_timeout_seconds(settings))
+    if OPTIONS.get("reuse_port"):
+        check_bind_free(bind)
     source = _source(args)
 
     level = logs.level_from_env()
@@ -271,6 +308,13 @@ def cli_serve(args: argparse.Namespace) -> int:
         where,
         settings.match_label_keys_merge,
     )
+    if live and workers > 1:
+        log.warning(
+            "--workers %d with a live cluster: every worker holds its own copy of the "
+            "cluster state and its own watches; one worker per pod and more replicas "
+            "hold it once per replica",
+            workers,
+        )
 
     flag = DrainFlag()
 
@@ -292,8 +336,8 @@ def cli_serve(args: argparse.Namespace) -> int:
         # from the reloader.
         "certfile": reloader.cert_file,
         "keyfile": reloader.key_file,
-        "ssl_context": reloader.gunicorn_ssl_context,
-        "pre_request": close_while_draining(flag),
+        "ssl_context": tls.gunicorn_ssl_context,
+        "pre_request": connection_policy(flag, requests_per_connection),
         "loglevel": level.lower(),
         "logconfig_dict": logs.dict_config(level),
     }
