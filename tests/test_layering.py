@@ -55,6 +55,7 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     ("webhook.server.serve", "webhook.server.app"): "multiprocess metrics first",
     ("webhook.server.serve", "webhook.server.logs"): "logging configured when serving",
     ("webhook.server.serve", "webhook.install.certs"): "cryptography only when serving",
+    ("webhook.server.serve", "webhook.server.worker"): "gunicorn only when serving",
     ("webhook.server.serve", "webhook.cluster.informer"): "kubernetes client when live",
     # logs is configured (gunicorn's logconfig) before serve sets the metrics directory.
     ("webhook.server.logs", "webhook.server.metrics"): "multiprocess metrics first",

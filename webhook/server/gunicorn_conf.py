@@ -21,6 +21,8 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+from webhook.server.worker import connection_limit
+
 __all__ = [
     "OPTIONS",
     "DrainFlag",
@@ -103,8 +105,6 @@ def connection_policy(
     """A `pre_request` hook: answer with `Connection: close` while draining (as
     close_while_draining) and on about the `keepalive_requests`-th request of a
     connection (worker.connection_limit), so kept-alive connections are spread again."""
-    from webhook.server.worker import connection_limit
-
     def pre_request(worker: Any, req: Any) -> None:
         if flag.is_set():
             req.must_close = True
