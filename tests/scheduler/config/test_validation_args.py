@@ -104,7 +104,7 @@ def test_hard_pod_affinity_weight_range(weight: int, ok: bool) -> None:
     """ValidateInterPodAffinityArgs: 0..100."""
     errs = validate_inter_pod_affinity_args(InterPodAffinityArgs(weight), "args")
     assert errs == ([] if ok else [
-        f"args.hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0, 100]"
+        f"args.hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0-100]"
     ])
 
 

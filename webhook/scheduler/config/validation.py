@@ -202,7 +202,7 @@ def validate_inter_pod_affinity_args(args: InterPodAffinityArgs, path: str = "")
     w = args.hard_pod_affinity_weight
     if 0 <= w <= 100:
         return []
-    return [invalid(_at(path, "hardPodAffinityWeight"), w, "not in valid range [0, 100]").error()]
+    return [invalid(_at(path, "hardPodAffinityWeight"), w, "not in valid range [0-100]").error()]
 
 
 def validate_default_preemption_args(args: DefaultPreemptionArgs, path: str = "") -> list[str]:

@@ -7,10 +7,11 @@ ValidateHardPodAffinityWeight's range), wiring filtering.py and scoring.py.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from webhook.api.kube import RawObj
+from webhook.scheduler.config.types import InterPodAffinityArgs
+from webhook.scheduler.config.validation import validate_inter_pod_affinity_args
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import CycleState, Reads, Status
 from webhook.scheduler.plugins.interpodaffinity import filtering, scoring
@@ -18,37 +19,7 @@ from webhook.scheduler.plugins.interpodaffinity.common import NAME, ExistingTerm
 
 __all__ = ["DEFAULT_ARGS", "NAME", "InterPodAffinity", "InterPodAffinityArgs"]
 
-# plugin.go / validation_pluginargs.go: hardPodAffinityWeight lies in 0..100.
-MIN_HARD_POD_AFFINITY_WEIGHT: Final = 0
-MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
-
-
-@dataclass(frozen=True, slots=True)
-class InterPodAffinityArgs:
-    """kube-scheduler's InterPodAffinityArgs with v1 defaults.
-
-    hard_pod_affinity_weight: the score weight of an existing pod's *required*
-        affinity term the incoming pod matches (default 1, 0 turns it off);
-    ignore_preferred_terms_of_existing_pods: skip scoring entirely when the incoming
-        pod has no preferred terms of its own (default false).
-    """
-
-    hard_pod_affinity_weight: int = 1
-    ignore_preferred_terms_of_existing_pods: bool = False
-
-
 DEFAULT_ARGS: Final = InterPodAffinityArgs()
-
-
-def validate_args(args: InterPodAffinityArgs) -> list[str]:
-    """Port of validation_pluginargs.go: ValidateInterPodAffinityArgs (its messages)."""
-    w = args.hard_pod_affinity_weight
-    if not MIN_HARD_POD_AFFINITY_WEIGHT <= w <= MAX_HARD_POD_AFFINITY_WEIGHT:
-        return [
-            f"hardPodAffinityWeight: Invalid value: {w}: not in valid range "
-            f"[{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
-        ]
-    return []
 
 
 class InterPodAffinity:
@@ -80,7 +51,7 @@ class InterPodAffinity:
     )
 
     def __init__(self, args: InterPodAffinityArgs = DEFAULT_ARGS) -> None:
-        problems = validate_args(args)
+        problems = validate_inter_pod_affinity_args(args)
         if problems:
             raise ValueError("; ".join(problems))
         self.args = args
