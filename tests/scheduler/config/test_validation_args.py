@@ -143,7 +143,7 @@ def test_plugin_config_errors_carry_the_profile_path() -> None:
     ]}]})
     assert errors == [
         "profiles[0].pluginConfig[0].args.hardPodAffinityWeight: Invalid value: 101: "
-        "not in valid range [0, 100]",
+        "not in valid range [0-100]",
         'profiles[0].pluginConfig[1].args.defaultingType: Unsupported value: "Other": '
         'supported values: "System", "List"',
         "scoringStrategy.resources[0].weight: Invalid value: 200: "
