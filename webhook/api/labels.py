@@ -33,6 +33,7 @@ __all__ = [
     "DO_NOT_SCHEDULE_EFFECTS",
     "LabelMatcher",
     "NodeMatcher",
+    "compile_node_selector_term",
     "compile_node_affinity",
     "compile_selector",
     "find_untolerated_taint",
@@ -322,6 +323,13 @@ def _node_term_matcher(term: Any) -> NodeMatcher | None:
         return True
 
     return match
+
+
+def compile_node_selector_term(term: Any) -> NodeMatcher:
+    """One NodeSelectorTerm as a predicate over Node objects; an empty or unparsable
+    term matches nothing (nodeSelectorTerm.match), as a preferred term is read."""
+    matcher = _node_term_matcher(term)
+    return matcher if matcher is not None else match_nothing
 
 
 def _required_terms_matcher(required: Any) -> NodeMatcher:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress
 from operator import add, attrgetter, is_not
 from typing import Any, NamedTuple
@@ -60,7 +60,7 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     pre_filter,
 )
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
-from webhook.scheduler.profile import prepare
+from webhook.scheduler.profile import Framework, default_framework
 
 PluginStatus = Status
 
@@ -89,14 +89,19 @@ class NodeVerdict(NamedTuple):
     feasible: bool
     filters: dict[str, Status]
     scores: dict[str, int]
+    # The weighted sum of `scores` kube-scheduler ranks feasible nodes by.
+    score: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "feasible": self.feasible,
             "filters": {plugin: s.to_json() for plugin, s in self.filters.items()},
             "scores": dict(self.scores),
         }
+        if self.feasible:
+            out["score"] = self.score
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +109,12 @@ class Placement:
     """The decision for one pod.
 
     pod: "namespace/name"; nodes: every node, sorted by name; selected_node: the
-    feasible node with the highest PodTopologySpread score (ties: first by name),
-    None when no node is feasible; reasons: failure reason -> number of nodes
-    failing with it (a node failing two plugins counts under both);
-    distribution: topology key -> domain -> matching pods, before this pod.
+    feasible node with the highest weighted score (ties: first by name), None when
+    no node is feasible; tied_nodes: every feasible node sharing that score, sorted
+    (kube-scheduler picks one of them at random); reasons: failure reason -> number
+    of nodes failing with it (a node failing two plugins counts under both);
+    distribution: topology key -> domain -> matching pods, before this pod; error:
+    what failed the scheduling cycle (a score plugin's error), None when nothing did.
     """
 
     pod: str
@@ -115,6 +122,8 @@ class Placement:
     selected_node: str | None
     reasons: dict[str, int]
     distribution: dict[str, dict[str, int]]
+    tied_nodes: list[str] = field(default_factory=list)
+    error: str | None = None
 
     @property
     def feasible(self) -> list[NodeVerdict]:
@@ -122,13 +131,17 @@ class Placement:
 
     def to_json(self) -> dict[str, Any]:
         """The `simulate -o json` document for this one pod."""
-        return {
+        out: dict[str, Any] = {
             "pod": self.pod,
             "nodes": [n.to_json() for n in self.nodes],
             "selectedNode": self.selected_node,
+            "tiedNodes": list(self.tied_nodes),
             "placements": [self.selected_node],
             "distribution": self.distribution,
         }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,14 +171,29 @@ def pod_ref(pod: RawObj) -> str:
     return f"{pod_namespace(pod)}/{name}"
 
 
-def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> Placement:
+def framework_for(args: SpreadArgs) -> Framework:
+    """kube-scheduler's default profile with these PodTopologySpread args."""
+    return default_framework(None if args == DEFAULT_ARGS else args)
+
+
+def place(
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs = DEFAULT_ARGS,
+    *,
+    framework: Framework | None = None,
+) -> Placement:
     """Run every filter on every node, score the feasible ones, pick a node.
 
-    The result is node for node what running each filter on each node and
-    scoring the feasible ones would give; the work is done once per group of
-    nodes that must get the same answer (see the module docstring).
+    `framework`: the profile to run (default: kube-scheduler's default profile with
+    `args` as PodTopologySpread's args). The result is node for node what running
+    each filter on each node and scoring the feasible ones would give; the filter
+    work is done once per group of nodes that must get the same answer (see the
+    module docstring).
     """
-    prepared = prepare(pod, snapshot)
+    fw = framework if framework is not None else framework_for(args)
+    args = fw.spread_args
+    prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
     names = table.names
     outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
@@ -186,7 +214,9 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     # PodTopologySpread's Filter reads only the node's values for the constraints'
     # keys: judge each distinct set of values once.
     spread: list[Status]
-    if spread_error is not None:
+    if not fw.spread_filter:
+        spread, keys = [SUCCESS], outcome_ids
+    elif spread_error is not None:
         spread, keys = [spread_error], outcome_ids
     elif state is None or not state.constraints:
         spread, keys = [SUCCESS], outcome_ids
@@ -213,7 +243,7 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
     for key, count in Counter(keys).items():
         o, c = divmod(key, width)
         ok, statuses, failed = memo.share(
-            ("filters", o, spread[c]), _merged, outcomes[o], spread[c]
+            ("filters", o, spread[c]), _merged, fw, outcomes[o], spread[c]
         )
         for reason in failed:
             reasons[reason] = reasons.get(reason, 0) + count
@@ -224,31 +254,45 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
 
     none: dict[str, int] = memo.share("no score", dict)
     scores: list[dict[str, int]] = [none] * len(names)
+    totals: list[int] = [0] * len(names)
     selected: str | None = None
+    tied: list[str] = []
+    error: str | None = None
     if feasible:
-        values = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        shared = {s: memo.share(("score", s), _score_map, s) for s in set(values)}
-        for p, s in zip(feasible, values, strict=True):
-            scores[p] = shared[s]
-        selected = names[feasible[values.index(max(values))]]  # ties: first by name
+        spread_scores = None
+        if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
+            spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
+        ranked = _score(fw, prepared, snapshot, [table.infos[i] for i in feasible], spread_scores)
+        if isinstance(ranked, str):
+            error = ranked
+        else:
+            per_node, sums = ranked
+            for k, p in enumerate(feasible):
+                scores[p], totals[p] = per_node[k], sums[k]
+            best = max(sums)
+            tied = [names[p] for p, s in zip(feasible, sums, strict=True) if s == best]
+            selected = tied[0]  # nodes are in name order: ties go to the first by name
 
     # A node whose status map and score map are the very ones of the previous
     # decision keeps its verdict object (fewer objects made, less for the GC).
     new = tuple.__new__
     last = memo.last
     if last is not None and last[0] is names:
-        _, last_statuses, last_scores, verdicts = last
+        _, last_statuses, last_scores, last_totals, verdicts = last
         verdicts = list(verdicts)
         changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
         changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
+        changed.update(compress(range(len(names)), map(is_not, totals, last_totals)))
         for i in changed:
-            verdicts[i] = new(NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i]))
+            verdicts[i] = new(
+                NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i], totals[i])
+            )
     else:
         verdicts = [
             new(NodeVerdict, fields)
-            for fields in zip(names, flags, statuses_of_node, scores, strict=True)
+            for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
         ]
-    memo.last = (names, statuses_of_node, scores, verdicts)
+    memo.last = (names, statuses_of_node, scores, totals, verdicts)
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:
@@ -259,19 +303,62 @@ def place(pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS) -> P
         selected_node=selected,
         reasons=dict(sorted(reasons.items())),
         distribution=spread_over,
+        tied_nodes=tied,
+        error=error,
     )
 
 
-def _score_map(score: int) -> dict[str, int]:
-    return {PLUGIN_NAME: score}
+def _score(
+    fw: Framework,
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    infos: list[NodeInfoLike],
+    spread_scores: list[int] | None,
+) -> tuple[list[dict[str, int]], list[int]] | str:
+    """Every score plugin's normalised score on each feasible node, in profile order, and
+    the weighted sums; or the error that fails the cycle.
+
+    Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
+    weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
+    from its grouped engine (`spread_scores`, None when it skips).
+    """
+    state, pod = prepared.state, prepared.pod
+    columns: dict[str, tuple[int, list[int]]] = {}
+    if spread_scores is not None and fw.spread_weight is not None:
+        columns[PLUGIN_NAME] = (fw.spread_weight, spread_scores)
+    for plugin, weight in fw.scores:
+        status = plugin.pre_score(state, pod, infos, snapshot)
+        if status.code is Code.SKIP:
+            continue
+        if not status.ok:
+            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
+        raw: dict[str, int] = {}
+        for info in infos:
+            value, status = plugin.score(state, pod, info)
+            if not status.ok:
+                return f"running Score plugin {plugin.name!r}: {status.reason}"
+            raw[info.name] = value
+        status = plugin.normalize_score(state, pod, raw)
+        if not status.ok:
+            return f"running Normalize on Score plugins: {status.reason}"
+        columns[plugin.name] = (weight, [raw[info.name] for info in infos])
+    order = [name for name in fw.score_names if name in columns]
+    per_node = [{name: columns[name][1][k] for name in order} for k in range(len(infos))]
+    sums = [
+        sum(columns[name][0] * columns[name][1][k] for name in order) for k in range(len(infos))
+    ]
+    return per_node, sums
 
 
 def _merged(
-    five: dict[str, Status], spread: Status
+    fw: Framework, others: dict[str, Status], spread: Status
 ) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
-    """(feasible, the status map of a node, the reasons its failures count under)."""
-    statuses = dict(five)
-    statuses[PLUGIN_NAME] = spread
+    """(feasible, the status map of a node in the profile's filter order, the reasons
+    its failures count under)."""
+    statuses = {
+        name: spread if name == PLUGIN_NAME else others.get(name, SUCCESS)
+        for name in fw.filter_names
+    }
     failed = [s for s in statuses.values() if s.code is not Code.SUCCESS]
     return not failed, statuses, tuple(r for s in failed for r in s.reasons)
 
@@ -416,7 +503,11 @@ class Unschedulable:
 
 
 def explain(
-    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs = DEFAULT_ARGS,
+    *,
+    framework: Framework | None = None,
 ) -> Unschedulable | None:
     """Whether the pod's spreading is what leaves it no node.
 
@@ -425,10 +516,13 @@ def explain(
     not the cause), or when the pod has no DoNotSchedule constraint (nor a default
     one) or constraints PreFilter refuses (validation reports those).
     """
-    state = pre_filter(pod, snapshot, args)
+    fw = framework if framework is not None else framework_for(args)
+    if not fw.spread_filter:
+        return None
+    state = pre_filter(pod, snapshot, fw.spread_args)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return None
-    prepared = prepare(pod, snapshot)
+    prepared = fw.filters.prepare(pod, snapshot)
     candidates = []
     for info in list(snapshot.nodes.values()):
         if not passes(prepared, info):
@@ -446,7 +540,12 @@ def _copy_named(pod: RawObj, name: str) -> RawObj:
 
 
 def simulate(
-    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS, replicas: int = 1
+    pod: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs = DEFAULT_ARGS,
+    replicas: int = 1,
+    *,
+    framework: Framework | None = None,
 ) -> Simulation:
     """Place `replicas` copies of `pod` one by one, each seeing the ones before.
 
@@ -467,11 +566,12 @@ def simulate(
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
-        decision = place(copy, work, args)
+        decision = place(copy, work, args, framework=framework)
         if first is None:
             first = decision
         placements.append(decision.selected_node)
         if decision.selected_node is not None:
             work.add_pod(copy, decision.selected_node)
     assert first is not None
-    return Simulation(placements, first, distribution(pod, work, args))
+    fw = framework if framework is not None else framework_for(args)
+    return Simulation(placements, first, distribution(pod, work, fw.spread_args))

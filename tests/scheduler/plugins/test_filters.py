@@ -17,13 +17,23 @@ from tests.builders import ZONE, make_node, make_pod
 from webhook.api.resources import pod_requests
 from webhook.scheduler.framework import runtime
 from webhook.scheduler.framework.nodefacts import node_facts
-from webhook.scheduler.framework.runtime import PreparedFilters, passing
+from webhook.scheduler.framework.runtime import FilterCycle, PreparedFilters, passing
 from webhook.scheduler.framework.runtime import passes as passes_filters
 from webhook.scheduler.framework.runtime import pod_inputs as filter_inputs
 from webhook.scheduler.plugins import nodeaffinity
+from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
+from webhook.scheduler.plugins.nodename import NodeName
+from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit, fit_state
 from webhook.scheduler.plugins.noderesources.fit import fit_reasons as fit_check
-from webhook.scheduler.plugins.noderesources.fit import fit_state
-from webhook.scheduler.profile import FILTER_PLUGINS, prepare
+from webhook.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from webhook.scheduler.plugins.tainttoleration import TaintToleration
+
+# The five node filters this file is about, in the order it pins.
+FIVE = FilterCycle(
+    (NodeUnschedulable(), NodeName(), NodeAffinity(), TaintToleration(), NodeResourcesFit())
+)
+FILTER_PLUGINS = FIVE.names
+prepare = FIVE.prepare
 
 
 def run_filters(pod: Any, node_info: Any) -> dict[str, Any]:

@@ -177,10 +177,10 @@ class PreScorePlugin(Plugin, Protocol):
     ) -> Status: ...
 
 
-class ScorePlugin(Plugin, Protocol):
+class ScorePlugin(PreScorePlugin, Protocol):
     """Score one feasible node, then NormalizeScore over all of them (in place, to
     0..MAX_NODE_SCORE; a plugin without normalisation leaves the scores as they are).
-    `weight` is the profile's weight for the plugin."""
+    Every score plugin here has a PreScore (possibly doing nothing)."""
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]: ...
 

@@ -1,5 +1,6 @@
-"""NodeAffinity (pkg/scheduler/framework/plugins/nodeaffinity): nodeSelector AND the
-required node affinity terms.
+"""NodeAffinity (pkg/scheduler/framework/plugins/nodeaffinity): Filter on nodeSelector
+AND the required node affinity terms (AND the args' addedAffinity); Score by the
+weights of the preferred terms a node matches (the pod's and the args').
 
 CAVEAT: upstream's PreFilter narrows the node list when every required term names
 nodes through matchFields metadata.name; here such nodes simply fail the Filter with
@@ -8,13 +9,20 @@ the NodeAffinity reason, which is the same verdict.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import ClassVar
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.labels import compile_node_affinity, required_node_affinity
+from webhook.api.labels import (
+    NodeMatcher,
+    compile_node_affinity,
+    compile_node_selector_term,
+    required_node_affinity,
+)
+from webhook.scheduler.config.types import NodeAffinityArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
+    MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
     Code,
@@ -23,16 +31,37 @@ from webhook.scheduler.framework.types import (
     Reads,
     Status,
 )
+from webhook.scheduler.plugins.helper.normalize_score import default_normalize_score
 
-__all__ = ["REASON_NODE_AFFINITY", "NodeAffinity", "affinity_label_keys"]
+__all__ = ["REASON_ENFORCED", "REASON_NODE_AFFINITY", "NodeAffinity", "affinity_label_keys"]
 
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 _NODE_AFFINITY = Status(Code.UNRESOLVABLE, REASON_NODE_AFFINITY)
+_ENFORCED = Status(Code.UNRESOLVABLE, REASON_ENFORCED)
+
+
+def _preferred_terms(raw: Any) -> list[tuple[int, NodeMatcher]]:
+    """(weight, matcher) of each PreferredSchedulingTerm with a non-zero weight
+    (nodeaffinity.NewPreferredSchedulingTerms)."""
+    out: list[tuple[int, NodeMatcher]] = []
+    for term in raw if isinstance(raw, list) else ():
+        if not isinstance(term, dict):
+            continue
+        weight = term.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight == 0:
+            continue
+        out.append((weight, compile_node_selector_term(term.get("preference"))))
+    return out
 
 
 class NodeAffinity:
-    """Filter. PreFilter skips a pod that constrains no node; its state is the compiled
-    matcher (api.labels.compile_node_affinity)."""
+    """Filter and Score, built once with its args (node_affinity.go New).
+
+    PreFilter skips a pod that constrains no node when the args add nothing; its state
+    is the compiled matcher (api.labels.compile_node_affinity). PreScore skips a pod
+    with no preferred term when the args add none.
+    """
 
     name: ClassVar[str] = "NodeAffinity"
     node_key_reads_pod: ClassVar[bool] = True
@@ -41,17 +70,43 @@ class NodeAffinity:
         node_fields=("metadata.labels", "metadata.name"),
     )
 
+    def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        added = (args.added_affinity if args is not None else None) or {}
+        required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+        self.added_required: NodeMatcher | None = (
+            None if required is None else compile_node_affinity({"spec": {"affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+            }}})
+        )
+        self.added_keys = affinity_label_keys(
+            {"spec": {"affinity": {"nodeAffinity": added}}} if required is not None else {}
+        )
+        self.added_preferred = _preferred_terms(
+            added.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
+        """Port of node_affinity.go: PreFilter (without the node-name narrowing, see CAVEAT)."""
         matcher = compile_node_affinity(pod) if isinstance(pod, dict) else None
-        if matcher is None:
+        if matcher is None and self.added_required is None:
             return SKIP
         state[self.name] = matcher
-        state[self.name + "/keys"] = affinity_label_keys(pod)
+        keys = affinity_label_keys(pod)
+        if keys is not None and self.added_keys is not None:
+            keys = tuple(dict.fromkeys((*self.added_keys, *keys)))
+        elif self.added_required is not None:
+            keys = None
+        state[self.name + "/keys"] = keys
         return SUCCESS
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Status:
-        """Port of node_affinity.go: Filter (required terms and nodeSelector)."""
-        return SUCCESS if state[self.name](node.node or {}) else _NODE_AFFINITY
+        """Port of node_affinity.go: Filter (addedAffinity, then nodeSelector and the
+        required terms)."""
+        obj = node.node or {}
+        if self.added_required is not None and not self.added_required(obj):
+            return _ENFORCED
+        matcher = state[self.name]
+        return SUCCESS if matcher is None or matcher(obj) else _NODE_AFFINITY
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable | None:
         keys = state[self.name + "/keys"]
@@ -63,6 +118,41 @@ class NodeAffinity:
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         s = spec(pod)
         return (repr(s.get("nodeSelector")), repr(required_node_affinity(s)))
+
+
+    # ---- score ----------------------------------------------------------------------
+
+    def pre_score(
+        self,
+        state: CycleState,
+        pod: RawObj,
+        nodes: Sequence[NodeInfoLike],
+        snapshot: Snapshot | None,
+    ) -> Status:
+        """Port of node_affinity.go: PreScore."""
+        affinity = spec(pod).get("affinity")
+        node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+        preferred = (
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(node_affinity, dict)
+            else None
+        )
+        terms = _preferred_terms(preferred)
+        if not terms and not self.added_preferred:
+            return SKIP
+        state[self.name + "/score"] = terms
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
+        """Port of node_affinity.go: Score (PreferredSchedulingTerms.Score, then the args')."""
+        obj = node.node or {}
+        total = sum(w for w, match in state[self.name + "/score"] if match(obj))
+        total += sum(w for w, match in self.added_preferred if match(obj))
+        return total, SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
+        """Port of node_affinity.go: NormalizeScore."""
+        return default_normalize_score(MAX_NODE_SCORE, False, scores)
 
 
 def affinity_label_keys(pod: RawObj) -> tuple[str, ...] | None:

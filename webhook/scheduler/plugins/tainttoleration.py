@@ -1,17 +1,19 @@
-"""TaintToleration (pkg/scheduler/framework/plugins/tainttoleration): NoSchedule and
-NoExecute taints the pod does not tolerate."""
+"""TaintToleration (pkg/scheduler/framework/plugins/tainttoleration): Filter on the
+NoSchedule and NoExecute taints the pod does not tolerate; Score by how many
+PreferNoSchedule taints it does not tolerate (fewer is better)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
 from webhook.api.kube import RawObj
-from webhook.api.labels import find_untolerated_taint
+from webhook.api.labels import find_untolerated_taint, taint_tolerated
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
+    MAX_NODE_SCORE,
     SUCCESS,
     Code,
     CycleState,
@@ -19,13 +21,17 @@ from webhook.scheduler.framework.types import (
     Reads,
     Status,
 )
+from webhook.scheduler.plugins.helper.normalize_score import default_normalize_score
 from webhook.scheduler.plugins.nodeunschedulable import pod_tolerations
+
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 __all__ = ["TaintToleration"]
 
 
 class TaintToleration:
-    """Filter; its state is the pod's tolerations."""
+    """Filter and Score; the Filter's state is the pod's tolerations, the Score's those
+    of them that can tolerate a PreferNoSchedule taint."""
 
     name: ClassVar[str] = "TaintToleration"
     node_key_reads_pod: ClassVar[bool] = False
@@ -52,3 +58,37 @@ class TaintToleration:
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         return json.dumps(state[self.name], sort_keys=True, default=str)
+
+    # ---- score ----------------------------------------------------------------------
+
+    def pre_score(
+        self,
+        state: CycleState,
+        pod: RawObj,
+        nodes: Sequence[NodeInfoLike],
+        snapshot: Snapshot | None,
+    ) -> Status:
+        """Port of taint_toleration.go: PreScore (getAllTolerationPreferNoSchedule)."""
+        state[self.name + "/score"] = [
+            t for t in pod_tolerations(pod) if t.get("effect") in (None, "", PREFER_NO_SCHEDULE)
+        ]
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
+        """Port of taint_toleration.go: Score (countIntolerableTaintsPreferNoSchedule)."""
+        taints = node_facts(node).taints
+        if not taints or not isinstance(taints, list):
+            return 0, SUCCESS
+        tolerations = state[self.name + "/score"]
+        count = sum(
+            1
+            for taint in taints
+            if isinstance(taint, dict)
+            and taint.get("effect") == PREFER_NO_SCHEDULE
+            and not taint_tolerated(taint, tolerations)
+        )
+        return count, SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
+        """Port of taint_toleration.go: NormalizeScore (reversed: fewer taints score more)."""
+        return default_normalize_score(MAX_NODE_SCORE, True, scores)

@@ -16,12 +16,13 @@ not list when the pod requests no extended resource at all.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from webhook.api.kube import RawObj
 from webhook.api.resources import is_extended_resource_name, pod_requests
+from webhook.scheduler.config.types import NodeResourcesFitArgs
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
@@ -32,6 +33,7 @@ from webhook.scheduler.framework.types import (
     Reads,
     Status,
 )
+from webhook.scheduler.plugins.noderesources.fit_scoring import FitScoring
 
 __all__ = ["REASON_TOO_MANY_PODS", "FitState", "NodeResourcesFit", "fit_reasons", "fit_state"]
 
@@ -98,7 +100,8 @@ def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
 
 
 class NodeResourcesFit:
-    """Filter; its state is the pod's FitState."""
+    """Filter and Score, built once with its args (fit.go NewFit): the Filter's state is
+    the pod's FitState; the Score is the scoring strategy's (fit_scoring.FitScoring)."""
 
     name: ClassVar[str] = "NodeResourcesFit"
     node_key_reads_pod: ClassVar[bool] = False
@@ -111,6 +114,9 @@ class NodeResourcesFit:
         ),
         node_fields=("status.allocatable", "pods", "requested"),
     )
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
+        self.scoring = FitScoring(args)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
         state[self.name] = fit_state(pod)
@@ -140,3 +146,20 @@ class NodeResourcesFit:
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         fit: FitState = state[self.name]
         return (fit.checks, fit.requests_extended)
+
+    # ---- score (the scoring strategy's) -------------------------------------------------
+
+    def pre_score(
+        self,
+        state: CycleState,
+        pod: RawObj,
+        nodes: Sequence[NodeInfoLike],
+        snapshot: Snapshot | None,
+    ) -> Status:
+        return self.scoring.pre_score(state, pod, nodes, snapshot)  # type: ignore[arg-type]
+
+    def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
+        return self.scoring.score(state, pod, node)  # type: ignore[arg-type]
+
+    def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
+        return self.scoring.normalize_score(state, pod, scores)

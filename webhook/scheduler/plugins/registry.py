@@ -1,0 +1,57 @@
+"""The in-tree plugins by name (pkg/scheduler/framework/plugins/registry.go
+NewInTreeRegistry): each factory builds the plugin once from its decoded args."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from webhook.scheduler.plugins.imagelocality import ImageLocality
+from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
+from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
+from webhook.scheduler.plugins.nodename import NodeName
+from webhook.scheduler.plugins.nodeports import NodePorts
+from webhook.scheduler.plugins.noderesources.balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+)
+from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
+from webhook.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from webhook.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from webhook.scheduler.plugins.tainttoleration import TaintToleration
+from webhook.scheduler.plugins.volumebinding import VolumeBinding
+from webhook.scheduler.plugins.volumerestrictions import VolumeRestrictions
+from webhook.scheduler.plugins.volumezone import VolumeZone
+
+__all__ = ["REGISTRY", "new_plugin"]
+
+
+def _no_args(cls: Callable[[], Any]) -> Callable[[Any], Any]:
+    return lambda _args: cls()
+
+
+def _with_args(cls: Callable[..., Any]) -> Callable[[Any], Any]:
+    return lambda args: cls(args) if args is not None else cls()
+
+
+REGISTRY: dict[str, Callable[[Any], Any]] = {
+    "NodeUnschedulable": _no_args(NodeUnschedulable),
+    "NodeName": _no_args(NodeName),
+    "TaintToleration": _no_args(TaintToleration),
+    "NodeAffinity": _with_args(NodeAffinity),
+    "NodePorts": _no_args(NodePorts),
+    "NodeResourcesFit": _with_args(NodeResourcesFit),
+    "VolumeRestrictions": _no_args(VolumeRestrictions),
+    "NodeVolumeLimits": _no_args(NodeVolumeLimits),
+    "VolumeBinding": _no_args(VolumeBinding),
+    "VolumeZone": _no_args(VolumeZone),
+    "PodTopologySpread": _with_args(PodTopologySpread),
+    "InterPodAffinity": _with_args(InterPodAffinity),
+    "NodeResourcesBalancedAllocation": _with_args(NodeResourcesBalancedAllocation),
+    "ImageLocality": _no_args(ImageLocality),
+}
+
+
+def new_plugin(name: str, args: Any) -> Any:
+    """The plugin `name` built from its args (None: its defaults)."""
+    return REGISTRY[name](args)
