@@ -117,7 +117,7 @@ def _spread_args(raw: Mapping[str, Any]) -> RawObj | None:
     """The podTopologySpread key as PodTopologySpreadArgs (v1 spelling), validated with
     the scheduler's own rules; None when absent."""
     spread_raw = raw.get(_SPREAD_KEY)
-    if not spread_raw and not isinstance(spread_raw, str | int):
+    if spread_raw is None or spread_raw == {} or spread_raw == []:
         return None  # absent, null or empty: kube-scheduler's own defaults
     if not isinstance(spread_raw, dict):
         raise ConfigError(f"{_SPREAD_KEY}: must be a mapping (PodTopologySpreadArgs)")
