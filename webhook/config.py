@@ -1,8 +1,13 @@
 """Settings: one frozen dataclass, read and validated once at start.
 
 The config file is YAML. Keys we own:
+  schedulerConfiguration: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)
+                       inline, read exactly as kube-scheduler reads its --config file;
+                       `--scheduler-config FILE` replaces it
   podTopologySpread:   exactly kube-scheduler's PodTopologySpreadArgs
-                       (defaultConstraints, defaultingType System|List)
+                       (defaultConstraints, defaultingType System|List); the same
+                       as a PodTopologySpread pluginConfig entry in every profile
+                       that has none of its own
   injectDefaults:      bool, default true
   injectNamespaceSelector: a LabelSelector over Namespace labels; defaults are
                        injected only into pods of namespaces it selects (absent:
@@ -10,12 +15,17 @@ The config file is YAML. Keys we own:
   matchLabelKeysMerge: auto | webhook | apiserver, default auto
   policy.denyUnschedulable: bool, default false
 Other keys are free and kept in `raw`.
+
+The scheduler profiles are resolved here, once (webhook.scheduler.config.profiles):
+a configuration kube-scheduler would refuse is a ConfigError carrying its messages.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -24,23 +34,74 @@ import yaml
 from webhook.api.kube import RawObj
 from webhook.api.names import validate_label_selector
 from webhook.errors import ConfigError
+from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
+from webhook.scheduler.config.profiles import (
+    API_VERSION,
+    KIND,
+    ResolvedProfile,
+    resolve_configuration,
+)
 from webhook.scheduler.config.types import DefaultingType, SpreadArgs
 from webhook.scheduler.config.validation import validate_spread_args
+
+__all__ = [
+    "MERGE_MODES",
+    "SCHEDULER_CONFIG_KEY",
+    "MergeMode",
+    "Settings",
+    "default_profiles",
+    "load_scheduler_config",
+    "load_settings",
+    "settings_from_dict",
+]
 
 MergeMode = Literal["auto", "webhook", "apiserver"]
 MERGE_MODES: tuple[MergeMode, ...] = ("auto", "webhook", "apiserver")
 
+SCHEDULER_CONFIG_KEY = "schedulerConfiguration"
+_SPREAD_KEY = "podTopologySpread"
+_PTS = "PodTopologySpread"
+
+
+@cache
+def default_profiles() -> tuple[ResolvedProfile, ...]:
+    """kube-scheduler's profiles without a configuration: default-scheduler alone."""
+    profiles, errors = resolve_configuration({})
+    if errors:  # pragma: no cover - the defaults are valid by construction
+        raise ConfigError("; ".join(errors))
+    return profiles
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Everything the webhook reads from its config file."""
+    """Everything the webhook reads from its config file (and --scheduler-config)."""
 
-    spread: SpreadArgs = field(default_factory=SpreadArgs)
+    # The KubeSchedulerConfiguration's profiles, resolved once; read-only.
+    scheduler: tuple[ResolvedProfile, ...] = field(default_factory=default_profiles)
     inject_defaults: bool = True
     match_label_keys_merge: MergeMode = "auto"
     deny_unschedulable: bool = False
     # None: every namespace; else a metav1.LabelSelector over Namespace labels.
     inject_namespace_selector: RawObj | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def profile_for(self, scheduler_name: str) -> ResolvedProfile | None:
+        """The profile scheduling pods of `scheduler_name` ("" is default-scheduler, as
+        the API server defaults spec.schedulerName); None when no profile does: as
+        upstream, such a pod is left to another scheduler."""
+        wanted = scheduler_name or DEFAULT_SCHEDULER_NAME
+        for profile in self.scheduler:
+            if profile.scheduler_name == wanted:
+                return profile
+        return None
+
+    @property
+    def spread(self) -> SpreadArgs:
+        """PodTopologySpreadArgs of the default-scheduler profile (kube-scheduler's
+        defaults when that profile is absent or does not run PodTopologySpread)."""
+        profile = self.profile_for(DEFAULT_SCHEDULER_NAME)
+        args = profile.args.get(_PTS) if profile is not None else None
+        return args if isinstance(args, SpreadArgs) else SpreadArgs()
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str = "") -> bool:
@@ -52,24 +113,87 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str = "") -> b
     return value
 
 
-def settings_from_dict(raw: Any) -> Settings:
-    """Build Settings from a parsed config document; raise ConfigError when invalid."""
+def _spread_args(raw: Mapping[str, Any]) -> RawObj | None:
+    """The podTopologySpread key as PodTopologySpreadArgs (v1 spelling), validated with
+    the scheduler's own rules; None when absent."""
+    spread_raw = raw.get(_SPREAD_KEY)
+    if spread_raw is None or spread_raw == {} or spread_raw == []:
+        return None  # absent, null or empty: kube-scheduler's own defaults
+    if not isinstance(spread_raw, dict):
+        raise ConfigError(f"{_SPREAD_KEY}: must be a mapping (PodTopologySpreadArgs)")
+    constraints = spread_raw.get("defaultConstraints") or []
+    if not isinstance(constraints, list) or not all(isinstance(c, dict) for c in constraints):
+        raise ConfigError(f"{_SPREAD_KEY}.defaultConstraints: must be a list of constraints")
+    # Checked below with the scheduler's own rules (System | List), hence the cast.
+    defaulting_type = cast(DefaultingType, spread_raw.get("defaultingType") or "System")
+    errors = validate_spread_args(SpreadArgs(tuple(constraints), defaulting_type))
+    if errors:
+        raise ConfigError(f"{_SPREAD_KEY}: " + "; ".join(errors))
+    return {"defaultConstraints": list(constraints), "defaultingType": defaulting_type}
+
+
+def _with_spread_args(cfg: Any, spread: RawObj) -> Any:
+    """`cfg` with a PodTopologySpread pluginConfig entry holding `spread` added to every
+    profile that configures none itself (its own entry is the more specific one).
+
+    Malformed shapes are passed on unchanged: resolve_configuration reports them.
+    """
+    if not isinstance(cfg, dict):
+        return cfg
+    profiles = cfg.get("profiles")
+    if profiles is None or profiles == []:
+        profiles = [{}]
+    if not isinstance(profiles, list):
+        return cfg
+    out = []
+    for profile in profiles:
+        if not isinstance(profile, dict):
+            out.append(profile)
+            continue
+        entries = profile.get("pluginConfig")
+        entries = entries if isinstance(entries, list) else []
+        if any(isinstance(e, dict) and e.get("name") == _PTS for e in entries):
+            out.append(profile)
+            continue
+        entry = {"name": _PTS, "args": copy.deepcopy(spread)}
+        out.append({**profile, "pluginConfig": [*entries, entry]})
+    return {**cfg, "profiles": out}
+
+
+def _profiles(cfg: Any, origin: str, spread: RawObj | None) -> tuple[ResolvedProfile, ...]:
+    if spread is not None:
+        cfg = _with_spread_args(cfg, spread)
+    profiles, errors = resolve_configuration(cfg)
+    if errors:
+        raise ConfigError(f"{origin}: " + "; ".join(errors))
+    return profiles
+
+
+def settings_from_dict(
+    raw: Any,
+    scheduler_config: Any = None,
+    *,
+    scheduler_config_origin: str = "--scheduler-config",
+) -> Settings:
+    """Build Settings from a parsed config document; raise ConfigError when invalid.
+
+    `scheduler_config`, when not None, is a KubeSchedulerConfiguration that replaces
+    the document's schedulerConfiguration key (the --scheduler-config file);
+    `scheduler_config_origin` names it in error messages.
+    """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("config: the document must be a mapping")
-    spread_raw = raw.get("podTopologySpread") or {}
-    if not isinstance(spread_raw, dict):
-        raise ConfigError("podTopologySpread: must be a mapping (PodTopologySpreadArgs)")
-    constraints = spread_raw.get("defaultConstraints") or []
-    if not isinstance(constraints, list) or not all(isinstance(c, dict) for c in constraints):
-        raise ConfigError("podTopologySpread.defaultConstraints: must be a list of constraints")
-    # Checked below with the scheduler's own rules (System | List), hence the cast.
-    defaulting_type = cast(DefaultingType, spread_raw.get("defaultingType") or "System")
-    spread = SpreadArgs(default_constraints=tuple(constraints), defaulting_type=defaulting_type)
-    errors = validate_spread_args(spread)
-    if errors:
-        raise ConfigError("podTopologySpread: " + "; ".join(errors))
+    spread = _spread_args(raw)
+    if scheduler_config is not None:
+        scheduler = _profiles(scheduler_config, scheduler_config_origin, spread)
+    elif raw.get(SCHEDULER_CONFIG_KEY) is not None:
+        scheduler = _profiles(raw[SCHEDULER_CONFIG_KEY], SCHEDULER_CONFIG_KEY, spread)
+    elif spread is not None:
+        scheduler = _profiles({}, _SPREAD_KEY, spread)
+    else:
+        scheduler = default_profiles()
 
     mode = raw.get("matchLabelKeysMerge", "auto")
     if mode not in MERGE_MODES:
@@ -85,7 +209,7 @@ def settings_from_dict(raw: Any) -> Settings:
         if problems:
             raise ConfigError("; ".join(f"{e.field}: {e.body()}" for e in problems))
     return Settings(
-        spread=spread,
+        scheduler=scheduler,
         inject_defaults=_bool(raw, "injectDefaults", True),
         match_label_keys_merge=mode,
         deny_unschedulable=_bool(policy, "denyUnschedulable", False, "policy."),
@@ -94,16 +218,43 @@ def settings_from_dict(raw: Any) -> Settings:
     )
 
 
-def load_settings(path: str | Path | None) -> Settings:
-    """Read a config file (YAML); None gives the defaults."""
-    if path is None:
-        return settings_from_dict({})
+def _read_yaml(path: str | Path, what: str) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
     try:
-        raw = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
-    return settings_from_dict(raw)
+        raise ConfigError(f"{what} {path} is not valid YAML: {exc}") from exc
+
+
+def load_scheduler_config(path: str | Path) -> RawObj:
+    """Read a KubeSchedulerConfiguration file (YAML or JSON), as kube-scheduler's
+    --config: a single object that names its kind and apiVersion (kube-scheduler's
+    decoder refuses a file without them). Validation is resolve_configuration's."""
+    doc = _read_yaml(path, "scheduler config")
+    origin = f"scheduler config {path}"
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{origin}: must be a {KIND} object")
+    if not doc.get("kind"):
+        raise ConfigError(f"{origin}: Object 'Kind' is missing (want kind: {KIND})")
+    if not doc.get("apiVersion"):
+        raise ConfigError(f"{origin}: Object 'apiVersion' is missing (want {API_VERSION})")
+    return doc
+
+
+def load_settings(
+    path: str | Path | None, scheduler_config: str | Path | None = None
+) -> Settings:
+    """Read a config file (YAML) and, when given, a KubeSchedulerConfiguration file
+    (--scheduler-config, which replaces the config's schedulerConfiguration key);
+    None gives the defaults."""
+    raw = _read_yaml(path, "config") if path is not None else {}
+    if scheduler_config is None:
+        return settings_from_dict(raw)
+    return settings_from_dict(
+        raw,
+        load_scheduler_config(scheduler_config),
+        scheduler_config_origin=f"scheduler config {scheduler_config}",
+    )

@@ -182,13 +182,17 @@ def test_list_items_without_kind_are_trimmed_as_their_kind(
     """List items carry no kind; the source sets it, and drops what the model does not read."""
     full = node("n1")
     full["status"]["images"] = [{"names": ["registry.k8s.io/pause:3.9"], "sizeBytes": 1}]
+    full["status"]["nodeInfo"] = {"kubeletVersion": "v1.34.0"}
     server.add(full)
     source = started(make_source)
     snap = source.snapshot()
     assert isinstance(snap, FakeSnapshot)
     held = snap.state()["Node"][("", "n1")]
     assert held["kind"] == "Node" and held["apiVersion"] == "v1"
-    assert held["status"] == {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+    assert held["status"] == {
+        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        "images": [{"names": ["registry.k8s.io/pause:3.9"], "sizeBytes": 1}],
+    }
     assert held["metadata"]["labels"] == {ZONE: "a"}
 
 

@@ -161,7 +161,7 @@ def test_trim_pod_container_status_kept_only_when_it_can_change_requests(
     assert out["status"].get("containerStatuses") == ([kept] if kept else None)
 
 
-def test_trim_node_keeps_labels_taints_unschedulable_allocatable() -> None:
+def test_trim_node_keeps_labels_taints_unschedulable_allocatable_images() -> None:
     node = (
         make_node()
         .name("n1")
@@ -174,7 +174,7 @@ def test_trim_node_keeps_labels_taints_unschedulable_allocatable() -> None:
     node["metadata"]["annotations"] = {"a": "b"}
     node["spec"]["podCIDR"] = "10.0.0.0/24"
     node["status"]["capacity"] = {"cpu": "4"}
-    node["status"]["images"] = [{"names": ["x"], "sizeBytes": 1}]
+    node["status"]["images"] = [{"names": ["x", "x@sha256:00"], "sizeBytes": 1, "extra": 2}]
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     assert trim(node) == {
         "kind": "Node",
@@ -184,7 +184,10 @@ def test_trim_node_keeps_labels_taints_unschedulable_allocatable() -> None:
             "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
             "unschedulable": True,
         },
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "images": [{"names": ["x", "x@sha256:00"], "sizeBytes": 1}],
+        },
     }
 
 

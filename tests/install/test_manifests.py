@@ -207,7 +207,8 @@ def test_webhook_service_routes_443_to_the_container_https_port(rendered: list[R
 def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
     rendered: list[RawObj],
 ) -> None:
-    """get/list/watch on nodes, pods, services, RCs, RSs, StatefulSets, namespaces; nothing else."""
+    """get/list/watch on nodes, pods, services, RCs, RSs, StatefulSets, namespaces, PVs,
+    PVCs, StorageClasses and CSINodes; nothing else."""
     role = one(rendered, "ClusterRole")
     grants = set()
     for rule in role["rules"]:
@@ -220,12 +221,33 @@ def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
         ("", "services"),
         ("", "replicationcontrollers"),
         ("", "namespaces"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
         ("apps", "replicasets"),
         ("apps", "statefulsets"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csinodes"),
     }
     assert by_kind(rendered, "Role") == [] and by_kind(rendered, "RoleBinding") == []
 
 
+def granted(rendered: list[RawObj]) -> set[tuple[str, str]]:
+    """(API group, resource) pairs the ClusterRole grants."""
+    role = one(rendered, "ClusterRole")
+    return {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+
+
+def _volume_kinds_watched() -> bool:
+    from webhook.cluster.needs import NEEDED
+
+    return {"PersistentVolume", "CSINode"} <= {k.kind for k in NEEDED}
+
+
+@pytest.mark.xfail(
+    not _volume_kinds_watched(),
+    reason="the default profile does not run the volume plugins yet: RBAC grants ahead of it",
+    strict=True,
+)
 def test_cluster_role_grants_what_the_live_source_watches(rendered: list[RawObj]) -> None:
     """Every collection LiveSource lists and watches is granted, and no other."""
     from webhook.cluster.informer import RESOURCES
@@ -240,6 +262,26 @@ def test_cluster_role_grants_what_the_live_source_watches(rendered: list[RawObj]
         (g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
     }
     assert granted == watched
+
+
+def test_cluster_role_covers_the_default_profile_kinds(rendered: list[RawObj]) -> None:
+    """Every kind the default profile's plugins read (the volume plugins included), plus
+    Node, Pod and Namespace, is granted, and no other."""
+    from webhook.cluster.needs import needed_kinds
+    from webhook.scheduler.plugins.imagelocality import ImageLocality
+    from webhook.scheduler.plugins.nodeports import NodePorts
+    from webhook.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+    from webhook.scheduler.plugins.volumebinding import VolumeBinding
+    from webhook.scheduler.plugins.volumerestrictions import VolumeRestrictions
+    from webhook.scheduler.plugins.volumezone import VolumeZone
+    from webhook.scheduler.profile import READS
+
+    reads = [
+        *READS,
+        *(p.reads for p in (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+                            NodePorts, ImageLocality)),
+    ]
+    assert granted(rendered) == {(k.group, k.resource) for k in needed_kinds(reads)}
 
 
 def test_cluster_role_binding_grants_the_role_to_the_pods_service_account(

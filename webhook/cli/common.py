@@ -64,6 +64,13 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         help="topospread config (YAML): default constraints, matchLabelKeysMerge, "
         "customWorkloads, topologyKeys, ...",
     )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as kube-scheduler "
+        "reads it: its profiles decide placement (replaces the config's "
+        "schedulerConfiguration)",
+    )
 
 
 def add_server_version_arg(p: argparse.ArgumentParser) -> None:
@@ -222,7 +229,9 @@ def load_target(
     Raises ConfigError / InputError (exit 2), ClusterError when the cluster is
     unreachable (exit 2 with a clear message).
     """
-    settings = load_settings(getattr(args, "config", None))
+    settings = load_settings(
+        getattr(args, "config", None), getattr(args, "scheduler_config", None)
+    )
     config = cli_config(settings.raw)
     version: tuple[int, int] | None = getattr(args, "server_version", None)
     snapshot = None

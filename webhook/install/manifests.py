@@ -59,16 +59,30 @@ injectDefaults: true
 matchLabelKeysMerge: auto
 """
 
-# What the live cluster source lists and watches: nothing more.
+# What the live cluster source lists and watches (the kinds the default profile's
+# plugins read, webhook.cluster.needs): nothing more, and read-only.
 CLUSTER_ROLE_RULES: list[RawObj] = [
     {
         "apiGroups": [""],
-        "resources": ["nodes", "pods", "services", "replicationcontrollers", "namespaces"],
+        "resources": [
+            "nodes",
+            "pods",
+            "services",
+            "replicationcontrollers",
+            "namespaces",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+        ],
         "verbs": ["get", "list", "watch"],
     },
     {
         "apiGroups": ["apps"],
         "resources": ["replicasets", "statefulsets"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": ["storageclasses", "csinodes"],
         "verbs": ["get", "list", "watch"],
     },
 ]

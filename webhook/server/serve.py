@@ -280,7 +280,7 @@ def cli_serve(args: argparse.Namespace) -> int:
     from webhook.server.gunicorn_conf import OPTIONS, DrainFlag, connection_policy
     from webhook.server.worker import KernelTimeoutContext, keepalive_requests
 
-    settings = load_settings(args.config)
+    settings = load_settings(args.config, getattr(args, "scheduler_config", None))
     drain = drain_seconds(settings)
     bind = parse_bind(args.bind)
     live = bool(args.kubeconfig or args.in_cluster)
@@ -304,9 +304,10 @@ def cli_serve(args: argparse.Namespace) -> int:
         else str(args.snapshot or f"the demo snapshot {demo_snapshot_path()}")
     )
     log.info(
-        "cluster state from %s; matchLabelKeysMerge: %s",
+        "cluster state from %s; matchLabelKeysMerge: %s; scheduler profiles: %s",
         where,
         settings.match_label_keys_merge,
+        ", ".join(p.scheduler_name for p in settings.scheduler),
     )
     if live and workers > 1:
         log.warning(
