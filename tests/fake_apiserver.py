@@ -44,6 +44,10 @@ COLLECTIONS: dict[str, tuple[str, str]] = {
     "ReplicaSet": ("/apis/apps/v1/replicasets", "apps/v1"),
     "StatefulSet": ("/apis/apps/v1/statefulsets", "apps/v1"),
     "Namespace": ("/api/v1/namespaces", "v1"),
+    "PersistentVolume": ("/api/v1/persistentvolumes", "v1"),
+    "PersistentVolumeClaim": ("/api/v1/persistentvolumeclaims", "v1"),
+    "StorageClass": ("/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1"),
+    "CSINode": ("/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1"),
 }
 KIND_OF_PATH = {path: kind for kind, (path, _) in COLLECTIONS.items()}
 

@@ -18,14 +18,32 @@ from webhook.scheduler.placement import place, simulate
 DATA = paths.DATA / "snapshots"
 SMALL = str(DATA / "small.json")
 WEB = str(DATA / "web-pod.json")
+# interfaces.md "Scheduler profile": the filter plugins in the scheduler's order, and
+# the default score weights.
 PLUGINS = [
     "NodeUnschedulable",
     "NodeName",
-    "NodeAffinity",
     "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
+    "InterPodAffinity",
 ]
+WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "VolumeBinding": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -43,7 +61,7 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
     code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", WEB)
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["pod", "nodes", "selectedNode", "placements", "distribution"]
+    assert list(doc) == ["pod", "nodes", "selectedNode", "tiedNodes", "placements", "distribution"]
     assert doc["pod"] == "default/web"
     assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
     for n in doc["nodes"]:
@@ -59,9 +77,22 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
         "reason": "node(s) didn't match pod topology spread constraints (missing required label)",
     }
     assert by_name["node-a"]["scores"] == {}
-    assert by_name["node-c"]["scores"] == {"PodTopologySpread": 0}
-    assert by_name["node-d"]["scores"] == {"PodTopologySpread": 100}
+    assert "score" not in by_name["node-a"]
+    assert by_name["node-c"]["scores"]["PodTopologySpread"] == 0
+    assert by_name["node-d"]["scores"]["PodTopologySpread"] == 100
+    for name in ("node-c", "node-d"):
+        node = by_name[name]
+        # Skipped plugins (no preferred affinity, no volumes) are absent and add nothing.
+        assert set(node["scores"]) == {
+            "TaintToleration",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "NodeResourcesBalancedAllocation",
+            "ImageLocality",
+        }
+        assert node["score"] == sum(WEIGHTS[p] * s for p, s in node["scores"].items())
     assert doc["selectedNode"] == "node-d"
+    assert doc["tiedNodes"] == ["node-d"]
     assert doc["placements"] == ["node-d"]
     # distribution is counted once the pod is placed
     assert doc["distribution"][ZONE] == {"zone-a": 3, "zone-b": 2}

@@ -9,7 +9,8 @@ from webhook.scheduler.framework.types import Reads
 
 
 def test_the_default_profile_needs_exactly_these_kinds() -> None:
-    """Node and Pod always, Namespace for admission, the four DefaultSelector lists."""
+    """Node and Pod always, Namespace for admission, the four DefaultSelector lists, and
+    what the volume plugins read."""
     assert [k.kind for k in needs.NEEDED] == [
         "Node",
         "Pod",
@@ -18,6 +19,10 @@ def test_the_default_profile_needs_exactly_these_kinds() -> None:
         "ReplicaSet",
         "StatefulSet",
         "Namespace",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
     ]
 
 

@@ -237,17 +237,6 @@ def granted(rendered: list[RawObj]) -> set[tuple[str, str]]:
     return {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
 
 
-def _volume_kinds_watched() -> bool:
-    from webhook.cluster.needs import NEEDED
-
-    return {"PersistentVolume", "CSINode"} <= {k.kind for k in NEEDED}
-
-
-@pytest.mark.xfail(
-    not _volume_kinds_watched(),
-    reason="the default profile does not run the volume plugins yet: RBAC grants ahead of it",
-    strict=True,
-)
 def test_cluster_role_grants_what_the_live_source_watches(rendered: list[RawObj]) -> None:
     """Every collection LiveSource lists and watches is granted, and no other."""
     from webhook.cluster.informer import RESOURCES

@@ -27,6 +27,7 @@ from tests.builders import (
     make_pod,
     selector,
 )
+from tests.scheduler.frameworks import spread_only
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime import run_filters
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -40,7 +41,6 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
 )
 from webhook.scheduler.plugins.podtopologyspread.filtering import filter_node, pre_filter
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
-from webhook.scheduler.profile import prepare
 
 NODES = ["n0", "n1", "n2", "n3"]
 NAMESPACES = ["default", "other"]
@@ -152,7 +152,9 @@ def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains
         .spread(max_skew, ZONE, DNS, selector({"app": "web"}), **extra)
         .obj()
     )
-    sim = simulate(pod, Snapshot.from_objects(objs), replicas=replicas)
+    sim = simulate(
+        pod, Snapshot.from_objects(objs), replicas=replicas, framework=spread_only()
+    )
     domains = sim.distribution.get(ZONE, {})
     if domains:
         assert max(domains.values()) - min(domains.values()) <= max_skew
@@ -179,7 +181,7 @@ def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Pl
     reasons: dict[str, int] = {}
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        statuses = run_filters(prepare(pod), info)
+        statuses = run_filters(spread_only(args).filters.prepare(pod), info)
         if spread_error is not None:
             statuses[PLUGIN_NAME] = spread_error
         elif not isinstance(pre, Status) and pre.constraints:
@@ -192,18 +194,40 @@ def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Pl
                 reasons[reason] = reasons.get(reason, 0) + 1
         rows.append((info, statuses, not failed))
     feasible = [info for info, _, ok in rows if ok]
-    scores = score_nodes(pod, snap, args, feasible) if feasible else {}
+    # PodTopologySpread's PreScore skips a pod without soft constraints: no score at all.
+    skipped = isinstance(soft, Status) or not soft.constraints
+    scores = score_nodes(pod, snap, args, feasible) if feasible and not skipped else {}
     if isinstance(scores, Status):
         scores = {}
+
+    def scored(info: Any) -> dict[str, int]:
+        return {} if skipped else {PLUGIN_NAME: scores.get(info.name, 0)}
+
     nodes = [
-        NodeVerdict(info.name, ok, statuses, {PLUGIN_NAME: scores.get(info.name, 0)} if ok else {})
+        NodeVerdict(
+            info.name,
+            ok,
+            statuses,
+            scored(info) if ok else {},
+            sum(scored(info).values()) if ok else 0,
+        )
         for info, statuses, ok in rows
     ]
-    best = max((v.scores[PLUGIN_NAME] for v in nodes if v.feasible), default=None)
-    selected = next((v.name for v in nodes if v.feasible and v.scores[PLUGIN_NAME] == best), None)
+    best = max((v.score for v in nodes if v.feasible), default=None)
+    tied = [v.name for v in nodes if v.feasible and v.score == best]
     return Placement(
-        pod_ref(pod), nodes, selected, dict(sorted(reasons.items())), distribution(pod, snap, args)
+        pod_ref(pod),
+        nodes,
+        tied[0] if tied else None,
+        dict(sorted(reasons.items())),
+        distribution(pod, snap, args),
+        tied_nodes=tied,
     )
+
+
+def placed(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Placement:
+    """place() with the five filters and PodTopologySpread, as the reference runs."""
+    return place(pod, snap, args, framework=spread_only(args))
 
 
 def _same_placement(got: Placement, want: Placement) -> None:
@@ -347,7 +371,7 @@ def test_place_equals_one_node_at_a_time(
         )
     snap = Snapshot.from_objects(objs)
     pod = _incoming(incoming)
-    _same_placement(place(pod, snap, args), reference_place(pod, snap, args))
+    _same_placement(placed(pod, snap, args), reference_place(pod, snap, args))
     for n, (what, i, zone) in enumerate(changes):
         name = f"n{i % len(nodes)}"
         if what == "bind":
@@ -361,10 +385,10 @@ def test_place_equals_one_node_at_a_time(
             snap.delete({"kind": "Node", "metadata": {"name": name}})
         else:
             snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
-        _same_placement(place(pod, snap, args), reference_place(pod, snap, args))
+        _same_placement(placed(pod, snap, args), reference_place(pod, snap, args))
         if n == 0:
             other = _incoming(second)
-            _same_placement(place(other, snap, args), reference_place(other, snap, args))
+            _same_placement(placed(other, snap, args), reference_place(other, snap, args))
 
 
 soft_st = st.builds(
@@ -412,4 +436,6 @@ def test_place_scores_equal_one_node_at_a_time(nodes, residents, soft, tolerates
         "node_name": None,
     }
     pod = _incoming(incoming)
-    _same_placement(place(pod, snap), reference_place(pod, snap, SpreadArgs()))
+    _same_placement(
+        place(pod, snap, framework=spread_only()), reference_place(pod, snap, SpreadArgs())
+    )

@@ -1,0 +1,46 @@
+"""Profiles for tests that pin one part of the model: built from a
+KubeSchedulerConfiguration exactly as a user would write it."""
+
+from __future__ import annotations
+
+from webhook.scheduler.config.profiles import resolve_configuration
+from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.profile import Framework, build
+
+# The five node filters and PodTopologySpread, scored by PodTopologySpread alone: the
+# model the placement tests written before the whole profile pin.
+SPREAD_ONLY_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "plugins": {
+                "multiPoint": {
+                    "enabled": [
+                        {"name": n}
+                        for n in (
+                            "PrioritySort",
+                            "DefaultBinder",
+                            "NodeUnschedulable",
+                            "NodeName",
+                            "NodeAffinity",
+                            "TaintToleration",
+                            "NodeResourcesFit",
+                            "PodTopologySpread",
+                        )
+                    ],
+                    "disabled": [{"name": "*"}],
+                },
+                "score": {"disabled": [{"name": "*"}], "enabled": [{"name": "PodTopologySpread"}]},
+            },
+        }
+    ],
+}
+
+
+def spread_only(args: SpreadArgs | None = None) -> Framework:
+    """The five filters plus PodTopologySpread, scored by PodTopologySpread alone."""
+    profiles, errors = resolve_configuration(SPREAD_ONLY_CONFIG)
+    assert not errors, errors
+    return build(profiles[0], args)
