@@ -101,7 +101,8 @@ def build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> Fr
 @functools.cache
 def _default_profile() -> ResolvedProfile:
     profiles, errors = resolve_configuration({})
-    assert not errors and len(profiles) == 1  # kube-scheduler's own defaults are valid
+    if errors or len(profiles) != 1:  # kube-scheduler's own defaults: never happens
+        raise RuntimeError(f"the default KubeSchedulerConfiguration does not resolve: {errors}")
     return profiles[0]
 
 
