@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 
 import yaml
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, spec
 from webhook.api.names import validate_label_selector
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
@@ -43,6 +43,7 @@ from webhook.scheduler.config.profiles import (
 )
 from webhook.scheduler.config.types import DefaultingType, SpreadArgs
 from webhook.scheduler.config.validation import validate_spread_args
+from webhook.scheduler.profile import Framework, framework_of
 
 __all__ = [
     "MERGE_MODES",
@@ -94,6 +95,13 @@ class Settings:
             if profile.scheduler_name == wanted:
                 return profile
         return None
+
+    def framework_for(self, pod: RawObj) -> Framework | None:
+        """The scheduling Framework of the profile that schedules `pod` (by its
+        spec.schedulerName), built once per profile; None when no profile does."""
+        name = spec(pod).get("schedulerName")
+        profile = self.profile_for(name if isinstance(name, str) else "")
+        return None if profile is None else framework_of(profile)
 
     @property
     def spread(self) -> SpreadArgs:

@@ -21,6 +21,7 @@ class Verdict:
     name: str
     feasible: bool
     scores: dict[str, int] = field(default_factory=dict)
+    score: int = 0
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class FakePlacement:
 def _small() -> FakePlacement:
     return FakePlacement(
         nodes=[
-            Verdict("node-a", True, {"PodTopologySpread": 100}),
-            Verdict("node-b", True, {"PodTopologySpread": 50}),
+            Verdict("node-a", True, {"PodTopologySpread": 100}, 100),
+            Verdict("node-b", True, {"PodTopologySpread": 50}, 50),
             Verdict("node-c", False),
         ],
         selected_node="node-a",
@@ -68,7 +69,10 @@ def test_unschedulable_pod_gets_empty_selected_node() -> None:
 
 def test_top_keeps_ten_best_ties_by_name() -> None:
     """top lists at most ten feasible nodes, highest score first, ties broken by name."""
-    nodes = [Verdict(f"n{i:02d}", True, {"PodTopologySpread": 100 - (i // 2)}) for i in range(30)]
+    nodes = [
+        Verdict(f"n{i:02d}", True, {"PodTopologySpread": 100 - (i // 2)}, 100 - (i // 2))
+        for i in range(30)
+    ]
     top = json.loads(placement_annotations(FakePlacement(nodes, "n00", {}, {}))[PLACEMENT])["top"]
     assert [t["node"] for t in top] == [f"n{i:02d}" for i in range(10)]
     assert [t["score"] for t in top] == [100, 100, 99, 99, 98, 98, 97, 97, 96, 96]
@@ -78,7 +82,8 @@ def test_top_keeps_ten_best_ties_by_name() -> None:
 def test_huge_cluster_stays_under_cap_and_says_what_it_cut(nodes: int) -> None:
     """A hostname distribution over thousands of nodes is cut to fit 32 KiB, the cut counted."""
     verdicts = [
-        Verdict(f"node-{i:05d}", True, {"PodTopologySpread": i % 101}) for i in range(nodes)
+        Verdict(f"node-{i:05d}", True, {"PodTopologySpread": i % 101}, i % 101)
+        for i in range(nodes)
     ]
     dist = {
         "kubernetes.io/hostname": {f"node-{i:05d}": i % 7 for i in range(nodes)},

@@ -31,6 +31,7 @@ from tests.builders import (
     selector,
     workload,
 )
+from tests.scheduler.frameworks import spread_only_settings
 from webhook.admission.annotate import DRY_RUN, PLACEMENT, SELECTED_NODE
 from webhook.admission.context import ReviewContext
 from webhook.admission.handlers import answer_review
@@ -97,7 +98,7 @@ def post(
 ) -> RawObj:
     """/mutate's response for `pod` against `cluster` (None: a source never synced)."""
     snapshot = Snapshot.from_objects(cluster) if cluster is not None else None
-    app = create_app(settings or Settings(), source=StaticSource(snapshot, (1, 34)))
+    app = create_app(settings or spread_only_settings(), source=StaticSource(snapshot, (1, 34)))
     with app.test_client() as client:
         response: RawObj = client.post("/mutate", json=review(pod, **review_kw)).get_json()[
             "response"
@@ -202,7 +203,7 @@ NO_ZONE_CLUSTER = [
 def test_placement_sees_the_pod_as_mutated(inject: bool, selected: str) -> None:
     """The pod is placed with the constraints the earlier steps injected."""
     pod = make_pod().name("web").labels(WEB).obj()
-    response = post(NO_ZONE_CLUSTER, pod, Settings(inject_defaults=inject), dry_run=True)
+    response = post(NO_ZONE_CLUSTER, pod, spread_only_settings(injectDefaults=inject), dry_run=True)
     got = patched(pod, response)
     assert bool(got["spec"].get("topologySpreadConstraints")) is inject
     assert got["metadata"]["annotations"][SELECTED_NODE] == selected
@@ -324,7 +325,7 @@ NOT_ANNOTATED = f"metadata.annotations[{PLACEMENT}]: placement annotations not w
 
 
 def answer_with(snapshot: Any, pod: RawObj, version: tuple[int, int] | None = (1, 33)) -> RawObj:
-    ctx = ReviewContext(settings=Settings(), server_version=version, snapshot=snapshot)
+    ctx = ReviewContext(settings=spread_only_settings(), server_version=version, snapshot=snapshot)
     body = json.dumps(review(pod)).encode()
     answer = answer_review(body, "mutate", ctx)
     assert answer.status == 200
@@ -416,7 +417,7 @@ def test_documented_example_on_the_demo_snapshot() -> None:
         make_pod().name("api-canary").namespace("shop")
         .labels({"app": "api", "tier": "backend"}).requests(cpu="250m").obj()
     )
-    ctx = ReviewContext(settings=Settings(), snapshot=load_snapshot(DEMO))
+    ctx = ReviewContext(settings=spread_only_settings(), snapshot=load_snapshot(DEMO))
     answer = answer_review(json.dumps(review(pod, dry_run=True)).encode(), "mutate", ctx)
     got = patched(pod, answer.doc["response"])
     api = {"matchLabels": {"app": "api", "tier": "backend"}}

@@ -3,6 +3,7 @@ KubeSchedulerConfiguration exactly as a user would write it."""
 
 from __future__ import annotations
 
+from webhook.config import Settings, settings_from_dict
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.profile import Framework, build
@@ -44,3 +45,9 @@ def spread_only(args: SpreadArgs | None = None) -> Framework:
     profiles, errors = resolve_configuration(SPREAD_ONLY_CONFIG)
     assert not errors, errors
     return build(profiles[0], args)
+
+
+def spread_only_settings(**kw: object) -> Settings:
+    """Settings whose scheduler configuration is SPREAD_ONLY_CONFIG: placement
+    annotations and foresight then rank by PodTopologySpread's score alone."""
+    return settings_from_dict({"schedulerConfiguration": SPREAD_ONLY_CONFIG, **kw})

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from webhook.admission.context import MutationContext
-from webhook.api.kube import RawObj, as_created, meta
+from webhook.api.kube import RawObj, as_created, meta, spec
 from webhook.scheduler import placement
 
 log = logging.getLogger("topospread.inject")
@@ -36,6 +36,7 @@ class _Verdict(Protocol):
     name: str
     feasible: bool
     scores: Mapping[str, int]
+    score: int
 
 
 class PlacementLike(Protocol):
@@ -56,7 +57,8 @@ def _dumps(value: Any) -> str:
 
 
 def _top(nodes: Any) -> list[dict[str, Any]]:
-    scored = [(-int(v.scores.get("PodTopologySpread", 0)), v.name) for v in nodes if v.feasible]
+    """The best feasible nodes by the weighted score kube-scheduler ranks by (ties by name)."""
+    scored = [(-int(v.score), v.name) for v in nodes if v.feasible]
     scored.sort()
     return [{"node": name, "score": -neg} for neg, name in scored[:TOP_NODES]]
 
@@ -138,9 +140,16 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
         return []
     if ctx.snapshot is None:
         return [f"{_PLACEMENT_PATH}: placement annotations not written: {NO_STATE}"]
+    framework = ctx.settings.framework_for(pod)
+    if framework is None:
+        name = spec(pod).get("schedulerName")
+        return [
+            f"{_PLACEMENT_PATH}: placement annotations not written: no profile of the "
+            f"scheduler configuration schedules pods of schedulerName {name!r}"
+        ]
     try:
         decision = placement.place(
-            as_created(pod, ctx.namespace), ctx.snapshot, ctx.settings.spread
+            as_created(pod, ctx.namespace), ctx.snapshot, framework=framework
         )
         written = placement_annotations(decision)
     except Exception:

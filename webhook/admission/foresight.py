@@ -138,7 +138,10 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
 
     Raises whatever the model raises; `foresee` catches.
     """
-    why = explain(pod, snapshot, settings.spread)
+    framework = settings.framework_for(pod)
+    if framework is None:
+        return []  # another scheduler's pod: kube-scheduler never places it
+    why = explain(pod, snapshot, framework=framework)
     if why is None:
         return []
     paths = _dns_paths(pod, max((b.index for b in why.blocked), default=-1) + 1)

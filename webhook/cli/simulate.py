@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
+from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template, spec
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
@@ -298,8 +298,15 @@ def cli_simulate(
         results = []
         for w in workloads:
             _warn_invalid(w.pod, err)
+            framework = target.settings.framework_for(w.pod)
+            if framework is None:
+                name = spec(w.pod).get("schedulerName")
+                raise InputError(
+                    f"{w.title}: no profile of the scheduler configuration schedules pods "
+                    f"of schedulerName {name!r}"
+                )
             results.append(
-                (w, simulate(w.pod, target.snapshot, target.settings.spread, w.replicas))
+                (w, simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework))
             )
     if getattr(args, "output", "table") == "json":
         if len(results) == 1:

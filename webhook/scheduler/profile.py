@@ -35,6 +35,7 @@ __all__ = [
     "Framework",
     "build",
     "default_framework",
+    "framework_of",
     "prepare",
 ]
 
@@ -125,6 +126,23 @@ def default_framework(spread_args: SpreadArgs | None = None) -> Framework:
         if len(_BUILT) >= _BUILT_LIMIT:
             _BUILT.clear()
         fw = _BUILT[key] = build(_default_profile(), spread_args)
+    return fw
+
+
+# Frameworks built for resolved profiles (Settings.scheduler), by identity: a profile
+# is resolved once at start and kept, so each is built once.
+_OF_PROFILE: dict[int, tuple[ResolvedProfile, Framework]] = {}
+
+
+def framework_of(profile: ResolvedProfile) -> Framework:
+    """The Framework of a resolved profile, built on first use and kept with it."""
+    hit = _OF_PROFILE.get(id(profile))
+    if hit is not None and hit[0] is profile:
+        return hit[1]
+    if len(_OF_PROFILE) >= _BUILT_LIMIT:
+        _OF_PROFILE.clear()
+    fw = build(profile)
+    _OF_PROFILE[id(profile)] = (profile, fw)
     return fw
 
 
