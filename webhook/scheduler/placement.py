@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import add, attrgetter, is_not
+from operator import add, attrgetter, is_not, mul
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -38,7 +38,15 @@ from webhook.scheduler.framework.runtime import (
     run_filters,
 )
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
-from webhook.scheduler.framework.types import SUCCESS, Code, FilterPlugin, NodeInfoLike, Status
+from webhook.scheduler.framework.types import (
+    SUCCESS,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NodeInfoLike,
+    ScorePlugin,
+    Status,
+)
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     PLUGIN_NAME,
@@ -262,7 +270,8 @@ def place(
         spread_scores = None
         if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
             spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        ranked = _score(fw, prepared, snapshot, [table.infos[i] for i in feasible], spread_scores)
+        infos = [table.infos[i] for i in feasible]
+        ranked = _score(fw, prepared, snapshot, table, infos, spread_scores)
         if isinstance(ranked, str):
             error = ranked
         else:
@@ -308,11 +317,50 @@ def place(
     )
 
 
+def _raw_scores(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    infos: Sequence[NodeInfoLike],
+    table: NodeTable,
+    snapshot: Snapshot,
+) -> dict[str, int] | str:
+    """One plugin's Score on each of `infos` (node name -> raw score), or the error.
+
+    A plugin whose raw score reads only the node and the pod (it has a `score_key`)
+    scores each node once while the node's generation holds, for pods with the same
+    key: the memo keeps one raw score per node of the NodeTable.
+    """
+    key_of = getattr(plugin, "score_key", None)
+    key = key_of(state, pod) if key_of is not None else None
+    memo = memo_of(snapshot).raw_scores((plugin.name, key)) if key is not None else None
+    then_names, then_generations, then_raw = memo.state if memo is not None else (None, [], [])
+    same_table = then_names is table.names
+    position = table.position
+    generations = list(then_generations) if same_table else [0] * len(table.names)
+    remembered: list[Any] = list(then_raw) if same_table else [None] * len(table.names)
+    at = [position[info.name] for info in infos]
+    values: list[Any] = [remembered[i] for i in at]
+    fresh = [generations[i] for i in at]
+    for k, info in enumerate(infos):
+        if values[k] is not None and fresh[k] == info.generation:
+            continue
+        value, status = plugin.score(state, pod, info)
+        if not status.ok:
+            return f"running Score plugin {plugin.name!r}: {status.reason}"
+        values[k] = remembered[at[k]] = value
+        generations[at[k]] = info.generation
+    if memo is not None:
+        memo.state = (table.names, generations, remembered)
+    return dict(zip([info.name for info in infos], values, strict=True))
+
+
 def _score(
     fw: Framework,
     prepared: PreparedFilters,
     snapshot: Snapshot,
-    infos: list[NodeInfoLike],
+    table: NodeTable,
+    infos: Sequence[NodeInfoLike],
     spread_scores: list[int] | None,
 ) -> tuple[list[dict[str, int]], list[int]] | str:
     """Every score plugin's normalised score on each feasible node, in profile order, and
@@ -332,21 +380,18 @@ def _score(
             continue
         if not status.ok:
             return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        raw: dict[str, int] = {}
-        for info in infos:
-            value, status = plugin.score(state, pod, info)
-            if not status.ok:
-                return f"running Score plugin {plugin.name!r}: {status.reason}"
-            raw[info.name] = value
+        raw = _raw_scores(plugin, state, pod, infos, table, snapshot)
+        if isinstance(raw, str):
+            return raw
         status = plugin.normalize_score(state, pod, raw)
         if not status.ok:
             return f"running Normalize on Score plugins: {status.reason}"
         columns[plugin.name] = (weight, [raw[info.name] for info in infos])
     order = [name for name in fw.score_names if name in columns]
-    per_node = [{name: columns[name][1][k] for name in order} for k in range(len(infos))]
-    sums = [
-        sum(columns[name][0] * columns[name][1][k] for name in order) for k in range(len(infos))
-    ]
+    rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * len(infos)
+    weights = [columns[name][0] for name in order]
+    per_node = [dict(zip(order, row, strict=True)) for row in rows]
+    sums = [sum(map(mul, weights, row)) for row in rows]
     return per_node, sums
 
 

@@ -8,7 +8,9 @@ a stale entry is never used:
 - filter outcomes per pod spec (`filter_verdicts`), by node generation;
 - the groups of nodes the filters cannot tell apart (`node_groups`), by generation;
 - nodes grouped by their values for some topology keys (`node_classes`), by topology
-  version.
+  version;
+- raw scores of the score plugins that read only the node and the pod (`raw_scores`),
+  by node generation.
 
 A simulation works on a copy of the snapshot; `adopt` gives the copy a copy of the
 original's Memo (copied nodes keep their generations, so what was learnt holds).
@@ -32,6 +34,8 @@ MAX_KEY_INDEXES = 64
 MAX_FILTER_SPECS = 2
 # Groups of nodes alike for the filters remembered, per node, before starting afresh.
 MAX_NODE_GROUPS = 2
+# (score plugin, pod score key) pairs whose raw scores are remembered: a few per plugin.
+MAX_SCORE_KEYS = 16
 # Values a FilterMemo shares out before starting afresh.
 MAX_SHARED = 1024
 
@@ -120,6 +124,7 @@ class Memo:
         ] = {}
         self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
         self._node_groups: dict[tuple[str, ...], FilterMemo] = {}
+        self._raw_scores: OrderedDict[Any, FilterMemo] = OrderedDict()
         self._lock = threading.RLock()
 
     def node_classes(
@@ -189,6 +194,20 @@ class Memo:
             memo = self._node_groups[signature] = FilterMemo(None)
         return memo
 
+    def raw_scores(self, key: Any) -> FilterMemo:
+        """The remembered raw scores of one score plugin for one pod score key
+        (ScorePlugin.score_key): state is (NodeTable.names, generations, raw score or
+        None per node); a node's raw score holds while its generation does."""
+        with self._lock:
+            memo = self._raw_scores.get(key)
+            if memo is None:
+                memo = self._raw_scores[key] = FilterMemo(None)
+                if len(self._raw_scores) > MAX_SCORE_KEYS:
+                    self._raw_scores.popitem(last=False)
+            else:
+                self._raw_scores.move_to_end(key)
+            return memo
+
     def copy_for(self, snapshot: Snapshot) -> Memo:
         """This memo's entries for a copy of its snapshot."""
         other = Memo(snapshot)
@@ -198,6 +217,9 @@ class Memo:
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
             other._node_groups = {sig: memo.copy() for sig, memo in self._node_groups.items()}
+            other._raw_scores = OrderedDict(
+                (key, memo.copy()) for key, memo in self._raw_scores.items()
+            )
         return other
 
 

@@ -261,6 +261,9 @@ class Snapshot:
         self._table: NodeTable | None = None
         self._topology_version = 0
         self._lock = threading.RLock()
+        # Drawn afresh (from the same counter as node generations, so unique across
+        # snapshots) on every change: a reader that saw this version has seen it all.
+        self.version = next(_GENERATIONS)
 
     # ---- building -------------------------------------------------------------
 
@@ -278,6 +281,7 @@ class Snapshot:
             return
         kind = obj.get("kind")
         with self._lock:
+            self.version = next(_GENERATIONS)
             if kind == "Pod":
                 self._upsert_pod(obj)
             elif kind == "Node":
@@ -299,6 +303,7 @@ class Snapshot:
             return
         kind = obj.get("kind")
         with self._lock:
+            self.version = next(_GENERATIONS)
             if kind == "Pod":
                 self._remove_pod(_key_of(obj))
             elif kind == "Node":

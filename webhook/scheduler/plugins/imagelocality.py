@@ -21,7 +21,7 @@ scheduler's NodeInfos().List(); names are matched literally otherwise
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -251,3 +251,12 @@ class ImageLocality:
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation (ScoreExtensions nil)."""
         return SUCCESS
+
+    def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        """What Score reads besides the node (after PreScore): the pod's images, how many
+        nodes hold each and how many nodes there are; the raw score then reads only the
+        node's own images, so it holds while the node does."""
+        pre = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(pre, ImageLocalityPreScoreState):
+            return None
+        return (tuple(pre.images), tuple(sorted(pre.num_nodes.items())), pre.total_nodes)

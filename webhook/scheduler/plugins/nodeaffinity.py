@@ -9,6 +9,7 @@ the NodeAffinity reason, which is the same verdict.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
@@ -176,3 +177,14 @@ def affinity_label_keys(pod: RawObj) -> tuple[str, ...] | None:
             if isinstance(e, dict) and isinstance(e.get("key"), str):
                 keys.append(e["key"])
     return tuple(dict.fromkeys(keys))
+
+    def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        """What Score reads of the pod: its preferred terms (the args' are the plugin's)."""
+        affinity = spec(pod).get("affinity")
+        node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+        preferred = (
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(node_affinity, dict)
+            else None
+        )
+        return json.dumps(preferred, sort_keys=True, default=str)

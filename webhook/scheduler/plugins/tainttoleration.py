@@ -92,3 +92,7 @@ class TaintToleration:
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """Port of taint_toleration.go: NormalizeScore (reversed: fewer taints score more)."""
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        """What Score reads of the pod: the tolerations that can tolerate PreferNoSchedule."""
+        return json.dumps(state[self.name + "/score"], sort_keys=True, default=str)

@@ -418,6 +418,8 @@ class ExistingTermsIndex:
         self.groups: dict[str, dict[GroupKey, TermGroup]] = {kind: {} for kind in KINDS}
         self.namespaces: Counter[str] = Counter()
         self._nodes: dict[str, _NodeEntry] = {}
+        # Snapshot.version of the last sync (versions are unique across snapshots).
+        self._synced_version: int | None = None
         self._parsed: dict[tuple[str, str], _TermParse] = {}
         self._terminating: dict[str, list[tuple[str, Mapping[str, str]]]] = {}
         self.lock = threading.RLock()
@@ -431,6 +433,9 @@ class ExistingTermsIndex:
     def sync(self, snapshot: Snapshot) -> None:
         """Bring the index in step with `snapshot` (call with `lock` held or not: it locks)."""
         with self.lock:
+            version = getattr(snapshot, "version", None)
+            if version is not None and version == self._synced_version:
+                return  # nothing changed since the last sync (versions are never reused)
             nodes = snapshot.nodes
             entries = self._nodes
             for name, info in nodes.items():
@@ -443,6 +448,7 @@ class ExistingTermsIndex:
             if len(entries) > len(nodes):
                 for name in [n for n in entries if n not in nodes]:
                     self._take_back(name, entries.pop(name))
+            self._synced_version = version
 
     def _parse(self, pod: RawObj) -> _TermParse:
         affinity = as_dict(pod.get("spec")).get("affinity")

@@ -141,3 +141,9 @@ class NodeResourcesBalancedAllocation:
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation: scores are already 0..MAX_NODE_SCORE (ScoreExtensions nil)."""
         return SUCCESS
+
+    def score_key(self, state: CycleState, pod: RawObj) -> tuple[int, ...] | None:
+        """What Score reads of the pod (after PreScore): its requests; the raw score
+        reads nothing else but the node."""
+        pre = state.get(PRE_SCORE_STATE_KEY)
+        return pre.pod_requests if isinstance(pre, BalancedAllocationPreScoreState) else None

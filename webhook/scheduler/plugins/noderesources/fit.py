@@ -163,3 +163,8 @@ class NodeResourcesFit:
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         return self.scoring.normalize_score(state, pod, scores)
+
+    def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        """What Score reads of the pod (after PreScore): its requests per strategy resource.
+        The raw score reads nothing else but the node, so it holds while the node does."""
+        return self.scoring.score_key(state)

@@ -113,3 +113,8 @@ class FitScoring:
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation (ScoreExtensions nil)."""
         return SUCCESS
+
+    def score_key(self, state: CycleState) -> tuple[int, ...] | None:
+        """The pod's requests PreScore left (None before PreScore)."""
+        pre = state.get(PRE_SCORE_STATE_KEY)
+        return pre.pod_requests if isinstance(pre, FitPreScoreState) else None

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.kube import RawObj
-from webhook.api.resources import is_scalar_resource_name, node_allocatable, pod_requests
+from webhook.api.resources import is_scalar_resource_name, pod_requests
 from webhook.scheduler.config.types import ResourceSpec
+from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import NodeInfo
 from webhook.scheduler.framework.types import SUCCESS, Code, Status
 
@@ -184,7 +185,7 @@ class ResourceAllocationScorer:
         """
         if not self.resources:
             return 0, RESOURCES_NOT_FOUND
-        allocatable = node_allocatable(node.node) or {}
+        allocatable = node_facts(node).allocatable or {}
         requested = node.requested
         non_zero = requested if self.use_requested else node_non_zero_requested(node)
         allocs: list[int] = []
