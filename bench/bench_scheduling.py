@@ -16,6 +16,7 @@ peak RSS; and the load average, since the figures move with it.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import itertools
 import json
@@ -274,7 +275,22 @@ def main() -> int:
         action="store_false",
         help="leave the loaded snapshot to the cyclic garbage collector",
     )
+    parser.add_argument(
+        "--profile",
+        choices=("default", "spread-only"),
+        default="default",
+        help="the scheduler profile placed with: kube-scheduler's default profile, or the "
+        "five node filters and PodTopologySpread alone (the model before the whole "
+        "profile, for comparisons)",
+    )
     opts = parser.parse_args()
+    if opts.profile == "spread-only":
+        from tests.scheduler.frameworks import spread_only as spread_only_profile
+
+        global place, simulate
+        place = functools.partial(place, framework=spread_only_profile())
+        simulate = functools.partial(simulate, framework=spread_only_profile())
+    print(f"profile: {opts.profile}")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "snapshot.json"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -117,8 +118,12 @@ def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "Pod default/web: 2/5 nodes feasible, selected node-d"
-    assert lines[1].split() == ["NODE", "FEASIBLE", "SCORE", "WHY", "NOT"]
-    assert lines[5].split()[:3] == ["node-d*", "yes", "100"]
+    assert lines[1].split() == ["NODE", "FEASIBLE", "SCORE", "DECIDED", "BY", "/", "WHY", "NOT"]
+    # SCORE is the weighted sum; DECIDED BY the scores that differ between feasible nodes.
+    node_d = lines[5].split()
+    assert node_d[:2] == ["node-d*", "yes"]
+    assert "PodTopologySpread=100," in node_d
+    assert "TaintToleration" not in lines[5]  # every node scores the same: decides nothing
     assert "missing required label" in lines[6]
     assert "Placements (2/2 placed):" in out
     assert "topology.kubernetes.io/zone  (skew 0)" in out
@@ -428,3 +433,43 @@ def test_the_controller_labels_are_synthesised(kind: str, labels: set[str]) -> N
     if kind in ("Deployment", "StatefulSet", "DaemonSet"):  # revisioned controllers
         changed = workload_pod(other, CliConfig(), "default")["metadata"]["labels"]
         assert any(changed[k] != pod["metadata"]["labels"][k] for k in labels)
+
+
+def _nodes_cluster(count: int) -> list[dict[str, Any]]:
+    return [
+        make_node().name(f"n{i:03d}").zone(f"z{i % 3}").allocatable(cpu="4", pods="110").obj()
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "all_nodes", "rows"),
+    [
+        pytest.param(3, False, 3, id="small cluster: a row per node"),
+        pytest.param(60, False, 10, id="big cluster: the 10 best"),
+        pytest.param(60, True, 60, id="big cluster with --all-nodes: every node"),
+    ],
+)
+def test_table_rows_follow_the_cluster_size(nodes: int, all_nodes: bool, rows: int) -> None:
+    """Past 50 nodes the table summarises (the best nodes); --all-nodes shows every row."""
+    from webhook.cli.simulate import render_table
+    from webhook.scheduler.placement import simulate
+
+    sim = simulate(make_pod().name("p").obj(), Snapshot.from_objects(_nodes_cluster(nodes)))
+    table = render_table(sim, all_nodes=all_nodes)
+    body = [line for line in table.splitlines() if line.startswith("n") and " yes " in line]
+    assert len(body) == rows
+    assert ("--all-nodes for all" in table) is (nodes > 50 and not all_nodes)
+
+
+def test_table_says_when_nodes_tie() -> None:
+    """Alike nodes tie: the table names them and says the pick among them is random."""
+    from webhook.cli.simulate import render_table
+    from webhook.scheduler.placement import simulate
+
+    sim = simulate(make_pod().name("p").obj(), Snapshot.from_objects(_nodes_cluster(3)))
+    assert sim.first.tied_nodes == ["n000", "n001", "n002"]
+    table = render_table(sim)
+    assert "3 nodes tie at score" in table
+    assert "n000, n001, n002" in table
+    assert "picks one of them at random" in table

@@ -256,6 +256,12 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         default="table",
         help="table (default) or json (one document; a list for several workloads)",
     )
+    p.add_argument(
+        "--all-nodes",
+        action="store_true",
+        help="table: a row for every node (default: a row per node on a small cluster, "
+        "else the feasible count, the 10 best nodes and the failure reasons)",
+    )
     add_cluster_args(p, live_by_default=True)
 
     # ---- serve

@@ -31,12 +31,12 @@ from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
 from webhook.scheduler.placement import Placement, Simulation, simulate
-from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME
 
 __all__ = [
     "Workload",
     "controller_labels",
     "read_pod",
+    "TABLE_NODES",
     "render_table",
     "select_workloads",
     "without_cyclic_gc",
@@ -213,8 +213,29 @@ def _skew(domains: dict[str, int]) -> int:
     return max(domains.values()) - min(domains.values()) if domains else 0
 
 
-def render_table(sim: Simulation) -> str:
-    """A readable per-node table, the placements and the per-domain distribution."""
+# Up to this many nodes the table has a row per node; past it, a summary (--all-nodes).
+TABLE_NODES = 50
+# Rows of the summary: the best nodes by score.
+TOP_ROWS = 10
+
+
+def _deciding(first: Placement) -> list[str]:
+    """The score plugins whose scores differ between feasible nodes: the ones that
+    decided the ranking (a plugin giving every node the same score decides nothing)."""
+    seen: dict[str, set[int]] = {}
+    for n in first.feasible:
+        for plugin, score in n.scores.items():
+            seen.setdefault(plugin, set()).add(score)
+    return [plugin for plugin, values in seen.items() if len(values) > 1]
+
+
+def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
+    """A readable per-node table (or, on a big cluster, a summary of it), the placements
+    and the per-domain distribution.
+
+    SCORE is the weighted sum kube-scheduler ranks by; DECIDED BY lists the normalised
+    scores of the plugins that differ between feasible nodes.
+    """
     first: Placement = sim.first
     lines = []
     feasible = len(first.feasible)
@@ -222,19 +243,39 @@ def render_table(sim: Simulation) -> str:
     lines.append(
         f"Pod {first.pod}: {feasible}/{len(first.nodes)} nodes feasible, selected {chosen}"
     )
-    width = max([len("NODE"), *(len(n.name) for n in first.nodes)])
-    lines.append(f"{'NODE':<{width}}  FEASIBLE  SCORE  WHY NOT")
-    for n in first.nodes:
-        score = str(n.scores.get(PLUGIN_NAME, "-")) if n.feasible else "-"
-        why = "; ".join(
-            f"{plugin}: {s.reason or s.code.value}" for plugin, s in n.filters.items() if not s.ok
+    if first.error:
+        lines.append(f"Error: {first.error}")
+    if len(first.tied_nodes) > 1:
+        lines.append(
+            f"{len(first.tied_nodes)} nodes tie at score {first.nodes_by_name()[chosen].score}: "
+            f"{', '.join(first.tied_nodes[:TOP_ROWS])}"
+            + (" ..." if len(first.tied_nodes) > TOP_ROWS else "")
+            + " (kube-scheduler picks one of them at random; shown: the first by name)"
         )
+    deciding = _deciding(first)
+    rows = first.nodes
+    summary = not all_nodes and len(first.nodes) > TABLE_NODES
+    if summary:
+        rows = sorted(first.feasible, key=lambda n: (-n.score, n.name))[:TOP_ROWS]
+        lines.append(f"The {len(rows)} best of {feasible} feasible node(s) (--all-nodes for all):")
+    width = max([len("NODE"), *(len(n.name) for n in rows)])
+    lines.append(f"{'NODE':<{width}}  FEASIBLE  SCORE  DECIDED BY / WHY NOT")
+    for n in rows:
+        score = str(n.score) if n.feasible else "-"
+        if n.feasible:
+            detail = ", ".join(f"{p}={n.scores[p]}" for p in deciding if p in n.scores)
+        else:
+            detail = "; ".join(
+                f"{plugin}: {s.reason or s.code.value}"
+                for plugin, s in n.filters.items()
+                if not s.ok
+            )
         mark = "*" if n.name == first.selected_node else " "
         feasible_text = "yes" if n.feasible else "no"
-        lines.append(f"{n.name:<{width}}{mark} {feasible_text:<8}  {score:>5}  {why}".rstrip())
+        lines.append(f"{n.name:<{width}}{mark} {feasible_text:<8}  {score:>5}  {detail}".rstrip())
     if first.reasons:
-        summary = ", ".join(f"{count} {reason}" for reason, count in first.reasons.items())
-        lines.append(f"Failures: {summary}")
+        summary_text = ", ".join(f"{count} {reason}" for reason, count in first.reasons.items())
+        lines.append(f"Failures: {summary_text}")
     if len(sim.placements) > 1:
         placed = sum(1 for p in sim.placements if p is not None)
         lines.append(f"Placements ({placed}/{len(sim.placements)} placed):")
@@ -320,5 +361,5 @@ def cli_simulate(
         for i, (w, sim) in enumerate(results):
             if len(results) > 1:
                 out.write(("\n" if i else "") + f"== {w.title} ({w.replicas} replicas)\n")
-            out.write(render_table(sim))
+            out.write(render_table(sim, all_nodes=getattr(args, "all_nodes", False)))
     return 0
