@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import add, attrgetter, is_not, mul
+from operator import add, attrgetter, is_not, mul, ne
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -278,9 +278,15 @@ def place(
         if isinstance(ranked, str):
             error = ranked
         else:
-            per_node, sums = ranked
+            order, rows, sums = ranked
+            # Nodes with the same scores share one map, and so do later decisions (a
+            # verdict whose maps are the previous decision's is kept as it was).
+            maps = {
+                row: memo.share(("scores", order, row), _score_map, order, row)
+                for row in set(rows)
+            }
             for k, p in enumerate(feasible):
-                scores[p], totals[p] = per_node[k], sums[k]
+                scores[p], totals[p] = maps[rows[k]], sums[k]
             best = max(sums)
             tied = [names[p] for p, s in zip(feasible, sums, strict=True) if s == best]
             selected = tied[0]  # nodes are in name order: ties go to the first by name
@@ -294,7 +300,7 @@ def place(
         verdicts = list(verdicts)
         changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
         changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
-        changed.update(compress(range(len(names)), map(is_not, totals, last_totals)))
+        changed.update(compress(range(len(names)), map(ne, totals, last_totals)))
         for i in changed:
             verdicts[i] = new(
                 NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i], totals[i])
@@ -358,6 +364,10 @@ def _raw_scores(
     return dict(zip([info.name for info in infos], values, strict=True))
 
 
+def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
+    return dict(zip(order, row, strict=True))
+
+
 def _score(
     fw: Framework,
     prepared: PreparedFilters,
@@ -365,9 +375,10 @@ def _score(
     table: NodeTable,
     infos: Sequence[NodeInfoLike],
     spread_scores: list[int] | None,
-) -> tuple[list[dict[str, int]], list[int]] | str:
-    """Every score plugin's normalised score on each feasible node, in profile order, and
-    the weighted sums; or the error that fails the cycle.
+) -> tuple[tuple[str, ...], list[tuple[int, ...]], list[int]] | str:
+    """Every score plugin's normalised score on each feasible node: the plugins scoring
+    (profile order), each node's row of scores in that order and its weighted sum; or
+    the error that fails the cycle.
 
     Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
     weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
@@ -390,12 +401,12 @@ def _score(
         if not status.ok:
             return f"running Normalize on Score plugins: {status.reason}"
         columns[plugin.name] = (weight, [raw[info.name] for info in infos])
-    order = [name for name in fw.score_names if name in columns]
+    order = tuple(name for name in fw.score_names if name in columns)
     rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * len(infos)
     weights = [columns[name][0] for name in order]
-    per_node = [dict(zip(order, row, strict=True)) for row in rows]
-    sums = [sum(map(mul, weights, row)) for row in rows]
-    return per_node, sums
+    # One weighted sum and one score map per distinct row of scores.
+    sum_of = {row: sum(map(mul, weights, row)) for row in set(rows)}
+    return order, rows, list(map(sum_of.__getitem__, rows))
 
 
 def _merged(
