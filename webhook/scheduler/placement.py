@@ -273,8 +273,8 @@ def place(
         spread_scores = None
         if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
             spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        infos = [table.infos[i] for i in feasible]
-        ranked = _score(fw, prepared, snapshot, table, infos, spread_scores)
+        infos = [table.infos[i] for i in feasible] if fw.scores else []
+        ranked = _score(fw, prepared, snapshot, table, infos, spread_scores, len(feasible))
         if isinstance(ranked, str):
             error = ranked
         else:
@@ -285,8 +285,9 @@ def place(
                 row: memo.share(("scores", order, row), _score_map, order, row)
                 for row in set(rows)
             }
-            for k, p in enumerate(feasible):
-                scores[p], totals[p] = maps[rows[k]], sums[k]
+            for p, row, total in zip(feasible, rows, sums, strict=True):
+                scores[p] = maps[row]
+                totals[p] = total
             best = max(sums)
             tied = [names[p] for p, s in zip(feasible, sums, strict=True) if s == best]
             selected = tied[0]  # nodes are in name order: ties go to the first by name
@@ -364,8 +365,10 @@ def _raw_scores(
     return dict(zip([info.name for info in infos], values, strict=True))
 
 
-def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
-    return dict(zip(order, row, strict=True))
+def _score_map(order: tuple[str, ...], row: Any) -> dict[str, int]:
+    """A node's scores by plugin; `row` is the scores in `order`, or the one score when
+    one plugin scores."""
+    return dict(zip(order, row if isinstance(row, tuple) else (row,), strict=True))
 
 
 def _score(
@@ -375,7 +378,8 @@ def _score(
     table: NodeTable,
     infos: Sequence[NodeInfoLike],
     spread_scores: list[int] | None,
-) -> tuple[tuple[str, ...], list[tuple[int, ...]], list[int]] | str:
+    count: int,
+) -> tuple[tuple[str, ...], list[Any], list[int]] | str:
     """Every score plugin's normalised score on each feasible node: the plugins scoring
     (profile order), each node's row of scores in that order and its weighted sum; or
     the error that fails the cycle.
@@ -402,10 +406,16 @@ def _score(
             return f"running Normalize on Score plugins: {status.reason}"
         columns[plugin.name] = (weight, [raw[info.name] for info in infos])
     order = tuple(name for name in fw.score_names if name in columns)
-    rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * len(infos)
-    weights = [columns[name][0] for name in order]
-    # One weighted sum and one score map per distinct row of scores.
-    sum_of = {row: sum(map(mul, weights, row)) for row in set(rows)}
+    rows: list[Any]
+    sum_of: dict[Any, int]
+    if len(order) == 1:  # one plugin scores (PodTopologySpread alone, say): rows are its scores
+        weight, rows = columns[order[0]]
+        sum_of = {v: weight * v for v in set(rows)}
+    else:
+        rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * count
+        weights = [columns[name][0] for name in order]
+        # One weighted sum per distinct row of scores.
+        sum_of = {row: sum(map(mul, weights, row)) for row in set(rows)}
     return order, rows, list(map(sum_of.__getitem__, rows))
 
 
