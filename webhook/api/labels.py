@@ -23,13 +23,17 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from webhook.api.field import FieldError, JSONValue, aggregate, go_quote, invalid
 from webhook.api.kube import RawObj
+from webhook.api.names import MUST_BE_OBJECT, is_valid_label_value
+from webhook.api.names import is_qualified_name as qualified_name_errors
 
 Labels = Mapping[str, str]
 LabelMatcher = Callable[[Labels], bool]
 NodeMatcher = Callable[[RawObj], bool]
 
 __all__ = [
+    "selector_error",
     "DO_NOT_SCHEDULE_EFFECTS",
     "LabelMatcher",
     "NodeMatcher",
@@ -468,4 +472,71 @@ def find_untolerated_taint(
             continue
         if not taint_tolerated(taint, tolerations):
             return taint
+    return None
+
+
+# ---- why a selector does not parse ---------------------------------------------------
+
+def _requirement_errors(key: Any, operator: str, values: Any) -> list[FieldError]:
+    """Port of apimachinery labels.go: NewRequirement (its validation, in its order)."""
+    errs: list[FieldError] = []
+    key = "" if key is None else key
+    if not isinstance(key, str):
+        return [invalid("key", JSONValue(key), "must be a string")]
+    msgs = qualified_name_errors(key)
+    if msgs:
+        errs.append(invalid("key", key, "; ".join(msgs)))
+    values = [] if values is None else values
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return errs + [invalid("values", JSONValue(values), "must be a list of strings")]
+    if operator in ("In", "NotIn") and not values:
+        errs.append(
+            invalid(
+                "values",
+                JSONValue(values),
+                "for 'in', 'notin' operators, values set can't be empty",
+            )
+        )
+    if operator in ("Exists", "DoesNotExist") and values:
+        errs.append(
+            invalid(
+                "values",
+                JSONValue(values),
+                "values set must be empty for exists and does not exist",
+            )
+        )
+    for i, value in enumerate(values):
+        msgs = is_valid_label_value(value)
+        if msgs:
+            errs.append(invalid(f"values[{i}][{key}]", value, "; ".join(msgs)))
+    return errs
+
+
+def selector_error(selector: Any) -> str | None:
+    """Why metav1.LabelSelectorAsSelector refuses `selector`; None when it parses.
+
+    Port of apimachinery helpers.go: LabelSelectorAsSelector (None and {} parse).
+    """
+    if selector is None:
+        return None
+    if not isinstance(selector, dict):
+        return MUST_BE_OBJECT
+    match_labels = selector.get("matchLabels") or {}
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, dict) or not isinstance(exprs, list):
+        return "matchLabels must be a map and matchExpressions a list"
+    for key, value in match_labels.items():
+        errs = _requirement_errors(key, "In", ["" if value is None else value])
+        if errs:
+            return aggregate(errs)
+    for expr in exprs:
+        if not isinstance(expr, dict):
+            return MUST_BE_OBJECT
+        op = expr.get("operator")
+        if not isinstance(op, str) or op not in _LABEL_OPS:
+            shown = go_quote(op if isinstance(op, str) else str(op))
+            return f"{shown} is not a valid label selector operator"
+        errs = _requirement_errors(expr.get("key"), op, expr.get("values"))
+        if errs:
+            return aggregate(errs)
     return None

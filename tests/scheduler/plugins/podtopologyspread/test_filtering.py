@@ -468,7 +468,8 @@ def test_no_eligible_domain_leaves_the_minimum_unset() -> None:
     [
         pytest.param(
             c(1, "zone", sel={"matchExpressions": [{"key": "a", "operator": "Is"}]}),
-            "'Is' is not a valid label selector operator",
+            # labels.NewRequirement quotes the operator with Go's %q.
+            '"Is" is not a valid label selector operator',
             id="bad operator",
         ),
         pytest.param(
@@ -478,7 +479,7 @@ def test_no_eligible_domain_leaves_the_minimum_unset() -> None:
         ),
         pytest.param(
             c(1, "zone", sel={"matchExpressions": [{"key": "a", "operator": ["In"]}]}),
-            "['In'] is not a valid label selector operator",
+            "\"['In']\" is not a valid label selector operator",
             id="operator not a string (a list: unhashable)",
         ),
         pytest.param(c("1", "zone"), "maxSkew must be a 32-bit integer", id="maxSkew as a string"),

@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.api.constraint import apply_match_label_keys, match_label_requirements
-from webhook.api.field import FieldError, JSONValue, aggregate, go_quote, invalid
 from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj, as_dict, pod_labels, pod_namespace
-from webhook.api.labels import LabelMatcher, compile_selector, match_nothing
-from webhook.api.names import MUST_BE_OBJECT, is_qualified_name, is_valid_label_value
+from webhook.api.labels import LabelMatcher, compile_selector, match_nothing, selector_error
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot, is_terminating
 
 __all__ = [
@@ -129,71 +127,6 @@ class PodTerms:
         if len(self.errors) == 1:
             return self.errors[0]
         return "[" + ", ".join(self.errors) + "]"
-
-
-def _requirement_errors(key: Any, operator: str, values: Any) -> list[FieldError]:
-    """Port of apimachinery labels.go: NewRequirement (its validation, in its order)."""
-    errs: list[FieldError] = []
-    key = "" if key is None else key
-    if not isinstance(key, str):
-        return [invalid("key", JSONValue(key), "must be a string")]
-    msgs = is_qualified_name(key)
-    if msgs:
-        errs.append(invalid("key", key, "; ".join(msgs)))
-    values = [] if values is None else values
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        return errs + [invalid("values", JSONValue(values), "must be a list of strings")]
-    if operator in ("In", "NotIn") and not values:
-        errs.append(
-            invalid(
-                "values",
-                JSONValue(values),
-                "for 'in', 'notin' operators, values set can't be empty",
-            )
-        )
-    if operator in ("Exists", "DoesNotExist") and values:
-        errs.append(
-            invalid(
-                "values",
-                JSONValue(values),
-                "values set must be empty for exists and does not exist",
-            )
-        )
-    for i, value in enumerate(values):
-        msgs = is_valid_label_value(value)
-        if msgs:
-            errs.append(invalid(f"values[{i}][{key}]", value, "; ".join(msgs)))
-    return errs
-
-
-def selector_error(selector: Any) -> str | None:
-    """Why metav1.LabelSelectorAsSelector refuses `selector`; None when it parses.
-
-    Port of apimachinery helpers.go: LabelSelectorAsSelector (None and {} parse).
-    """
-    if selector is None:
-        return None
-    if not isinstance(selector, dict):
-        return MUST_BE_OBJECT
-    match_labels = selector.get("matchLabels") or {}
-    exprs = selector.get("matchExpressions") or []
-    if not isinstance(match_labels, dict) or not isinstance(exprs, list):
-        return "matchLabels must be a map and matchExpressions a list"
-    for key, value in match_labels.items():
-        errs = _requirement_errors(key, "In", ["" if value is None else value])
-        if errs:
-            return aggregate(errs)
-    for expr in exprs:
-        if not isinstance(expr, dict):
-            return MUST_BE_OBJECT
-        op = expr.get("operator")
-        if op not in _OPERATORS:
-            shown = go_quote(op if isinstance(op, str) else str(op))
-            return f"{shown} is not a valid label selector operator"
-        errs = _requirement_errors(expr.get("key"), op, expr.get("values"))
-        if errs:
-            return aggregate(errs)
-    return None
 
 
 def merge_label_keys(term: RawObj, labels: Mapping[str, str]) -> Any:

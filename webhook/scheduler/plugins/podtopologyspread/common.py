@@ -17,7 +17,12 @@ from typing import Any
 
 from webhook.api.constraint import apply_match_label_keys
 from webhook.api.kube import HOSTNAME, RawObj, as_dict, pod_labels, pod_namespace
-from webhook.api.labels import compile_node_affinity, compile_selector, find_untolerated_taint
+from webhook.api.labels import (
+    compile_node_affinity,
+    compile_selector,
+    find_untolerated_taint,
+    selector_error,
+)
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import Code, Reads, Status
@@ -53,7 +58,6 @@ INT32_MIN = -(2**31)
 # The PodTopologySpreadArgs a scheduler runs with when configured with nothing.
 DEFAULT_ARGS = SpreadArgs()
 
-_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
 class ConstraintError(ValueError):
@@ -128,40 +132,6 @@ def _int32(value: Any, field: str) -> int:
     return value
 
 
-def selector_problem(selector: Any) -> str | None:
-    """Why metav1.LabelSelectorAsSelector would refuse `selector`, or None when usable."""
-    if selector is None:
-        return None
-    if not isinstance(selector, dict):
-        return "labelSelector must be an object"
-    labels = selector.get("matchLabels")
-    if labels is not None:
-        if not isinstance(labels, dict):
-            return "matchLabels must be a map of strings"
-        for k, v in labels.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                return "matchLabels must be a map of strings"
-    exprs = selector.get("matchExpressions")
-    if exprs is None:
-        return None
-    if not isinstance(exprs, list):
-        return "matchExpressions must be a list"
-    for e in exprs:
-        if not isinstance(e, dict) or not isinstance(e.get("key"), str):
-            return "each matchExpression needs a string key"
-        op = e.get("operator")
-        values = e.get("values") or []
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            return f"values of {e['key']!r} must be a list of strings"
-        if not isinstance(op, str) or op not in _SELECTOR_OPERATORS:
-            return f"{op!r} is not a valid label selector operator"
-        if op in ("In", "NotIn") and not values:
-            return "for 'in', 'notin' operators, values set can't be empty"
-        if op in ("Exists", "DoesNotExist") and values:
-            return "values set must be empty for exists and does not exist"
-    return None
-
-
 def has_no_requirements(selector: RawObj | None) -> bool:
     """labels.Selector.Empty(): true for {} (select everything), false for None."""
     if selector is None:
@@ -174,7 +144,7 @@ def parse_constraint(
 ) -> Constraint:
     """Turn one API constraint into a Constraint; raise ConstraintError when unusable."""
     selector = raw.get("labelSelector")
-    problem = selector_problem(selector)
+    problem = selector_error(selector)
     if problem:
         raise ConstraintError(problem)
     if merge_keys:
