@@ -28,6 +28,7 @@ from webhook.api.kube import RawObj, as_created
 from webhook.config import Settings
 from webhook.scheduler.placement import explain
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
+from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
 
 __all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
 
@@ -38,28 +39,13 @@ _WARNING_RUNES = 256
 
 
 @dataclass(frozen=True)
-class Blocked:
-    """One DoNotSchedule constraint that rules out nodes the other filters accept.
+class Blocked(ConstraintBlock):
+    """One DoNotSchedule constraint that rules out nodes the other filters accept (the
+    scheduler's ConstraintBlock, candidates being the nodes passing every other filter),
+    with its field path: spec.topologySpreadConstraints[i], or
+    podTopologySpread.defaultConstraints[i] for a scheduler default."""
 
-    path: its field path (spec.topologySpreadConstraints[i], or
-    podTopologySpread.defaultConstraints[i] for a scheduler default); rejected: how
-    many of the `candidates` (nodes passing every other filter) it rules out;
-    domains: eligible domain -> matching pods, as PreFilter counted them;
-    crowded: the domains of the candidates this constraint rules out for skew;
-    global_min: the minimum the skew is measured from (0 while fewer eligible
-    domains than minDomains).
-    """
-
-    path: str
-    topology_key: str
-    max_skew: int
-    rejected: int
-    candidates: int
-    domains: dict[str, int]
-    global_min: int
-    min_domains: int
-    # Domains of the candidates ruled out for their skew, shown first.
-    crowded: tuple[str, ...] = ()
+    path: str = ""
 
     def text(self) -> str:
         """The warning (and denial cause) for this constraint, at most 256 runes."""
@@ -145,20 +131,7 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
     if why is None:
         return []
     paths = _dns_paths(pod, max((b.index for b in why.blocked), default=-1) + 1)
-    return [
-        Blocked(
-            path=paths[b.index],
-            topology_key=b.topology_key,
-            max_skew=b.max_skew,
-            rejected=b.rejected,
-            candidates=b.candidates,
-            domains=b.domains,
-            global_min=b.global_min,
-            min_domains=b.min_domains,
-            crowded=b.crowded,
-        )
-        for b in why.blocked
-    ]
+    return [Blocked(**vars(b), path=paths[b.index]) for b in why.blocked]
 
 
 def denial_status(name: str, blocked: list[Blocked]) -> RawObj:

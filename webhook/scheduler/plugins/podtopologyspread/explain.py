@@ -20,15 +20,14 @@ __all__ = ["ConstraintBlock", "blocked_constraints"]
 class ConstraintBlock:
     """One DoNotSchedule constraint that rules out some of the candidate nodes.
 
+    rejected: how many of the `candidates` it rules out; domains: eligible domain ->
+    matching pods, as PreFilter counted them; global_min: the minimum the skew is
+    measured from (0 while fewer eligible domains than minDomains); crowded: the
+    domains of the candidates ruled out for their skew (not for a missing label);
     index: its position among the pod's DoNotSchedule constraints (or the scheduler's
-    defaults when the pod has none); rejected: how many of the `candidates` it rules
-    out; domains: eligible domain -> matching pods, as PreFilter counted them;
-    crowded: the domains of the candidates ruled out for their skew (not for a missing
-    label); global_min: the minimum the skew is measured from (0 while fewer eligible
-    domains than minDomains).
+    defaults when the pod has none).
     """
 
-    index: int
     topology_key: str
     max_skew: int
     rejected: int
@@ -37,6 +36,7 @@ class ConstraintBlock:
     global_min: int
     min_domains: int
     crowded: tuple[str, ...] = ()
+    index: int = 0
 
 
 def blocked_constraints(
