@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.scheduler.affinity_builders import (
+from tests.builders import (
     affinity_term,
     csinode,
     namespace,
