@@ -225,6 +225,16 @@ def make_node() -> NodeBuilder:
     return NodeBuilder()
 
 
+def constrained_pod(*constraints: RawObj, labels: dict[str, str] | None = None) -> RawObj:
+    """A pod labelled app=web (or exactly `labels`) carrying exactly `constraints`."""
+    return (
+        make_pod()
+        .labels(labels if labels is not None else {"app": "web"})
+        .constraints(list(constraints))
+        .obj()
+    )
+
+
 def workload(kind: str, pod: RawObj, name: str = "w") -> RawObj:
     """Wrap a pod's metadata and spec into a workload of `kind` at its template path."""
     template = {
