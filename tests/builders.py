@@ -213,6 +213,10 @@ class NodeBuilder:
         self._node.setdefault("status", {})["allocatable"] = dict(resources)
         return self
 
+    def images(self, images: list[RawObj]) -> NodeBuilder:
+        self._node.setdefault("status", {})["images"] = copy.deepcopy(images)
+        return self
+
     def obj(self) -> RawObj:
         return copy.deepcopy(self._node)
 
