@@ -2,14 +2,23 @@
 
     make_pod().name("p").namespace("ns").label("foo", "").spread(1, ZONE, DNS, foo_exists).obj()
     make_node().name("n1").label(ZONE, "zone-a").taint("k", "v", "NoSchedule").obj()
+    with_affinity(make_pod().obj(), "In", "service", "region", ["securityscan"])
+    pod_with({"cpu": "1000", "memory": "2000"}, node="node1"); node_info(node, pods)
 
-Every builder returns plain dicts: exactly what the API server would send.
+The one builder module of the tests. Every builder returns plain dicts, exactly
+what the API server would send, except node_info / node_infos, which hold such
+dicts in the scheduler's NodeInfo.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from webhook.api.resources import pod_requests
+from webhook.scheduler.framework.snapshot import NodeInfo
+from webhook.scheduler.plugins.noderesources.resource_allocation import non_zero_requests
 
 RawObj = dict[str, Any]
 
@@ -187,6 +196,10 @@ class NodeBuilder:
         self._node["metadata"].setdefault("labels", {})[key] = value
         return self
 
+    def labels(self, labels: dict[str, str]) -> NodeBuilder:
+        self._node["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
     def zone(self, zone: str) -> NodeBuilder:
         return self.label(ZONE, zone)
 
@@ -208,6 +221,10 @@ class NodeBuilder:
         self._node.setdefault("status", {})["allocatable"] = dict(resources)
         return self
 
+    def images(self, images: list[RawObj]) -> NodeBuilder:
+        self._node.setdefault("status", {})["images"] = copy.deepcopy(images)
+        return self
+
     def obj(self) -> RawObj:
         return copy.deepcopy(self._node)
 
@@ -218,6 +235,16 @@ def make_pod() -> PodBuilder:
 
 def make_node() -> NodeBuilder:
     return NodeBuilder()
+
+
+def constrained_pod(*constraints: RawObj, labels: dict[str, str] | None = None) -> RawObj:
+    """A pod labelled app=web (or exactly `labels`) carrying exactly `constraints`."""
+    return (
+        make_pod()
+        .labels(labels if labels is not None else {"app": "web"})
+        .constraints(list(constraints))
+        .obj()
+    )
 
 
 def workload(kind: str, pod: RawObj, name: str = "w") -> RawObj:
@@ -286,3 +313,274 @@ def review(
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
     }
     return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
+
+
+# ---- pod (anti-)affinity terms, Namespaces and the volume kinds -------------------
+# After upstream's st.MakePod().PodAffinityIn(...) and st.MakePersistentVolume();
+# with_* helpers edit and return the pod they get.
+def affinity_term(
+    operator: str, key: str, topology_key: str, values: list[str] | None = None, **extra: Any
+) -> RawObj:
+    """A PodAffinityTerm selecting `key <operator> values` over `topology_key`."""
+    requirement: RawObj = {"key": key, "operator": operator}
+    if operator in ("In", "NotIn"):
+        requirement["values"] = list(values or [])
+    out: RawObj = {
+        "labelSelector": {"matchExpressions": [requirement]},
+        "topologyKey": topology_key,
+    }
+    out.update(extra)
+    return out
+
+
+def with_term(
+    pod: RawObj, term: RawObj, *, anti: bool = False, required: bool = True, weight: int = 1
+) -> RawObj:
+    """Append one term to the pod's podAffinity (or podAntiAffinity), required or preferred."""
+    side = "podAntiAffinity" if anti else "podAffinity"
+    affinity = pod.setdefault("spec", {}).setdefault("affinity", {}).setdefault(side, {})
+    if required:
+        affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+    else:
+        affinity.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+            {"weight": weight, "podAffinityTerm": term}
+        )
+    return pod
+
+
+def with_affinity(
+    pod: RawObj,
+    operator: str,
+    key: str,
+    topology_key: str,
+    values: list[str] | None = None,
+    *,
+    anti: bool = False,
+    required: bool = True,
+    weight: int = 1,
+    **extra: Any,
+) -> RawObj:
+    """st.PodAffinityIn / NotIn / Exists and their anti-affinity twins."""
+    term = affinity_term(operator, key, topology_key, values, **extra)
+    return with_term(pod, term, anti=anti, required=required, weight=weight)
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> RawObj:
+    meta: RawObj = {"name": name}
+    if labels is not None:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def node(name: str, labels: dict[str, str] | None = None) -> RawObj:
+    """A Node with exactly these labels (no hostname label added)."""
+    builder = make_node().name(name)
+    if labels:
+        builder = builder.labels(labels)
+    return builder.obj()
+
+
+def pvc(
+    name: str,
+    *,
+    volume: str = "",
+    storage_class: str | None = None,
+    modes: list[str] | None = None,
+    size: str = "1Gi",
+    ns: str = "default",
+) -> RawObj:
+    """A PersistentVolumeClaim, bound when `volume` names a PV."""
+    spec: RawObj = {
+        "accessModes": modes or ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": size}},
+    }
+    if volume:
+        spec["volumeName"] = volume
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def pv(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    node_in: tuple[str, list[str]] | None = None,
+    storage_class: str = "",
+    size: str = "1Gi",
+    csi: tuple[str, str] | None = None,
+    claim: str | None = None,
+) -> RawObj:
+    """A PersistentVolume; node_in=(key, values) sets a required node affinity."""
+    spec: RawObj = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+    }
+    if node_in is not None:
+        key, values = node_in
+        spec["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
+                ]
+            }
+        }
+    if csi is not None:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    if claim is not None:
+        spec["claimRef"] = {"name": claim, "namespace": "default"}
+    meta: RawObj = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
+
+
+def storage_class(
+    name: str,
+    *,
+    mode: str = "Immediate",
+    provisioner: str = "csi.example.com",
+    zones: list[str] | None = None,
+) -> RawObj:
+    obj: RawObj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+    }
+    if zones is not None:
+        obj["allowedTopologies"] = [
+            {"matchLabelExpressions": [{"key": ZONE, "values": zones}]}
+        ]
+    return obj
+
+
+def csinode(name: str, limits: dict[str, int]) -> RawObj:
+    drivers = [{"name": d, "nodeID": name, "allocatable": {"count": c}} for d, c in limits.items()]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": drivers},
+    }
+
+
+def with_volume(pod: RawObj, volume: RawObj) -> RawObj:
+    pod.setdefault("spec", {}).setdefault("volumes", []).append(volume)
+    return pod
+
+
+def with_claim(pod: RawObj, claim: str, name: str | None = None) -> RawObj:
+    return with_volume(pod, {"name": name or claim, "persistentVolumeClaim": {"claimName": claim}})
+
+
+# ---- pods with requests, nodes with capacity, NodeInfos -------------------------
+# After upstream's st.MakePod().Req(...), st.MakeNode().Capacity(...) and the
+# noderesources tests' makeNode(). Pods from pod_with have exactly one container per
+# requests map given (none at all when none is given), as st.MakePod().Req() builds them.
+
+_counter = iter(range(1, 10**9))
+
+
+def pod_with(
+    *requests: Mapping[str, str],
+    node: str = "",
+    name: str = "",
+    namespace: str = "default",
+    init: Iterable[Mapping[str, str]] = (),
+) -> RawObj:
+    """A pod with one container per `requests` map (st.MakePod().Req(...).Req(...))."""
+    spec: RawObj = {
+        "containers": [
+            {"name": f"c{i}", "image": "pause", "resources": {"requests": dict(r)}}
+            for i, r in enumerate(requests)
+        ]
+    }
+    inits = [
+        {"name": f"i{i}", "image": "pause", "resources": {"requests": dict(r)}}
+        for i, r in enumerate(init)
+    ]
+    if inits:
+        spec["initContainers"] = inits
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name or f"pod-{next(_counter)}", "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def container_pod(node: str = "", name: str = "") -> RawObj:
+    """A pod with one container requesting nothing (st.MakePod().Container("c"))."""
+    pod = pod_with(node=node, name=name)
+    pod["spec"]["containers"] = [{"name": "container", "image": "pause"}]
+    return pod
+
+
+def node_with(name: str, images: Iterable[RawObj] = (), **allocatable: str) -> RawObj:
+    """A Node whose capacity and allocatable are `allocatable` (st.MakeNode().Capacity);
+    no status.allocatable at all when none is given."""
+    node: RawObj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+    status: RawObj = {}
+    if allocatable:
+        status["capacity"] = dict(allocatable)
+        status["allocatable"] = dict(allocatable)
+    images = list(images)
+    if images:
+        status["images"] = copy.deepcopy(images)
+    if status:
+        node["status"] = status
+    return node
+
+
+def resource_node(
+    name: str, milli_cpu: int, memory: int, extended: Mapping[str, int] | None = None
+) -> RawObj:
+    """The noderesources tests' makeNode(name, milliCPU, memory, extendedResource)."""
+    alloc = {"cpu": f"{milli_cpu}m", "memory": str(memory), "pods": "32"}
+    for key, value in (extended or {}).items():
+        alloc[key] = str(value)
+    return node_with(name, **alloc)
+
+
+class ScoringNodeInfo(NodeInfo):
+    """A NodeInfo that also holds the summed non-zero requests of its pods (what the
+    NodeResourcesFit scoring strategies read as NonZeroRequested)."""
+
+    def __init__(self, name: str, node: RawObj | None = None) -> None:
+        super().__init__(name, node)
+        self.non_zero_requested: dict[str, int] = {}
+
+
+def node_info(node: RawObj, pods: Iterable[RawObj] = (), *, non_zero: bool = True) -> NodeInfo:
+    """A NodeInfo of `node` holding the pods bound to it (by spec.nodeName), with
+    requested summed as the Snapshot sums it and, unless `non_zero` is False,
+    non_zero_requested beside it."""
+    name = node["metadata"]["name"]
+    info: NodeInfo = ScoringNodeInfo(name, node) if non_zero else NodeInfo(name, node)
+    for pod in pods:
+        if pod.get("spec", {}).get("nodeName") != name:
+            continue
+        meta = pod["metadata"]
+        info._add((meta.get("namespace", "default"), meta["name"]), pod, pod_requests(pod))
+        if isinstance(info, ScoringNodeInfo):
+            for key, value in non_zero_requests(pod, use_status=True).items():
+                info.non_zero_requested[key] = info.non_zero_requested.get(key, 0) + value
+    return info
+
+
+def node_infos(
+    nodes: Iterable[RawObj], pods: Iterable[RawObj] = (), *, non_zero: bool = True
+) -> list[NodeInfo]:
+    """node_info for each node, in order."""
+    pods = list(pods)
+    return [node_info(n, pods, non_zero=non_zero) for n in nodes]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import DNS, SA, ZONE, RawObj, make_pod, review, selector
+from tests.builders import DNS, SA, ZONE, RawObj, constraint, make_pod, review, selector
 from webhook.admission.context import MutationContext, ReviewContext
 from webhook.admission.handlers import answer_review
 from webhook.admission.merge import MERGED_KEYS_ANNOTATION, merge_match_label_keys
@@ -31,13 +31,7 @@ WEB = {"matchLabels": {"app": "web"}}
 
 
 def _constraint(i: int, **extra: Any) -> RawObj:
-    return {
-        "maxSkew": 1,
-        "topologyKey": f"example.com/k{i % DISTINCT}",
-        "whenUnsatisfiable": DNS,
-        "labelSelector": WEB,
-        **extra,
-    }
+    return constraint(1, f"example.com/k{i % DISTINCT}", DNS, WEB, **extra)
 
 
 def _many_constraints() -> RawObj:

@@ -21,6 +21,7 @@ from tests.builders import (
     SA,
     ZONE,
     RawObj,
+    constraint,
     make_node,
     make_pod,
     review,
@@ -57,13 +58,11 @@ def web(*constraints: RawObj) -> RawObj:
 
 
 def dns(max_skew: int = 1, **extra: Any) -> RawObj:
-    return {"maxSkew": max_skew, "topologyKey": ZONE, "whenUnsatisfiable": DNS,
-            "labelSelector": selector(WEB), **extra}
+    return constraint(max_skew, ZONE, DNS, selector(WEB), **extra)
 
 
 def sa(max_skew: int = 1) -> RawObj:
-    return {"maxSkew": max_skew, "topologyKey": ZONE, "whenUnsatisfiable": SA,
-            "labelSelector": selector(WEB)}
+    return constraint(max_skew, ZONE, SA, selector(WEB))
 
 
 def validate(

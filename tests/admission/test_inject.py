@@ -18,6 +18,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from tests import builders
 from tests.builders import (
     DNS,
     HOSTNAME,
@@ -300,8 +301,8 @@ def test_namespace_selector_opts_a_namespace_out(namespace: str, expected: bool)
 
 
 def namespace(name: str, labels: dict[str, str]) -> RawObj:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}}
+    """A Namespace with the label the API server adds to every one, plus `labels`."""
+    return builders.namespace(name, {"kubernetes.io/metadata.name": name, **labels})
 
 
 OPT_OUT_BY_LABEL = {

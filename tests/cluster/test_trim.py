@@ -19,9 +19,13 @@ from typing import Any
 
 import pytest
 
-from tests.scheduler.affinity_builders import (
+from tests.builders import (
+    HOSTNAME,
+    ZONE,
+    RawObj,
     affinity_term,
     csinode,
+    make_node,
     namespace,
     pv,
     pvc,
@@ -43,9 +47,6 @@ from webhook.scheduler.plugins.volumebinding import VolumeBinding
 from webhook.scheduler.plugins.volumerestrictions import VolumeRestrictions
 from webhook.scheduler.plugins.volumezone import VolumeZone
 
-RawObj = dict[str, Any]
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
 DRIVER = "ebs.csi.aws.com"
 MB = 1024 * 1024
 WEB = {"app": "web"}
@@ -96,15 +97,9 @@ def dress(obj: RawObj) -> RawObj:
 
 
 def node(name: str, zone: str, images: list[RawObj] | None = None) -> RawObj:
-    out: RawObj = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {ZONE: zone, HOSTNAME: name}},
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
-    }
-    if images is not None:
-        out["status"]["images"] = images
-    return out
+    builder = make_node().name(name).zone(zone).hostname()
+    builder = builder.allocatable(cpu="4", memory="8Gi", pods="110")
+    return (builder if images is None else builder.images(images)).obj()
 
 
 NODES = [node("n1", "a"), node("n2", "a"), node("n3", "b")]

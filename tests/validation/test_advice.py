@@ -12,9 +12,9 @@ from tests.builders import (
     REGION,
     SA,
     ZONE,
+    constrained_pod,
     constraint,
     exists,
-    make_pod,
     selector,
     workload,
 )
@@ -30,15 +30,6 @@ WELL_KNOWN = (
     "is not a well-known topology label (kubernetes.io/hostname, topology.kubernetes.io/zone, "
     "topology.kubernetes.io/region); nodes without it are left out of the spread"
 )
-
-
-def pod(*constraints: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return (
-        make_pod()
-        .labels(labels if labels is not None else {"app": "web"})
-        .constraints(list(constraints))
-        .obj()
-    )
 
 
 CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] = [
@@ -134,12 +125,12 @@ def test_pod_warnings(
     constraints: list[dict[str, Any]], labels: dict[str, str] | None, expected: list[str]
 ) -> None:
     """Each warning, exactly worded, starts with its field path."""
-    assert object_warnings(pod(*constraints, labels=labels)) == expected
+    assert object_warnings(constrained_pod(*constraints, labels=labels)) == expected
 
 
 def test_upstream_warnings_come_before_advice() -> None:
     """Per constraint: upstream's deprecation and null-selector warnings, then our advice."""
-    obj = pod(
+    obj = constrained_pod(
         constraint(1, "failure-domain.beta.kubernetes.io/zone", DNS, None, matchLabelKeys=["x"])
     )
     assert object_warnings(obj) == [
@@ -163,14 +154,17 @@ def test_upstream_warnings_come_before_advice() -> None:
 def test_controller_labels_are_not_missing(kind: str, key: str, spec_path: str) -> None:
     """A key the controller adds to its pods is not reported missing on the template."""
     obj = workload(
-        kind, pod(constraint(1, ZONE, DNS, selector({"app": "db"}), matchLabelKeys=[key]))
+        kind,
+        constrained_pod(constraint(1, ZONE, DNS, selector({"app": "db"}), matchLabelKeys=[key])),
     )
     assert object_warnings(obj) == [f"{spec_path}.topologySpreadConstraints[0].{GHOST}"]
 
 
 def test_template_key_in_selector_warns_about_pod_rejection() -> None:
     """A template that v1.34 accepts but whose pods the merge would make invalid is flagged."""
-    obj = workload("Deployment", pod(constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app"])))
+    obj = workload(
+        "Deployment", constrained_pod(constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app"]))
+    )
     assert object_warnings(obj) == [
         "spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]: app is also in "
         "labelSelector; kube-apiserver v1.34+ merges it into labelSelector when it creates each "

@@ -21,6 +21,7 @@ from tests.builders import (
     HOSTNAME,
     SA,
     ZONE,
+    constrained_pod,
     constraint,
     exists,
     expr,
@@ -40,15 +41,6 @@ WHEN_VALUES = 'supported values: "DoNotSchedule", "ScheduleAnyway"'
 POLICIES = 'supported values: "Honor", "Ignore"'
 NO_SELECTOR = "Forbidden: must not be specified when labelSelector is not set"
 BOTH = "exists in both matchLabelKeys and labelSelector"
-
-
-def pod(*constraints: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return (
-        make_pod()
-        .labels(labels if labels is not None else {"app": "web"})
-        .constraints(list(constraints))
-        .obj()
-    )
 
 
 def errors(obj: dict[str, Any], **kw: Any) -> list[str]:
@@ -280,12 +272,12 @@ def test_pod_create_newest(
     constraints: list[dict[str, Any]], labels: dict[str, str] | None, expected: list[str]
 ) -> None:
     """Each rule of the newest kube-apiserver on a created Pod."""
-    assert errors(pod(*constraints, labels=labels)) == expected
+    assert errors(constrained_pod(*constraints, labels=labels)) == expected
 
 
 def test_causes() -> None:
     """Cause reasons follow the field.ErrorType of each rule."""
-    obj = pod(
+    obj = constrained_pod(
         constraint(0, "", "x", WEB, minDomains=1),
         constraint(1, "", "x", WEB),
         constraint(1, ZONE, DNS, None, matchLabelKeys=["k"]),
@@ -335,19 +327,21 @@ LEGACY = [
 @pytest.mark.parametrize(("c", "expected"), [c[1:] for c in LEGACY], ids=[c[0] for c in LEGACY])
 def test_pod_create_v133(c: dict[str, Any], expected: list[str]) -> None:
     """A v1.33 kube-apiserver: no merge, legacy matchLabelKeys validation."""
-    assert errors(pod(c), server_version=(1, 33)) == expected
+    assert errors(constrained_pod(c), server_version=(1, 33)) == expected
 
 
 def test_named_type_rendered_as_json_since_v134() -> None:
     """Since v1.34 a named string type goes through json.Marshal (HTML characters escaped)."""
-    assert errors(pod(constraint(1, ZONE, "<x>", WEB)), server_version=(1, 34)) == [
+    assert errors(constrained_pod(constraint(1, ZONE, "<x>", WEB)), server_version=(1, 34)) == [
         f'{P}[0].whenUnsatisfiable: Unsupported value: "\\u003cx\\u003e": {WHEN_VALUES}'
     ]
 
 
 def test_template_is_not_merged() -> None:
     """A Deployment's template is validated without the merge: v1.34 accepts, v1.33 rejects."""
-    obj = workload("Deployment", pod(constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app"])))
+    obj = workload(
+        "Deployment", constrained_pod(constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app"]))
+    )
     assert errors(obj) == []
     assert errors(obj, server_version=(1, 33)) == [
         "spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]: "
@@ -357,7 +351,7 @@ def test_template_is_not_merged() -> None:
 
 def test_update_is_not_merged() -> None:
     """A Pod UPDATE is validated as stored: the create-time merge does not run again."""
-    stored = pod(
+    stored = constrained_pod(
         constraint(1, ZONE, DNS, selector(None, expr("app", "In", "web")), matchLabelKeys=["app"])
     )
     assert errors(stored, old=stored) == []
@@ -366,19 +360,19 @@ def test_update_is_not_merged() -> None:
 def test_update_old_pod_failing_new_rules_keeps_legacy_rules() -> None:
     """OldPodViolatesMatchLabelKeysValidation: the legacy function validates the update."""
     twice = selector(None, expr("app", "In", "web"), expr("app", "In", "web"))
-    stored = pod(constraint(1, ZONE, DNS, twice, matchLabelKeys=["app"]))
+    stored = constrained_pod(constraint(1, ZONE, DNS, twice, matchLabelKeys=["app"]))
     assert errors(stored, old=stored) == [f'{P}[0].matchLabelKeys[0]: Invalid value: "app": {BOTH}']
     assert errors(stored) == [f'{P}[0][0]: Invalid value: "app": {BOTH}'] * 2
 
 
 def test_update_old_invalid_selector_is_allowed() -> None:
     """AllowInvalidTopologySpreadConstraintLabelSelector: an old invalid selector is kept."""
-    bad = pod(constraint(1, ZONE, DNS, selector({"a b": "x"})))
+    bad = constrained_pod(constraint(1, ZONE, DNS, selector({"a b": "x"})))
     assert errors(bad) == [
         f'{P}[0].labelSelector.matchLabels: Invalid value: "a b": name part {KEY_REGEX}'
     ]
     assert errors(bad, old=bad) == []
-    assert errors(bad, old=pod(constraint(1, ZONE, DNS, WEB))) == errors(bad)
+    assert errors(bad, old=constrained_pod(constraint(1, ZONE, DNS, WEB))) == errors(bad)
 
 
 KINDS = [
@@ -397,7 +391,7 @@ KINDS = [
 @pytest.mark.parametrize(("kind", "spec_path"), KINDS, ids=[k[0] for k in KINDS])
 def test_paths_follow_the_object(kind: str, spec_path: str) -> None:
     """Paths start at the pod spec inside each kind."""
-    base = pod(
+    base = constrained_pod(
         constraint(0, HOSTNAME, DNS, WEB), constraint(1, "", DNS, None, matchLabelKeys=["k"])
     )
     obj = base if kind == "Pod" else workload(kind, base)
@@ -497,7 +491,7 @@ def test_wrong_types(patch: dict[str, Any], expected: list[str]) -> None:
     """A wrong JSON type is one Invalid error in that field's place; null is Go's zero value."""
     c = constraint(1, ZONE, DNS, WEB)
     c.update(patch)
-    assert errors(pod(c)) == expected
+    assert errors(constrained_pod(c)) == expected
 
 
 def test_wrong_container_types() -> None:
@@ -714,7 +708,7 @@ def test_deep_and_looped_values() -> None:
         node.append(child)
         node = child
     looped = yaml.safe_load("a: &x [*x]")["a"]
-    obj = pod()
+    obj = constrained_pod()
     # Set directly: the builder deep-copies, which these values would defeat.
     obj["spec"]["topologySpreadConstraints"] = [
         constraint(deep, looped, DNS, {"matchLabels": {"a": looped}})

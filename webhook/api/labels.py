@@ -86,7 +86,10 @@ def match_everything(_labels: Any) -> bool:
 
 
 def is_qualified_name(value: Any) -> bool:
-    """apimachinery IsQualifiedName: optional DNS-1123 subdomain prefix, '/', a 63-char name."""
+    """apimachinery IsQualifiedName: optional DNS-1123 subdomain prefix, '/', a 63-char name.
+
+    Port of util/validation/validation.go: IsQualifiedName.
+    """
     if not isinstance(value, str):
         return False
     prefix, slash, name = value.rpartition("/")
@@ -99,7 +102,10 @@ def is_qualified_name(value: Any) -> bool:
 
 
 def is_label_value(value: Any) -> bool:
-    """apimachinery IsValidLabelValue: empty, or at most 63 characters of the name alphabet."""
+    """apimachinery IsValidLabelValue: empty, or at most 63 characters of the name alphabet.
+
+    Port of util/validation/validation.go: IsValidLabelValue.
+    """
     if not isinstance(value, str):
         return False
     return value == "" or (len(value) <= 63 and _NAME_RE.match(value) is not None)
@@ -113,7 +119,10 @@ def _parse_int64(value: Any) -> int | None:
 
 
 def _requirement(key: Any, op: int, values: Any) -> _Requirement | None:
-    """labels.NewRequirement: validate and compile one requirement; None when invalid."""
+    """labels.NewRequirement: validate and compile one requirement; None when invalid.
+
+    Port of labels/selector.go: NewRequirement.
+    """
     if not is_qualified_name(key):
         return None
     if values is None:
@@ -195,7 +204,10 @@ def _requirements_matcher(reqs: list[_Requirement]) -> LabelMatcher:
 
 
 def _selector_requirements(sel: Any) -> list[_Requirement] | None:
-    """The requirements of a metav1.LabelSelector; None when it does not parse."""
+    """The requirements of a metav1.LabelSelector; None when it does not parse.
+
+    Port of meta/v1/helpers.go: LabelSelectorAsSelector.
+    """
     if not isinstance(sel, dict):
         return None
     match_labels = sel.get("matchLabels") or {}
@@ -263,7 +275,10 @@ def selector_requirements(sel: RawObj | None) -> list[tuple[str, str, tuple[str,
 
 
 def selector_from_set(labels: Mapping[str, str] | None) -> LabelMatcher:
-    """labels.SelectorFromSet: every key equal, no validation; empty matches everything."""
+    """labels.SelectorFromSet: every key equal, no validation; empty matches everything.
+
+    Port of labels/selector.go: SelectorFromSet.
+    """
     if not labels:
         return match_everything
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
@@ -282,7 +297,10 @@ def _node_labels(node: Any) -> Labels:
 
 def _node_term_matcher(term: Any) -> NodeMatcher | None:
     """One NodeSelectorTerm; None for an empty term (skipped); match_nothing when it
-    does not parse."""
+    does not parse.
+
+    Port of nodeaffinity/nodeaffinity.go: newNodeSelectorTerm.
+    """
     if not isinstance(term, dict):
         return None if term is None else match_nothing
     expressions = term.get("matchExpressions") or []
@@ -337,7 +355,10 @@ def compile_node_selector_term(term: Any) -> NodeMatcher:
 
 
 def _required_terms_matcher(required: Any) -> NodeMatcher:
-    """LazyErrorNodeSelector: the terms ORed; no usable term matches nothing."""
+    """LazyErrorNodeSelector: the terms ORed; no usable term matches nothing.
+
+    Port of nodeaffinity/nodeaffinity.go: NewLazyErrorNodeSelector.
+    """
     if not isinstance(required, dict):
         return match_nothing
     terms = required.get("nodeSelectorTerms") or []
@@ -368,7 +389,10 @@ def required_node_affinity(spec: Any) -> Any:
 
 def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
     """The pod's required node selection (nodeSelector AND required node affinity) as a
-    predicate over Node objects; None when the pod constrains nothing."""
+    predicate over Node objects; None when the pod constrains nothing.
+
+    Port of nodeaffinity/nodeaffinity.go: GetRequiredNodeAffinity.
+    """
     spec = pod.get("spec") if isinstance(pod, dict) else None
     if not isinstance(spec, dict):
         return None
@@ -407,7 +431,10 @@ def compile_node_affinity(pod: RawObj) -> NodeMatcher | None:
 
 
 def node_matches_pod_affinity(pod: RawObj, node: RawObj) -> bool:
-    """Whether `node` satisfies the pod's nodeSelector and required node affinity."""
+    """Whether `node` satisfies the pod's nodeSelector and required node affinity.
+
+    Port of nodeaffinity/nodeaffinity.go: RequiredNodeAffinity.Match.
+    """
     matcher = compile_node_affinity(pod)
     return True if matcher is None else matcher(node if isinstance(node, dict) else {})
 
@@ -421,6 +448,8 @@ def toleration_tolerates(
     """Toleration.ToleratesTaint. An empty effect matches every effect, an empty key with
     Exists every taint; an empty operator means Equal. Lt/Gt compare integers only with
     the TaintTolerationComparisonOperators gate (alpha, off by default), else never match.
+
+    Port of core/v1/toleration.go: ToleratesTaint.
     """
     if not isinstance(toleration, dict) or not isinstance(taint, dict):
         return False
@@ -452,7 +481,10 @@ def _parse_decimal_integer(value: str) -> int | None:
 
 
 def taint_tolerated(taint: RawObj, tolerations: list[RawObj] | None) -> bool:
-    """TolerationsTolerateTaint: whether any toleration tolerates the taint."""
+    """TolerationsTolerateTaint: whether any toleration tolerates the taint.
+
+    Port of scheduling/corev1/helpers.go: TolerationsTolerateTaint.
+    """
     if not tolerations or not isinstance(tolerations, list):
         return False
     return any(toleration_tolerates(t, taint) for t in tolerations)
@@ -464,7 +496,10 @@ def find_untolerated_taint(
     effects: frozenset[str] = DO_NOT_SCHEDULE_EFFECTS,
 ) -> RawObj | None:
     """FindMatchingUntoleratedTaint: the first taint with an effect in `effects` that no
-    toleration tolerates, or None."""
+    toleration tolerates, or None.
+
+    Port of scheduling/corev1/helpers.go: FindMatchingUntoleratedTaint.
+    """
     if not taints or not isinstance(taints, list):
         return None
     for taint in taints:

@@ -66,7 +66,10 @@ def _ceil_div(numerator: int, denominator: int) -> int:
 
 
 def _scan(text: str) -> tuple[bool, str, str, str] | None:
-    """parseQuantityString: (positive, integer digits, fraction digits, suffix) or None."""
+    """parseQuantityString: (positive, integer digits, fraction digits, suffix) or None.
+
+    Port of resource/quantity.go: parseQuantityString.
+    """
     positive = True
     pos, end = 0, len(text)
     if pos < end and text[0] in "+-":
@@ -141,7 +144,10 @@ def _parse_text(text: str) -> int | None:
 
 def parse_quantity(value: Any) -> int | None:
     """A Kubernetes quantity in nano-units (exact, rounded up to 10^-9), or None when
-    it does not parse. JSON numbers are read as their decimal text, as the API does."""
+    it does not parse. JSON numbers are read as their decimal text, as the API does.
+
+    Port of resource/quantity.go: ParseQuantity.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -161,12 +167,18 @@ def _round_away(nanos: int, unit: int) -> int:
 
 
 def milli_value(nanos: int) -> int:
-    """Quantity.MilliValue of a nano-unit amount."""
+    """Quantity.MilliValue of a nano-unit amount.
+
+    Port of resource/quantity.go: MilliValue.
+    """
     return _round_away(nanos, 10**6)
 
 
 def unit_value(nanos: int) -> int:
-    """Quantity.Value of a nano-unit amount."""
+    """Quantity.Value of a nano-unit amount.
+
+    Port of resource/quantity.go: Value.
+    """
     return _round_away(nanos, NANO)
 
 
@@ -179,7 +191,10 @@ _QUALIFIED_NAME = re.compile(
 @lru_cache(maxsize=1024)
 def is_extended_resource_name(name: str) -> bool:
     """v1helper.IsExtendedResourceName: not native (has a '/', no kubernetes.io/ prefix),
-    not a quota "requests." name, and "requests.<name>" is a qualified name."""
+    not a quota "requests." name, and "requests.<name>" is a qualified name.
+
+    Port of core/v1/helper/helpers.go: IsExtendedResourceName.
+    """
     if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
     quota_name = "requests." + name
@@ -192,7 +207,10 @@ def is_extended_resource_name(name: str) -> bool:
 @lru_cache(maxsize=1024)
 def is_scalar_resource_name(name: str) -> bool:
     """schedutil.IsScalarResourceName: extended, hugepages-*, kubernetes.io/-prefixed
-    native, or attachable-volumes-* resources."""
+    native, or attachable-volumes-* resources.
+
+    Port of scheduler/util/utils.go: IsScalarResourceName.
+    """
     if "kubernetes.io/" in name:
         return True
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
@@ -219,11 +237,13 @@ def _resource_list(raw: Any) -> dict[str, int]:
 
 
 def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
+    """Port of resource/helpers.go: addResourceList."""
     for name, amount in more.items():
         total[name] = total.get(name, 0) + amount
 
 
 def _max(total: dict[str, int], more: Mapping[str, int]) -> None:
+    """Port of resource/helpers.go: maxResourceList."""
     for name, amount in more.items():
         if name not in total or amount > total[name]:
             total[name] = amount
@@ -271,6 +291,7 @@ def _resize_infeasible(pod: RawObj) -> bool:
 
 
 def _effective(container: Any, statuses: dict[str, Any], infeasible: bool) -> dict[str, int]:
+    """Port of resource/helpers.go: determineContainerReqs."""
     requests = _requests_of(container)
     name = container.get("name") if isinstance(container, dict) else None
     if not statuses or not isinstance(name, str) or name not in statuses:
@@ -284,6 +305,7 @@ def _effective(container: Any, statuses: dict[str, Any], infeasible: bool) -> di
 
 
 def _aggregate_nanos(pod: RawObj, use_status: bool) -> dict[str, int]:
+    """Port of resource/helpers.go: PodRequests."""
     spec = pod.get("spec") if isinstance(pod, dict) else None
     if not isinstance(spec, dict):
         return {}

@@ -66,7 +66,10 @@ def _newest(server_version: tuple[int, int] | None, since: tuple[int, int]) -> b
 
 
 def _legacy_match_label_keys(c: DecodedConstraint, path: str) -> list[FieldError]:
-    """ValidateMatchLabelKeysInTopologySpread (before v1.34): keys vs the whole selector."""
+    """ValidateMatchLabelKeysInTopologySpread (before v1.34): keys vs the whole selector.
+
+    Port of validation.go: validateMatchLabelKeysInTopologySpread.
+    """
     if c.keys_len == 0:
         return []
     errs: list[FieldError] = []
@@ -148,6 +151,8 @@ def validate_constraints(
     applied first, as kube-apiserver's PrepareForCreate does. `old_constraints`
     given means an UPDATE: the old spec relaxes the labelSelector and
     matchLabelKeys rules exactly as GetValidationOptionsFromPodSpecAndMeta does.
+
+    Port of validation.go: validateTopologySpreadConstraints.
     """
     errs, decoded = decode_constraints(constraints, path)
     json_typed = _newest(server_version, JSON_VALUES_SINCE)

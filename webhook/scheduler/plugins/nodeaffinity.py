@@ -44,7 +44,10 @@ _ENFORCED = Status(Code.UNRESOLVABLE, REASON_ENFORCED)
 
 def _preferred_terms(raw: Any) -> list[tuple[int, NodeMatcher]]:
     """(weight, matcher) of each PreferredSchedulingTerm with a non-zero weight
-    (nodeaffinity.NewPreferredSchedulingTerms)."""
+    (nodeaffinity.NewPreferredSchedulingTerms).
+
+    Port of nodeaffinity/nodeaffinity.go: NewPreferredSchedulingTerms.
+    """
     out: list[tuple[int, NodeMatcher]] = []
     for term in raw if isinstance(raw, list) else ():
         if not isinstance(term, dict):
@@ -72,6 +75,7 @@ class NodeAffinity:
     )
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        """Port of node_affinity.go: New."""
         added = (args.added_affinity if args is not None else None) or {}
         required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
         self.added_required: NodeMatcher | None = (

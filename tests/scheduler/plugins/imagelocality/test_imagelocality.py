@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.scheduler.plugin_builders import node_with, pod_with
+from tests.builders import node_with, pod_with
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Code, CycleState
 from webhook.scheduler.plugins.imagelocality import (

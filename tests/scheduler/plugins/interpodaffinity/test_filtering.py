@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import make_pod
-from tests.scheduler.affinity_builders import (
+from tests.builders import (
     affinity_term,
+    make_pod,
     namespace,
     node,
     with_affinity,

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod
-from tests.scheduler.affinity_builders import node, with_affinity
+from tests.builders import make_pod, node, with_affinity
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, CycleState, Status
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.scheduler.plugin_builders import node_info, node_with, pod_with
+from tests.builders import node_info, node_with, pod_with
 from webhook.scheduler.framework.types import SKIP, Code, CycleState, Status
 from webhook.scheduler.plugins.nodeports import (
     ERR_REASON,

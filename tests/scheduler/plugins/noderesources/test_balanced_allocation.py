@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.scheduler.plugin_builders import make_node, node_info, node_infos, pod_with
+from tests.builders import node_info, node_infos, pod_with, resource_node
 from webhook.scheduler.config.types import (
     NodeResourcesBalancedAllocationArgs,
     ResourceSpec,
@@ -54,27 +54,30 @@ SCALAR = {GPU: 8}
         pytest.param(
             # node1: cpu 3000/4000 = .75, memory 5000/10000 = .5, std .125 -> 87
             # node2: cpu 3000/6000 = .5, memory .5, std 0 -> 100
-            cpu_and_memory(), [make_node("node1", 4000, 10000), make_node("node2", 6000, 10000)],
+            cpu_and_memory(),
+            [resource_node("node1", 4000, 10000), resource_node("node2", 6000, 10000)],
             [], None, {"node1": 87, "node2": MAX_NODE_SCORE},
             id="nothing scheduled, resources requested, differently sized nodes",
         ),
         pytest.param(
             # node1: cpu 6000/10000 = .6, memory 5000/20000 = .25, std .175 -> 82
             # node2: cpu .6, memory 10000/20000 = .5, std .05 -> 95
-            cpu_and_memory(), [make_node("node1", 10000, 20000), make_node("node2", 10000, 20000)],
+            cpu_and_memory(),
+            [resource_node("node1", 10000, 20000), resource_node("node2", 10000, 20000)],
             [cpu_only(), cpu_and_memory()], None, {"node1": 82, "node2": 95},
             id="resources requested, pods scheduled with resources",
         ),
         pytest.param(
             # node2: memory 10000/50000 = .2, std .2 -> 80
-            cpu_and_memory(), [make_node("node1", 10000, 20000), make_node("node2", 10000, 50000)],
+            cpu_and_memory(),
+            [resource_node("node1", 10000, 20000), resource_node("node2", 10000, 50000)],
             [cpu_only(), cpu_and_memory()], None, {"node1": 82, "node2": 80},
             id="resources requested, pods scheduled with resources, differently sized nodes",
         ),
         pytest.param(
             # node1: cpu 6000/6000 = 1, memory 0, std .5 -> 50
             # node2: cpu 1, memory 5000/10000 = .5, std .25 -> 75
-            cpu_only(), [make_node("node1", 6000, 10000), make_node("node2", 6000, 10000)],
+            cpu_only(), [resource_node("node1", 6000, 10000), resource_node("node2", 6000, 10000)],
             [cpu_only(), cpu_and_memory()], None, {"node1": 50, "node2": 75},
             id="requested resources at node capacity",
         ),
@@ -82,7 +85,10 @@ SCALAR = {GPU: 8}
             # node1: cpu 3000/3500, memory 5000/40000, gpu 4/8: std .3002 -> 70
             # node2: cpu 3000/3500, memory 5000/40000, gpu 1/8: std .345 -> 65
             pod_with({"memory": "0", GPU: "1"}),
-            [make_node("node1", 3500, 40000, SCALAR), make_node("node2", 3500, 40000, SCALAR)],
+            [
+                resource_node("node1", 3500, 40000, SCALAR),
+                resource_node("node2", 3500, 40000, SCALAR),
+            ],
             [cpu_and_memory(), cpu_memory_gpu()], WITH_GPU, {"node1": 70, "node2": 65},
             id="include scalar resource on a node for balanced resource allocation",
         ),
@@ -90,7 +96,7 @@ SCALAR = {GPU: 8}
             # The pod does not request the GPU: it is skipped on both nodes.
             # cpu 3000/3500, memory 5000/40000: std .366 -> 63
             cpu_and_memory(),
-            [make_node("node1", 3500, 40000, SCALAR), make_node("node2", 3500, 40000)],
+            [resource_node("node1", 3500, 40000, SCALAR), resource_node("node2", 3500, 40000)],
             [], WITH_GPU, {"node1": 63, "node2": 63},
             id="node without the scalar resource should skip the scalar resource",
         ),
@@ -102,7 +108,8 @@ SCALAR = {GPU: 8}
         ),
         pytest.param(
             # Fractions cap at 1: cpu 3000/1000 -> 1, memory 5000/5000 = 1, std 0.
-            cpu_and_memory(), [make_node("node1", 1000, 5000)],
+            cpu_and_memory(),
+            [resource_node("node1", 1000, 5000)],
             [], None, {"node1": MAX_NODE_SCORE},
             id="fractions over one are capped",
         ),
@@ -141,7 +148,7 @@ def test_best_effort_pod_is_skipped() -> None:
     state = CycleState()
     assert plugin.pre_score(state, pod, [], None) is SKIP  # type: ignore[arg-type]
     assert PRE_SCORE_STATE_KEY not in state
-    info = node_info(make_node("node1", 4000, 10000))
+    info = node_info(resource_node("node1", 4000, 10000))
     assert plugin.score(CycleState(), pod, info)[0] == 0
 
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.scheduler.plugin_builders import (
+from tests.builders import (
     container_pod,
-    make_node,
     node_info,
     node_infos,
     node_with,
     pod_with,
+    resource_node,
 )
 from webhook.scheduler.config.types import (
     DEFAULT_RESOURCES,
@@ -314,40 +314,40 @@ RTCR_CASES = [
     # TestResourceBinPackingSingleExtended: shape 0 -> 0, 100 -> 10 (scaled).
     pytest.param(
         rtcr(SINGLE, SHAPE_UP), pod_with(),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4})], [],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [],
         {"node1": 0, "node2": 0}, Code.SUCCESS,
         id="single extended: nothing scheduled, nothing requested",
     ),
     pytest.param(
         # node1: 2/8 = 25% -> 2; node2: 2/4 = 50% -> 5
         rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "2"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
         {"node1": 2, "node2": 5}, Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with less resources",
     ),
     pytest.param(
         # node2: (2 + 2) / 4 = 100% -> 10
         rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "2"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with({FOO: "2"}, node="node2")],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with({FOO: "2"}, node="node2")],
         {"node1": 2, "node2": 10}, Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with resources, "
         "on node with existing pod running ",
     ),
     pytest.param(
         rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "4"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
         {"node1": 5, "node2": 10}, Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with more resources",
     ),
     # TestResourceBinPackingMultipleExtended: foo weight 3, bar weight 5.
     pytest.param(
         rtcr(MULTIPLE, SHAPE_UP), pod_with(),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [],
         {"node1": 0, "node2": 0}, Code.SUCCESS,
         id="multiple extended: nothing scheduled, nothing requested",
     ),
@@ -355,16 +355,16 @@ RTCR_CASES = [
         # node1: foo 25% -> 2, bar 50% -> 5: round((6 + 25) / 8) = 4
         # node2: foo 50% -> 5, bar 25% -> 2: round((15 + 10) / 8) = 3
         rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "2", BAR: "2"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
         {"node1": 4, "node2": 3}, Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with less resources",
     ),
     pytest.param(
         # node2: foo (2+2)/4 -> 10, bar (2+2)/8 -> 5: round((30 + 25) / 8) = 7
         rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "2", BAR: "2"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})],
         [pod_with({FOO: "2", BAR: "2"}, node="node2")],
         {"node1": 4, "node2": 7}, Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with resources, "
@@ -372,8 +372,8 @@ RTCR_CASES = [
     ),
     pytest.param(
         rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "4", BAR: "2"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         make_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
         {"node1": 5, "node2": 5}, Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with more resources",
     ),
@@ -386,7 +386,7 @@ RTCR_CASES = [
     # Boundary: over capacity scores f(100).
     pytest.param(
         rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "9"}),
-        [make_node("node1", 4000, 10000 * MIB, {FOO: 8})], [],
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8})], [],
         {"node1": 10}, Code.SUCCESS,
         id="a request over capacity scores the shape's value at 100",
     ),

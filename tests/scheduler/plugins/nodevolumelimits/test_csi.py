@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import make_pod
-from tests.scheduler.affinity_builders import csinode, node, pv, pvc, storage_class, with_claim
+from tests.builders import csinode, make_pod, node, pv, pvc, storage_class, with_claim
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.plugins.nodevolumelimits import (

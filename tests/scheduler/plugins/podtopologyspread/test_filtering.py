@@ -14,7 +14,17 @@ from typing import Any
 
 import pytest
 
-from tests.builders import DNS, HOSTNAME, SA, exists, expr, make_node, make_pod, selector
+from tests.builders import (
+    DNS,
+    HOSTNAME,
+    SA,
+    constraint,
+    exists,
+    expr,
+    make_node,
+    make_pod,
+    selector,
+)
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Code, Status
@@ -71,11 +81,8 @@ def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None)
 
 
 def c(max_skew: int, key: str, when: str = DNS, sel: dict[str, Any] | None = FOO, **extra: Any):
-    out: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
-    if sel is not None:
-        out["labelSelector"] = sel
-    out.update(extra)
-    return out
+    """constraint() with this file's default selector, foo=bar."""
+    return constraint(max_skew, key, when, sel, **extra)
 
 
 # The docs' 4-node cluster: zoneA = node1, node2; zoneB = node3, node4.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import HOSTNAME, SA, ZONE, make_node, make_pod, selector
+from tests.builders import HOSTNAME, SA, ZONE, constraint, make_node, make_pod, selector
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS, go_div, go_round
@@ -125,11 +125,8 @@ def pods(spec: dict[str, int], ns: str = "default", **labels: str) -> list[dict[
 
 
 def soft(max_skew: int, key: str, sel: dict[str, Any] | None = FOO, **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": SA}
-    if sel is not None:
-        out["labelSelector"] = sel
-    out.update(extra)
-    return out
+    """A ScheduleAnyway constraint() with this file's default selector."""
+    return constraint(max_skew, key, SA, sel, **extra)
 
 
 def incoming(

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod
-from tests.scheduler.affinity_builders import node, pvc, with_claim, with_volume
+from tests.builders import make_pod, node, pvc, with_claim, with_volume
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.plugins.volumerestrictions import (

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod
-from tests.scheduler.affinity_builders import node, pv, pvc, storage_class, with_claim
+from tests.builders import make_pod, node, pv, pvc, storage_class, with_claim
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.plugins.volumezone import CONFLICT, VolumeZone

@@ -57,7 +57,10 @@ def _inpod_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[
 
 
 def _controller_of(pod: RawObj) -> dict[str, Any] | None:
-    """metav1.GetControllerOf: the first owner reference marked controller."""
+    """metav1.GetControllerOf: the first owner reference marked controller.
+
+    Port of meta/v1/controller_ref.go: GetControllerOf.
+    """
     refs = meta(pod).get("ownerReferences")
     for ref in refs if isinstance(refs, list) else ():
         if isinstance(ref, dict) and ref.get("controller") is True:
@@ -66,7 +69,10 @@ def _controller_of(pod: RawObj) -> dict[str, Any] | None:
 
 
 def _services_label_set(pod: RawObj, snapshot: Any) -> dict[str, str]:
-    """Merged spec.selector of the Services in the pod's namespace that select it."""
+    """Merged spec.selector of the Services in the pod's namespace that select it.
+
+    Port of helper/spread.go: GetPodServices (their selectors merged).
+    """
     pod_labels = meta(pod).get("labels")
     labels = pod_labels if isinstance(pod_labels, dict) else {}
     merged: dict[str, str] = {}
@@ -94,6 +100,8 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     later ones winning a shared key, as labels.Merge); the ReplicaSet or
     StatefulSet selector adds its requirements, kept as matchLabels when they do
     not collide with a key already there, otherwise as matchExpressions.
+
+    Port of helper/spread.go: DefaultSelector.
     """
     if not isinstance(pod, dict):
         return None

@@ -119,6 +119,7 @@ class NodeResourcesFit:
         self.scoring = FitScoring(args)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
+        """Port of fit.go: PreFilter."""
         state[self.name] = fit_state(pod)
         return SUCCESS
 
@@ -156,9 +157,11 @@ class NodeResourcesFit:
         nodes: Sequence[NodeInfoLike],
         snapshot: Snapshot | None,
     ) -> Status:
+        """Port of fit.go: PreScore."""
         return self.scoring.pre_score(state, pod, nodes, snapshot)  # type: ignore[arg-type]
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
+        """Port of fit.go: Score."""
         return self.scoring.score(state, pod, node)  # type: ignore[arg-type]
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:

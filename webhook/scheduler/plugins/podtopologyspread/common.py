@@ -133,7 +133,10 @@ def _int32(value: Any, field: str) -> int:
 
 
 def has_no_requirements(selector: RawObj | None) -> bool:
-    """labels.Selector.Empty(): true for {} (select everything), false for None."""
+    """labels.Selector.Empty(): true for {} (select everything), false for None.
+
+    Port of labels/selector.go: internalSelector.Empty.
+    """
     if selector is None:
         return False
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
@@ -142,7 +145,10 @@ def has_no_requirements(selector: RawObj | None) -> bool:
 def parse_constraint(
     raw: RawObj, pod_labels_: Mapping[str, str], *, merge_keys: bool = True
 ) -> Constraint:
-    """Turn one API constraint into a Constraint; raise ConstraintError when unusable."""
+    """Turn one API constraint into a Constraint; raise ConstraintError when unusable.
+
+    Port of common.go: filterTopologySpreadConstraints (one constraint).
+    """
     selector = raw.get("labelSelector")
     problem = selector_error(selector)
     if problem:
@@ -176,6 +182,8 @@ def pod_constraints(
     """The pod's constraints with whenUnsatisfiable == action, or its defaults when it has none.
 
     Raises ConstraintError for constraints kube-scheduler could not parse.
+
+    Port of plugin.go: getConstraints (for either action).
     """
     raw_list = as_dict(pod.get("spec")).get("topologySpreadConstraints")
     system = args.defaulting_type == "System"
@@ -269,7 +277,10 @@ class NodeInclusion:
         )
 
     def includes(self, c: Constraint, info: NodeInfo) -> bool:
-        """matchNodeInclusionPolicies: does `info` take part in constraint c's spread?"""
+        """matchNodeInclusionPolicies: does `info` take part in constraint c's spread?
+
+        Port of common.go: matchNodeInclusionPolicies.
+        """
         if c.node_affinity_policy == HONOR and not self.affinity(info):
             return False
         if c.node_taints_policy == HONOR and not self.untainted(info):
@@ -278,7 +289,10 @@ class NodeInclusion:
 
 
 def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, int]:
-    """countPodsMatchSelector for every node: node name -> matching pods of the pod's namespace."""
+    """countPodsMatchSelector for every node: node name -> matching pods of the pod's namespace.
+
+    Port of common.go: countPodsMatchSelector.
+    """
     if c.counts_nothing:
         return {}
     return snapshot.match_counts(pod_namespace(pod), c.selector)

@@ -52,6 +52,8 @@ def default_constraints_for(
     configured one with `labelSelector` set to the default selector; its
     matchLabelKeys are dropped because the scheduler replaces a default's selector
     wholesale, so they never apply to a default.
+
+    Port of common.go: buildDefaultConstraints.
     """
     if not isinstance(pod, dict):
         return []

@@ -51,7 +51,10 @@ class PreFilterState:
     self_match: tuple[bool, ...]
 
     def global_min(self, i: int) -> int:
-        """minMatchNum: the global minimum, 0 while fewer eligible domains than minDomains."""
+        """minMatchNum: the global minimum, 0 while fewer eligible domains than minDomains.
+
+        Port of filtering.go: minMatchNum.
+        """
         if len(self.tp_value_to_match_num[i]) < self.constraints[i].min_domains:
             return 0
         return self.min_match_num[i]
@@ -78,7 +81,10 @@ def pre_filter(
     inclusion: NodeInclusion | None = None,
 ) -> PreFilterState | Status:
     """calPreFilterState over every node of the snapshot; a Status when the pod's
-    constraints cannot be used (upstream's PreFilter error, which fails every node)."""
+    constraints cannot be used (upstream's PreFilter error, which fails every node).
+
+    Port of filtering.go: calPreFilterState.
+    """
     pc = constraints_or_error(pod, snapshot, args, DO_NOT_SCHEDULE)
     if isinstance(pc, Status):
         return pc
@@ -136,7 +142,10 @@ def pre_filter(
 
 
 def filter_node(state: PreFilterState, info: NodeInfo) -> Status:
-    """Filter: may the pod go to `info` without breaking a DoNotSchedule constraint?"""
+    """Filter: may the pod go to `info` without breaking a DoNotSchedule constraint?
+
+    Port of filtering.go: Filter.
+    """
     return filter_labels(state, info.labels)
 
 

@@ -27,5 +27,6 @@ class PodTopologySpread:
     reads: ClassVar[Reads] = READS
 
     def __init__(self, args: SpreadArgs | None = None) -> None:
+        """Port of plugin.go: New."""
         self.args = args if args is not None else SpreadArgs()
         self.default_constraints: tuple[RawObj, ...] = defaults_for_args(self.args)

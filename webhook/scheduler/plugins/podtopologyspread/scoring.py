@@ -61,10 +61,12 @@ class PreScoreState:
 
 
 def topology_normalizing_weight(size: int) -> float:
+    """Port of scoring.go: topologyNormalizingWeight."""
     return math.log(size + 2)
 
 
 def score_for_count(count: int, max_skew: int, weight: float) -> float:
+    """Port of scoring.go: scoreForCount."""
     return count * weight + (max_skew - 1)
 
 
@@ -76,7 +78,10 @@ def pre_score(
     inclusion: NodeInclusion | None = None,
 ) -> PreScoreState | Status | None:
     """PreScore: None when the plugin skips (no soft constraints, no nodes), a
-    Status when the constraints cannot be parsed."""
+    Status when the constraints cannot be parsed.
+
+    Port of scoring.go: initPreScoreState.
+    """
     if not snapshot.nodes:
         return None
     pc = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
@@ -206,12 +211,18 @@ def raw_scores(state: PreScoreState, infos: Sequence[NodeInfo]) -> dict[str, int
 
 
 def score_node(state: PreScoreState, info: NodeInfo) -> int:
-    """Score: the raw (not yet normalised) score of one feasible node."""
+    """Score: the raw (not yet normalised) score of one feasible node.
+
+    Port of scoring.go: Score.
+    """
     return raw_scores(state, [info])[info.name]
 
 
 def normalize_scores(state: PreScoreState, raw: Mapping[str, int]) -> dict[str, int]:
-    """NormalizeScore: raw scores of the feasible nodes -> 0..100, least crowded highest."""
+    """NormalizeScore: raw scores of the feasible nodes -> 0..100, least crowded highest.
+
+    Port of scoring.go: NormalizeScore.
+    """
     ignored = state.ignored_nodes
     scores = {name: INVALID_SCORE if name in ignored else s for name, s in raw.items()}
     counted = [s for name, s in scores.items() if name not in ignored]
