@@ -7,32 +7,21 @@ from collections.abc import Sequence
 
 from webhook.scheduler.config.types import ResourceSpec
 from webhook.scheduler.framework.types import MAX_NODE_SCORE
-from webhook.scheduler.plugins.noderesources.resource_allocation import Scorer
+from webhook.scheduler.plugins.noderesources.resource_allocation import (
+    Scorer,
+    weighted_mean_scorer,
+)
 from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = ["least_requested_score", "least_resource_scorer"]
 
 
 def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
-    """The weighted mean of least_requested_score over the resources the node has
-    (allocatable > 0), truncated; 0 when it has none of them.
+    """The weighted mean of least_requested_score over the resources the node has.
 
     Port of least_allocated.go: leastResourceScorer.
     """
-    weights = tuple(r.weight for r in resources)
-
-    def scorer(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-        node_score = weight_sum = 0
-        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
-            if alloc == 0:
-                continue
-            node_score += least_requested_score(req, alloc) * weight
-            weight_sum += weight
-        if weight_sum == 0:
-            return 0
-        return go_div(node_score, weight_sum)
-
-    return scorer
+    return weighted_mean_scorer(resources, least_requested_score)
 
 
 def least_requested_score(requested: int, capacity: int) -> int:

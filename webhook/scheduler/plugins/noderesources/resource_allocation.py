@@ -39,6 +39,7 @@ from webhook.scheduler.config.types import ResourceSpec
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import NodeInfo
 from webhook.scheduler.framework.types import SUCCESS, Code, Status
+from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -199,3 +200,27 @@ class ResourceAllocationScorer:
             reqs.append(req if alloc else 0)
         return self.scorer(reqs, allocs), SUCCESS
 
+
+def weighted_mean_scorer(
+    resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]
+) -> Scorer:
+    """A Scorer: the weighted mean of per_resource(requested, allocatable) over the
+    resources the node has (allocatable > 0), truncated; 0 when it has none of them.
+
+    Port of least_allocated.go: leastResourceScorer and most_allocated.go:
+    mostResourceScorer (the same loop around their per-resource scores).
+    """
+    weights = tuple(r.weight for r in resources)
+
+    def scorer(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        node_score = weight_sum = 0
+        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+            if alloc == 0:
+                continue
+            node_score += per_resource(req, alloc) * weight
+            weight_sum += weight
+        if weight_sum == 0:
+            return 0
+        return go_div(node_score, weight_sum)
+
+    return scorer
