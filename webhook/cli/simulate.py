@@ -246,8 +246,9 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     if first.error:
         lines.append(f"Error: {first.error}")
     if len(first.tied_nodes) > 1:
+        best = max(n.score for n in first.feasible)
         lines.append(
-            f"{len(first.tied_nodes)} nodes tie at score {first.nodes_by_name()[chosen].score}: "
+            f"{len(first.tied_nodes)} nodes tie at score {best}: "
             f"{', '.join(first.tied_nodes[:TOP_ROWS])}"
             + (" ..." if len(first.tied_nodes) > TOP_ROWS else "")
             + " (kube-scheduler picks one of them at random; shown: the first by name)"

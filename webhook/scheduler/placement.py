@@ -137,9 +137,6 @@ class Placement:
     def feasible(self) -> list[NodeVerdict]:
         return [n for n in self.nodes if n.feasible]
 
-    def nodes_by_name(self) -> dict[str, NodeVerdict]:
-        return {n.name: n for n in self.nodes}
-
     def to_json(self) -> dict[str, Any]:
         """The `simulate -o json` document for this one pod."""
         out: dict[str, Any] = {

@@ -18,25 +18,20 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.api.kube import RawObj
 from webhook.scheduler.config.defaults import UNMODELLED_PLUGINS
 from webhook.scheduler.config.profiles import ResolvedProfile, resolve_configuration
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.runtime import FilterCycle, PreparedFilters
-from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.runtime import FilterCycle
 from webhook.scheduler.framework.types import FilterPlugin, Reads, ScorePlugin
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
 from webhook.scheduler.plugins.registry import new_plugin
 
 __all__ = [
-    "FILTERS",
-    "FILTER_PLUGINS",
     "READS",
     "Framework",
     "build",
     "default_framework",
     "framework_of",
-    "prepare",
 ]
 
 
@@ -146,14 +141,5 @@ def framework_of(profile: ResolvedProfile) -> Framework:
     return fw
 
 
-# The default profile's filters, for callers that only filter (and their tests).
-FILTERS = default_framework().filters
-FILTER_PLUGINS: tuple[str, ...] = FILTERS.names
-
 # What the default profile's plugins read: the cluster state follows from it.
 READS: tuple[Reads, ...] = default_framework().reads
-
-
-def prepare(pod: RawObj, snapshot: Snapshot | None = None) -> PreparedFilters:
-    """The default profile's filter cycle for `pod` (PodTopologySpread aside)."""
-    return FILTERS.prepare(pod, snapshot)

@@ -598,7 +598,7 @@ def test_public_surface() -> None:
     import webhook.scheduler.framework.runtime as runtime_mod
     import webhook.scheduler.profile as profile_mod
 
-    assert {"FILTER_PLUGINS", "prepare"} <= set(profile_mod.__all__)
+    assert {"Framework", "build", "default_framework"} <= set(profile_mod.__all__)
     assert {"run_filters", "passes", "passing"} <= set(runtime_mod.__all__)
     for mod in (runtime_mod, profile_mod):
         assert all(hasattr(mod, n) for n in mod.__all__)
