@@ -63,6 +63,7 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     # Each subcommand imports only what it runs: `topospread check` starts fast.
     ("webhook.cli.main", "*"): "a subcommand's imports only when it runs",
     ("webhook.cli.common", "webhook.cluster.lister"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.simulate", "webhook.validation.rules"): "validation only when asked",
     ("webhook.cluster.source", "webhook.cluster.files"): "file reading only for FileSource",
 }

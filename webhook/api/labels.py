@@ -46,6 +46,7 @@ __all__ = [
     "match_nothing",
     "match_everything",
     "node_matches_pod_affinity",
+    "parse_selector",
     "selector_matches",
     "selector_from_set",
     "selector_requirements",
@@ -575,3 +576,66 @@ def selector_error(selector: Any) -> str | None:
         if errs:
             return aggregate(errs)
     return None
+
+
+_SELECTOR_TERM = re.compile(
+    r"""^\s*(?:
+        (?P<not>!)\s*(?P<absent>[^\s=!(),]+)
+      | (?P<key>[^\s=!(),]+)\s*(?:
+            (?P<op>==|=|!=)\s*(?P<value>[^\s=!(),]*)
+          | \s(?P<set>in|notin)\s*\((?P<values>[^()]*)\)
+        )?
+    )\s*$""",
+    re.VERBOSE,
+)
+
+
+def _selector_terms(text: str) -> list[str]:
+    """Split at the commas outside parentheses."""
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return terms
+
+
+def parse_selector(text: str) -> RawObj:
+    """A label selector string as kubectl's `-l` takes it (`zone=a,tier!=web`, `k in (a,b)`,
+    `k notin (a)`, `k`, `!k`) as a metav1.LabelSelector; ValueError naming the bad part.
+
+    Follows apimachinery labels.Parse for the set-based operators LabelSelectors hold
+    (Gt/Lt are not among them).
+    """
+    if not text.strip():
+        raise ValueError("empty label selector")
+    expressions: list[RawObj] = []
+    for term in _selector_terms(text):
+        m = _SELECTOR_TERM.match(term)
+        if m is None:
+            raise ValueError(f"cannot parse {term.strip()!r} in label selector {text!r}")
+        key = m.group("absent") or m.group("key")
+        if not is_qualified_name(key):
+            raise ValueError(f"{key!r} is not a valid label key")
+        if m.group("absent"):
+            expressions.append({"key": key, "operator": "DoesNotExist"})
+            continue
+        if m.group("op"):
+            values = [m.group("value")]
+            operator = "NotIn" if m.group("op") == "!=" else "In"
+        elif m.group("set"):
+            values = [v.strip() for v in m.group("values").split(",")]
+            operator = "In" if m.group("set") == "in" else "NotIn"
+        else:
+            expressions.append({"key": key, "operator": "Exists"})
+            continue
+        for value in values:
+            if not is_label_value(value):
+                raise ValueError(f"{value!r} is not a valid label value (key {key!r})")
+        expressions.append({"key": key, "operator": operator, "values": sorted(set(values))})
+    return {"matchExpressions": expressions}

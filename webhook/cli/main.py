@@ -50,6 +50,12 @@ def _simulate(args: argparse.Namespace) -> int:
     return cli_simulate(args)
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from webhook.cli.audit import cli_audit
+
+    return cli_audit(args)
+
+
 def _certs(args: argparse.Namespace) -> int:
     from webhook.install.certs import cli_certs
 
@@ -120,6 +126,75 @@ spec.replicas copies placed one after another and the labels its controller adds
 
 exit status: 0 simulated (also when a pod fits nowhere), 2 usage, input or cluster error
 """
+
+
+AUDIT_EPILOG = """\
+examples:
+  {prog} audit                                   the current kubeconfig context
+  {prog} audit --plan                            and the fewest moves that fix it
+  {prog} audit --without-nodes topology.kubernetes.io/zone=eu-west-1a
+  kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
+deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes -A -o json > c.json
+  {prog} audit --snapshot c.json -o json
+
+A pod counts when it is bound to a node of the cluster, not terminating and not
+finished; its workload is its top controller (a ReplicaSet's Deployment, a Job's
+CronJob). Constraints are read from the running pods, and each is evaluated as
+kube-scheduler would for one more such pod. See docs/audit.md.
+
+exit status:
+  0  nothing is violated (after re-placement, with --without-nodes)
+  1  a checked constraint is violated
+  2  usage error, unreadable snapshot or config, unreachable cluster
+"""
+
+
+def add_audit_args(p: argparse.ArgumentParser) -> None:
+    source = p.add_argument_group("cluster state").add_mutually_exclusive_group()
+    source.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="cluster state from a file: `kubectl get nodes,pods,services,replicasets,"
+        "statefulsets,replicationcontrollers,deployments,daemonsets,jobs,cronjobs,pv,pvc,"
+        "storageclasses,csinodes -A -o json` ('-' reads stdin)",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    source.add_argument("--in-cluster", action="store_true", help="the cluster this pod runs in")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
+    p.add_argument(
+        "--request-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="give up on an unreachable cluster after this long (default 30)",
+    )
+    p.add_argument(
+        "--include-soft",
+        action="store_true",
+        help="also check ScheduleAnyway constraints (default: DoNotSchedule only)",
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="the fewest pod moves (evictions) after which nothing checked is violated",
+    )
+    p.add_argument(
+        "--without-nodes",
+        metavar="SELECTOR",
+        help="remove the nodes this label selector matches and re-place their pods first "
+        "(a zone-loss drill: topology.kubernetes.io/zone=eu-west-1a)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="text (default) or json (the document of docs/audit.md)",
+    )
 
 
 def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
@@ -263,6 +338,17 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "else the feasible count, the 10 best nodes and the failure reasons)",
     )
     add_cluster_args(p, live_by_default=True)
+
+    # ---- audit
+    p = add(
+        "audit",
+        _audit,
+        "Report the spread of what already runs, as kube-scheduler sees it; plan the "
+        "fewest moves that fix it; drill the loss of nodes.",
+        AUDIT_EPILOG,
+    )
+    add_config_args(p)
+    add_audit_args(p)
 
     # ---- serve
     p = add(

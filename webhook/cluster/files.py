@@ -153,18 +153,15 @@ def _require_list(top: Any, source: str) -> None:
         )
 
 
-def load_snapshot(path: str | Path) -> Snapshot:
-    """Read a snapshot file (a JSON or YAML List of Nodes, Pods, Services, ReplicaSets,
-    StatefulSets, ReplicationControllers); raise InputError when it is not one."""
-    from webhook.scheduler.framework.snapshot import Snapshot
-
+def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
+    """Hand each item of a snapshot file (one JSON or YAML List) to `sink`, a JSON List
+    item by item as it is decoded; raise InputError when the file is not one List."""
     source = "<stdin>" if str(path) == "-" else str(path)
     text = read_text(path)
-    snapshot = Snapshot()
     if text.lstrip().startswith("{"):
-        top = _scan_json_list(text, source, snapshot.upsert)
+        top = _scan_json_list(text, source, sink)
         _require_list(top, source)
-        return snapshot
+        return
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]  # noqa: S506
@@ -177,5 +174,14 @@ def load_snapshot(path: str | Path) -> Snapshot:
     if not isinstance(items, list):
         raise InputError(f"{source}: items of the List must be a list")
     for item in items:
-        snapshot.upsert(item)
+        sink(item)
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot file (a JSON or YAML List of Nodes, Pods, Services, ReplicaSets,
+    StatefulSets, ReplicationControllers); raise InputError when it is not one."""
+    from webhook.scheduler.framework.snapshot import Snapshot
+
+    snapshot = Snapshot()
+    scan_list(path, snapshot.upsert)
     return snapshot

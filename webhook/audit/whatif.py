@@ -1,0 +1,145 @@
+"""The zone-loss drill: remove nodes, re-place their pods with the scheduler model.
+
+    drill = without_nodes(state, parse_selector("topology.kubernetes.io/zone=a"), settings)
+    drill.state, drill.pending, drill.reasons
+
+The nodes the selector matches go, with every pod bound to them. Their running pods
+come back as their controllers would recreate them, each placed by the whole
+scheduler profile that schedules it (Settings.framework_for), one at a time in
+kube-scheduler's queue order (priority, highest first; then creation time, oldest
+first; then namespace/name). A pod that fits nowhere waits, and the waiting pods are
+tried again, in the same order, after each later placement (a placed pod can open a
+domain to a spread or satisfy an affinity). Pods that do not come back elsewhere are
+not re-placed: DaemonSet pods and mirror pods (owned by their Node) belong to their
+node, and terminating pods were never running.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from webhook.api.kube import RawObj, as_dict, meta, spec
+from webhook.api.labels import compile_selector
+from webhook.audit.inventory import NODE_BOUND_CONTROLLERS, ClusterState, controller_of, pod_key
+from webhook.config import Settings
+from webhook.scheduler.placement import place
+
+__all__ = ["WhatIf", "queue_order", "without_nodes"]
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """removed: the nodes taken away (sorted); state: the cluster after re-placement;
+    placed: pod ("ns/name", its original name) -> the node it went to; pending: pods
+    that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
+    failing with it (its last attempt)."""
+
+    removed: list[str]
+    state: ClusterState
+    placed: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def queue_order(pod: RawObj) -> tuple[int, str, str]:
+    """kube-scheduler's PrioritySort: higher priority first, then older first."""
+    priority = spec(pod).get("priority")
+    created = meta(pod).get("creationTimestamp")
+    return (
+        -(priority if isinstance(priority, int) and not isinstance(priority, bool) else 0),
+        created if isinstance(created, str) else "",
+        pod_key(pod),
+    )
+
+
+def _comes_back(pod: RawObj) -> bool:
+    ref = controller_of(pod)
+    return ref is None or ref.get("kind") not in NODE_BOUND_CONTROLLERS
+
+
+def _unbound(pod: RawObj) -> RawObj:
+    """The pod as its controller would create it again: not bound, no status."""
+    out = {k: v for k, v in pod.items() if k != "status"}
+    out["spec"] = {k: v for k, v in as_dict(pod.get("spec")).items() if k != "nodeName"}
+    return out
+
+
+def _signature(pod: RawObj) -> str:
+    """Pods with the same signature get the same placement answer on the same state."""
+    m = meta(pod)
+    return json.dumps(
+        [m.get("namespace"), m.get("labels"), pod.get("spec")], sort_keys=True, default=str
+    )
+
+
+def without_nodes(
+    state: ClusterState, selector: RawObj, settings: Settings | None = None
+) -> WhatIf:
+    """Remove the nodes `selector` (a metav1.LabelSelector over node labels) matches and
+    re-place their pods; the caller's state is left untouched."""
+    settings = settings or Settings()
+    matches = compile_selector(selector)
+    removed = sorted(name for name, info in state.snapshot.nodes.items() if matches(info.labels))
+    gone = set(removed)
+    work = state.snapshot.copy()
+    displaced: list[RawObj] = []
+    staying: list[RawObj] = []
+    for pod in state.running:
+        (displaced if spec(pod).get("nodeName") in gone else staying).append(pod)
+    for name in removed:
+        info = work.nodes[name]
+        for ns, pod_name in list(info.pods):
+            work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": pod_name}})
+        work.delete({"kind": "Node", "metadata": {"name": name}})
+    queue = sorted((p for p in displaced if _comes_back(p)), key=queue_order)
+    placed: dict[str, str] = {}
+    bound: list[RawObj] = []
+    waiting: list[RawObj] = []
+    reasons: dict[str, dict[str, int]] = {}
+
+    def attempt(pod: RawObj) -> bool:
+        fresh = _unbound(pod)
+        framework = settings.framework_for(fresh)
+        if framework is None:  # no profile schedules it: it stays pending, as upstream
+            reasons[pod_key(pod)] = {"no scheduler profile schedules this pod": 1}
+            return False
+        decision = place(fresh, work, framework=framework)
+        if decision.selected_node is None:
+            reasons[pod_key(pod)] = dict(decision.reasons)
+            return False
+        work.add_pod(fresh, decision.selected_node)
+        placed[pod_key(pod)] = decision.selected_node
+        reasons.pop(pod_key(pod), None)
+        bound.append({**fresh, "spec": {**fresh["spec"], "nodeName": decision.selected_node}})
+        return True
+
+    # Signatures of pods that failed since the last placement: the state has not moved
+    # since, so their twins fail too (and share their reasons) without asking again.
+    failed: dict[str, str] = {}
+
+    def try_pod(pod: RawObj) -> bool:
+        sig = _signature(pod)
+        twin = failed.get(sig)
+        if twin is not None:
+            reasons[pod_key(pod)] = reasons[twin]
+            return False
+        if attempt(pod):
+            failed.clear()
+            return True
+        failed[sig] = pod_key(pod)
+        return False
+
+    for pod in queue:
+        if not try_pod(pod):
+            waiting.append(pod)
+            continue
+        # Something moved: try the waiting pods again, in order, until none fits.
+        while waiting:
+            before = len(waiting)
+            waiting = [p for p in waiting if not try_pod(p)]
+            if len(waiting) == before:
+                break
+    running = staying + bound
+    after = ClusterState(work, running, state.owners)
+    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons)
