@@ -26,6 +26,7 @@ from webhook.scheduler.plugins.nodename import NodeName
 from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit, fit_state
 from webhook.scheduler.plugins.noderesources.fit import fit_reasons as fit_check
 from webhook.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from webhook.scheduler.plugins.registry import REGISTRY, new_plugin
 from webhook.scheduler.plugins.tainttoleration import TaintToleration
 
 # The five node filters this file is about, in the order it pins.
@@ -602,3 +603,12 @@ def test_public_surface() -> None:
     assert {"run_filters", "passes", "passing"} <= set(runtime_mod.__all__)
     for mod in (runtime_mod, profile_mod):
         assert all(hasattr(mod, n) for n in mod.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_filter_plugin_says_whether_its_node_key_reads_the_pod(name: str) -> None:
+    # placement groups nodes by node_key; it reads node_key_reads_pod of every active
+    # filter, so a filter without it failed the whole decision (AttributeError).
+    plugin = new_plugin(name, None)
+    if hasattr(plugin, "filter"):
+        assert isinstance(plugin.node_key_reads_pod, bool)

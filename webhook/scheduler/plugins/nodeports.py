@@ -171,6 +171,7 @@ class NodePorts:
     """
 
     name: ClassVar[str] = PLUGIN_NAME
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=_PORT_FIELDS, node_fields=("pods",), existing_pod_fields=_PORT_FIELDS
     )

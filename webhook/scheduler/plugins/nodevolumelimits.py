@@ -136,6 +136,7 @@ class NodeVolumeLimits:
     """PreFilter and Filter of NodeVolumeLimits (CSI limits)."""
 
     name: ClassVar[str] = NAME
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("CSINode", "PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),

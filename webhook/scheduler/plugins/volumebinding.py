@@ -225,6 +225,7 @@ class VolumeBinding:
     """PreFilter, Filter and (skipping) PreScore of VolumeBinding."""
 
     name: ClassVar[str] = NAME
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.name", "metadata.namespace", "metadata.uid", "spec.volumes"),

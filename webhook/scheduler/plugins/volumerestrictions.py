@@ -131,6 +131,7 @@ class VolumeRestrictions:
     """PreFilter and Filter of VolumeRestrictions."""
 
     name: ClassVar[str] = NAME
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim",),
         pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),

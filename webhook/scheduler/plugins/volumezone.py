@@ -109,6 +109,7 @@ class VolumeZone:
     """PreFilter and Filter of VolumeZone."""
 
     name: ClassVar[str] = NAME
+    node_key_reads_pod: ClassVar[bool] = False
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.namespace", "metadata.name", "spec.volumes"),

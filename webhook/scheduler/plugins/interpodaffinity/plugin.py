@@ -32,6 +32,7 @@ class InterPodAffinity:
     """
 
     name: ClassVar[str] = NAME
+    node_key_reads_pod: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("Namespace",),
         pod_fields=(

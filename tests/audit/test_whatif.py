@@ -1,0 +1,152 @@
+"""The zone-loss drill: nodes removed, their pods re-placed by the scheduler model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from webhook.api.labels import parse_selector
+from webhook.audit.inventory import ClusterState
+from webhook.audit.spread import evaluate
+from webhook.audit.whatif import queue_order, without_nodes
+
+RawObj = dict[str, Any]
+APP = selector({"app": "web"})
+ZONE_A = parse_selector(f"{ZONE}=a")
+
+
+def node(name: str, zone: str, pods: str = "10") -> RawObj:
+    return (
+        make_node()
+        .name(name)
+        .hostname()
+        .zone(zone)
+        .allocatable(cpu="4", memory="8Gi", pods=pods)
+        .obj()
+    )
+
+
+def pod(
+    name: str,
+    on: str,
+    *,
+    owner: tuple[str, str] | None = ("ReplicaSet", "web"),
+    spread: bool = True,
+    **spec: Any,
+) -> RawObj:
+    b = make_pod().name(name).label("app", "web").node(on)
+    if owner is not None:
+        b = b.owner(*owner)
+    if spread:
+        b = b.spread(1, ZONE, DNS, APP)
+    out = b.obj()
+    out["spec"].update(spec)
+    return out
+
+
+def drill(*objects: RawObj, selector_: RawObj = ZONE_A) -> Any:
+    return without_nodes(ClusterState.from_objects(objects), selector_)
+
+
+def test_pods_of_removed_nodes_are_replaced_and_the_spread_recomputed() -> None:
+    nodes = [node("a1", "a"), node("b1", "b"), node("c1", "c")]
+    result = drill(*nodes, pod("p1", "a1"), pod("p2", "b1"), pod("p3", "c1"))
+    assert result.removed == ["a1"]
+    assert set(result.placed) == {"default/p1"} and result.placed["default/p1"] in ("b1", "c1")
+    assert result.pending == []
+    [spread] = evaluate(result.state)
+    assert spread.constraints[0].domains in ({"b": 2, "c": 1}, {"b": 1, "c": 2})
+    assert sorted(result.state.snapshot.nodes) == ["b1", "c1"]
+
+
+def test_the_callers_state_is_untouched() -> None:
+    state = ClusterState.from_objects([node("a1", "a"), node("b1", "b"), pod("p1", "a1")])
+    without_nodes(state, ZONE_A)
+    assert sorted(state.snapshot.nodes) == ["a1", "b1"]
+    assert [p["spec"]["nodeName"] for p in state.running] == ["a1"]
+
+
+def test_a_pod_that_fits_nowhere_is_pending_with_the_reasons() -> None:
+    nodes = [node("a1", "a"), node("b1", "b", pods="1")]
+    result = drill(*nodes, pod("p1", "a1", spread=False), pod("p2", "b1", spread=False))
+    assert result.pending == ["default/p1"]
+    assert result.reasons["default/p1"] == {"Too many pods": 1}
+
+
+def test_spread_constraint_leaves_a_pod_pending() -> None:
+    # Zone a lost; zone c has no room, so the global minimum stays 0 and maxSkew 1
+    # lets a single pod into b.
+    nodes = [node("a1", "a"), node("b1", "b"), node("c1", "c", pods="0")]
+    result = drill(*nodes, pod("p1", "a1"), pod("p2", "a1"))
+    assert result.placed == {"default/p1": "b1"}
+    assert result.pending == ["default/p2"]
+    assert result.reasons["default/p2"] == {
+        "Too many pods": 1,
+        "node(s) didn't match pod topology spread constraints": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("owner", "replaced"),
+    [
+        (("ReplicaSet", "web"), True),
+        (None, True),  # the interface re-places bare pods too
+        (("DaemonSet", "agent"), False),
+        (("Node", "a1"), False),  # a mirror pod belongs to its node
+    ],
+)
+def test_which_pods_come_back(owner: tuple[str, str] | None, replaced: bool) -> None:
+    result = drill(node("a1", "a"), node("b1", "b"), pod("p1", "a1", owner=owner, spread=False))
+    assert ("default/p1" in result.placed) is replaced
+    assert result.pending == []
+
+
+def test_waiting_pod_is_retried_after_a_later_placement() -> None:
+    # p-high (priority 10) needs a pod labelled db on its node; the db pod (priority 0)
+    # comes later in queue order, so p-high waits and is placed after it.
+    nodes = [node("a1", "a"), node("b1", "b")]
+    high = pod(
+        "p-high",
+        "a1",
+        spread=False,
+        priority=10,
+        affinity={
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"role": "db"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+    )
+    db = pod("db", "a1", spread=False)
+    db["metadata"]["labels"] = {"role": "db"}
+    result = drill(*nodes, high, db)
+    assert result.pending == []
+    assert result.placed == {"default/db": "b1", "default/p-high": "b1"}
+
+
+def test_queue_order_is_priority_then_age_then_name() -> None:
+    def p(name: str, priority: int | None, created: str) -> RawObj:
+        out = make_pod().name(name).obj()
+        if priority is not None:
+            out["spec"]["priority"] = priority
+        out["metadata"]["creationTimestamp"] = created
+        return out
+
+    pods = [
+        p("c", None, "2026-01-02T00:00:00Z"),
+        p("b", 5, "2026-01-03T00:00:00Z"),
+        p("a", None, "2026-01-01T00:00:00Z"),
+        p("d", None, "2026-01-01T00:00:00Z"),
+    ]
+    assert [x["metadata"]["name"] for x in sorted(pods, key=queue_order)] == ["b", "a", "d", "c"]
+
+
+def test_selector_matching_nothing_changes_nothing() -> None:
+    result = drill(node("a1", "a"), pod("p1", "a1"), selector_=parse_selector(f"{ZONE}=zz"))
+    assert result.removed == [] and result.placed == {} and result.pending == []
