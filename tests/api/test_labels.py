@@ -19,6 +19,7 @@ from webhook.api.labels import (
     is_label_value,
     is_qualified_name,
     node_matches_pod_affinity,
+    parse_selector,
     selector_matches,
     taint_tolerated,
     toleration_tolerates,
@@ -568,3 +569,35 @@ def test_public_surface() -> None:
 def test_malformed_nodes_never_raise_in_affinity(metadata: dict[str, Any], pod: Any) -> None:
     """A node whose metadata has wrong types is read as having no labels or name."""
     assert node_matches_pod_affinity(pod, {"metadata": metadata}) in (True, False)
+
+
+@pytest.mark.parametrize(
+    ("text", "expressions"),
+    [
+        ("zone=a", [{"key": "zone", "operator": "In", "values": ["a"]}]),
+        ("zone==a", [{"key": "zone", "operator": "In", "values": ["a"]}]),
+        ("zone!=a", [{"key": "zone", "operator": "NotIn", "values": ["a"]}]),
+        ("zone in (b, a)", [{"key": "zone", "operator": "In", "values": ["a", "b"]}]),
+        ("zone notin (a)", [{"key": "zone", "operator": "NotIn", "values": ["a"]}]),
+        ("gpu", [{"key": "gpu", "operator": "Exists"}]),
+        ("!gpu", [{"key": "gpu", "operator": "DoesNotExist"}]),
+        ("zone=", [{"key": "zone", "operator": "In", "values": [""]}]),
+        (
+            "topology.kubernetes.io/zone=eu-west-1a,!spot",
+            [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]},
+                {"key": "spot", "operator": "DoesNotExist"},
+            ],
+        ),
+    ],
+)
+def test_parse_selector(text: str, expressions: list[dict[str, object]]) -> None:
+    assert parse_selector(text) == {"matchExpressions": expressions}
+
+
+@pytest.mark.parametrize(
+    "text", ["", "  ", "a=b=c", "k in (a", "-bad=x", "k=-bad-", "k>1", "a,,b", "k in a"]
+)
+def test_parse_selector_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_selector(text)

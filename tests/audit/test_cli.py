@@ -1,0 +1,215 @@
+"""`topospread audit` end to end: inputs, output formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from webhook.cli.main import main
+
+RawObj = dict[str, Any]
+
+
+def node(name: str, zone: str) -> RawObj:
+    return make_node().name(name).hostname().zone(zone).obj()
+
+
+def web(name: str, on: str) -> RawObj:
+    return (
+        make_pod()
+        .name(name)
+        .namespace("shop")
+        .label("app", "web")
+        .node(on)
+        .owner("ReplicaSet", "web-5d9c")
+        .spread(1, ZONE, DNS, selector({"app": "web"}))
+        .obj()
+    )
+
+
+REPLICA_SET: RawObj = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {
+        "name": "web-5d9c",
+        "namespace": "shop",
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": "web",
+                "uid": "u",
+                "controller": True,
+            }
+        ],
+    },
+    "spec": {"selector": {"matchLabels": {"app": "web"}}},
+}
+NODES = [
+    node("node-a1", "eu-west-1a"),
+    node("node-b1", "eu-west-1b"),
+    node("node-c1", "eu-west-1c"),
+]
+SKEWED = [
+    *NODES,
+    REPLICA_SET,
+    *(web(f"web-{i}", "node-a1") for i in range(4)),
+    web("web-b", "node-b1"),
+    web("web-c", "node-c1"),
+]
+BALANCED = [*NODES, REPLICA_SET, web("web-a", "node-a1"), web("web-b", "node-b1")]
+
+
+def snapshot(tmp_path: Path, objects: list[RawObj], name: str = "c.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return str(path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["audit", *argv], prog="topospread")
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_document_of_a_violated_workload(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", snapshot(tmp_path, SKEWED), "-o", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["violations"] == 1
+    [w] = doc["workloads"]
+    assert (w["kind"], w["namespace"], w["name"], w["pods"]) == ("Deployment", "shop", "web", 6)
+    [c] = w["constraints"]
+    assert {
+        k: c[k]
+        for k in (
+            "index",
+            "topologyKey",
+            "whenUnsatisfiable",
+            "maxSkew",
+            "minDomains",
+            "skew",
+            "violated",
+            "domains",
+        )
+    } == {
+        "index": 0,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": DNS,
+        "maxSkew": 1,
+        "minDomains": None,
+        "skew": 3,
+        "violated": True,
+        "domains": {"eu-west-1a": 4, "eu-west-1b": 1, "eu-west-1c": 1},
+    }
+    assert "plan" not in doc and "pending" not in doc
+
+
+def test_nothing_violated_exits_zero(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", snapshot(tmp_path, BALANCED), "-o", "json")
+    assert code == 0 and json.loads(out)["violations"] == 0
+
+
+def test_text_draws_bars_and_a_summary(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", snapshot(tmp_path, SKEWED))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("Deployment shop/web") and "6 running pods" in lines[0]
+    assert "skew 3 > maxSkew 1" in lines[1]
+    bars = {line.split()[0]: line for line in lines[2:5]}
+    assert bars["eu-west-1a"].count("█") == 30 and bars["eu-west-1a"].endswith(" 4")
+    assert bars["eu-west-1b"].count("█") == 8 and bars["eu-west-1b"].endswith(" 1")
+    assert lines[-1] == "1 workloads, 1 constraints checked, 1 violated"
+    assert "\033[" not in out  # no colour off a terminal
+
+
+def test_yaml_snapshot_and_stdin(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    import io
+
+    import yaml
+
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": SKEWED})
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code, out, _ = run(capsys, "--snapshot", "-", "-o", "json")
+    assert code == 1 and json.loads(out)["violations"] == 1
+
+
+def test_without_nodes_reports_the_state_after_replacement(tmp_path: Path, capsys: Any) -> None:
+    path = snapshot(tmp_path, SKEWED)
+    code, out, _ = run(
+        capsys, "--snapshot", path, "--without-nodes", f"{ZONE}=eu-west-1a", "-o", "json"
+    )
+    doc = json.loads(out)
+    assert doc["removedNodes"] == ["node-a1"]
+    # Four pods come back into b and c (1 each already): 3 and 3, balanced.
+    assert doc["workloads"][0]["constraints"][0]["domains"] == {"eu-west-1b": 3, "eu-west-1c": 3}
+    assert (doc["pending"], doc["pendingReasons"], doc["violations"], code) == ([], {}, 0, 0)
+
+
+def test_without_nodes_pending_pods_and_reasons(tmp_path: Path, capsys: Any) -> None:
+    full = make_node().name("node-b1").hostname().zone("eu-west-1b").allocatable(pods="1").obj()
+    objects = [NODES[0], full, REPLICA_SET, web("web-0", "node-a1"), web("web-b", "node-b1")]
+    code, out, _ = run(
+        capsys,
+        "--snapshot",
+        snapshot(tmp_path, objects),
+        "--without-nodes",
+        f"{ZONE}=eu-west-1a",
+        "-o",
+        "json",
+    )
+    doc = json.loads(out)
+    assert doc["pending"] == ["shop/web-0"]
+    assert doc["pendingReasons"] == {"shop/web-0": {"Too many pods": 1}}
+    code, out, _ = run(
+        capsys, "--snapshot", snapshot(tmp_path, objects), "--without-nodes", f"{ZONE}=eu-west-1a"
+    )
+    assert "pending shop/web-0: 1 Too many pods" in out
+    assert out.splitlines()[-1].endswith(", 1 pending")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--snapshot", "/nonexistent/c.json"], "no such file"),
+        (["--without-nodes", "a b c"], "--without-nodes: cannot parse"),
+        (["--without-nodes=-bad=x"], "not a valid label key"),
+    ],
+)
+def test_usage_and_read_errors_exit_two(
+    tmp_path: Path, capsys: Any, argv: list[str], message: str
+) -> None:
+    if "--snapshot" not in argv:
+        argv = ["--snapshot", snapshot(tmp_path, BALANCED), *argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_not_a_list_exits_two(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(web("x", "node-a1")))
+    code, _, err = run(capsys, "--snapshot", str(path))
+    assert code == 2 and "must be one List" in err
+
+
+def test_unreachable_cluster_exits_two(tmp_path: Path, capsys: Any) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
+    code, _, err = run(capsys, "--kubeconfig", str(kubeconfig), "--request-timeout", "2")
+    assert code == 2 and "cannot reach the cluster" in err
