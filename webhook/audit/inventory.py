@@ -16,6 +16,7 @@ pod without a controller is a workload of its own, of kind Pod.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +102,6 @@ def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:
 _POD_META = (
     "name",
     "namespace",
-    "uid",
     "labels",
     "ownerReferences",
     "deletionTimestamp",
@@ -116,24 +116,57 @@ def _containers(value: Any) -> Any:
     return [{k: c[k] for k in _CONTAINER if k in c} if isinstance(c, dict) else c for c in value]
 
 
-def audit_view(pod: RawObj) -> RawObj:
+def _trimmed_spec(spec: RawObj) -> RawObj:
+    return {
+        k: _containers(v) if k in ("containers", "initContainers") else v
+        for k, v in spec.items()
+        if k not in ("nodeName", "ephemeralContainers")
+    }
+
+
+def _light_meta(pod: RawObj, shared: Any = None) -> RawObj:
+    """The metadata kept; `shared`: a (labels, ownerReferences) pair of a sibling pod,
+    whose objects are taken instead of this pod's equal ones (they are never edited)."""
+    meta = meta_of(pod)
+    out = {k: meta[k] for k in _POD_META if k in meta}
+    for k in ("namespace", "creationTimestamp"):
+        if isinstance(out.get(k), str):
+            out[k] = sys.intern(out[k])
+    if shared is not None:
+        labels, refs = shared
+        if out.get("labels") == labels:
+            out["labels"] = labels
+        if out.get("ownerReferences") == refs:
+            out["ownerReferences"] = refs
+    return out
+
+
+_PHASES: dict[Any, RawObj] = {}
+
+
+def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> RawObj:
     """A pod as the audit keeps it: its metadata's identity, labels and owners, its
     spec without what no scheduler plugin reads (env, probes, commands, mounts), its
-    phase. A 150,000-pod cluster's full pods would not fit in memory."""
-    meta = meta_of(pod)
-    spec = {
-        k: _containers(v) if k in ("containers", "initContainers") else v
-        for k, v in as_dict(pod.get("spec")).items()
-        if k != "ephemeralContainers"
-    }
+    phase. `spec`: that trimmed spec when already at hand (shared by the replicas of
+    one controller), without nodeName. A 150,000-pod cluster's full pods would not fit
+    in memory."""
+    full = as_dict(pod.get("spec"))
+    shared = _trimmed_spec(full) if spec is None else spec
+    node = full.get("nodeName")
     out: RawObj = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {k: meta[k] for k in _POD_META if k in meta},
-        "spec": spec,
+        "metadata": _light_meta(pod, sibling),
+        # A shallow copy: the replicas share every field's value but their node.
+        "spec": {**shared, "nodeName": node} if node is not None else shared,
     }
     phase = as_dict(pod.get("status")).get("phase")
-    if phase is not None:
+    if isinstance(phase, str):
+        status = _PHASES.get(phase)
+        if status is None:
+            status = _PHASES.setdefault(sys.intern(phase), {"phase": phase})
+        out["status"] = status
+    elif phase is not None:
         out["status"] = {"phase": phase}
     return out
 
@@ -161,6 +194,8 @@ class ClusterState:
     snapshot: Snapshot
     running: list[RawObj]
     owners: dict[OwnerKey, RawObj] = field(default_factory=dict)
+    # (namespace, controller kind, name) -> the workload it leads to.
+    _tops: dict[OwnerKey, Workload] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_objects(cls, objects: Iterable[RawObj]) -> ClusterState:
@@ -173,31 +208,52 @@ class ClusterState:
     def workload_of(self, pod: RawObj) -> Workload:
         """The top controller of `pod` (see the module docstring)."""
         ns = pod_namespace(pod)
-        kind, name = "Pod", str(meta_of(pod).get("name") or "")
-        obj: RawObj | None = pod
+        ref = controller_of(pod)
+        if ref is None:
+            return Workload(ns, "Pod", str(meta_of(pod).get("name") or ""))
+        start = (ns, str(ref["kind"]), str(ref["name"]))
+        top = self._tops.get(start)
+        if top is None:
+            top = self._tops[start] = self._top(ns, ref)
+        return top
+
+    def _top(self, ns: str, ref: RawObj) -> Workload:
         seen: set[OwnerKey] = set()
-        while obj is not None and len(seen) < _MAX_CHAIN:
-            ref = controller_of(obj)
-            if ref is None:
-                break
-            kind, name = str(ref["kind"]), str(ref["name"])
+        kind, name = str(ref["kind"]), str(ref["name"])
+        while len(seen) < _MAX_CHAIN:
             key = (kind, "" if kind in CLUSTER_SCOPED_OWNERS else ns, name)
-            if key in seen:
-                break
             seen.add(key)
-            obj = self.owners.get(key)
+            owner = self.owners.get(key)
+            up = controller_of(owner) if owner is not None else None
+            if up is None:
+                break
+            following = (
+                str(up["kind"]),
+                "" if up["kind"] in CLUSTER_SCOPED_OWNERS else ns,
+                str(up["name"]),
+            )
+            if following in seen:
+                break
+            kind, name = following[0], following[2]
         return Workload(ns, kind, name)
 
 
 class Collector:
     """Builds a ClusterState one object at a time (a snapshot file is read item by item):
     Nodes, Pods and the kinds the scheduler reads go into the Snapshot; pods are kept
-    as audit_view; every other named object as an owner."""
+    as audit_view, the replicas of one controller with equal specs sharing one trimmed
+    spec; every other named object as an owner."""
 
     def __init__(self) -> None:
         self.snapshot = Snapshot()
         self.pods: list[RawObj] = []
         self.owners: dict[OwnerKey, RawObj] = {}
+        # (namespace, controller kind, name) -> [(a spec as read, without nodeName; its
+        # trimmed form)]: the distinct specs among a controller's pods, usually one.
+        self._specs: dict[OwnerKey, list[tuple[RawObj, RawObj]]] = {}
+        # The labels and ownerReferences of a controller's first pod, which its
+        # replicas share when theirs are equal.
+        self._siblings: dict[OwnerKey, tuple[Any, Any]] = {}
 
     def add(self, obj: Any) -> None:
         if not isinstance(obj, dict):
@@ -205,7 +261,7 @@ class Collector:
         kind = obj.get("kind")
         self.snapshot.upsert(obj)
         if kind == "Pod":
-            self.pods.append(audit_view(obj))
+            self.pods.append(self._pod(obj))
             return
         if kind == "Node":
             return
@@ -214,7 +270,28 @@ class Collector:
             ns = meta_of(obj).get("namespace")
             self.owners[(kind, ns if isinstance(ns, str) else "", name)] = _owner_view(obj)
 
+    def _pod(self, pod: RawObj) -> RawObj:
+        ref = controller_of(pod)
+        if ref is None:
+            return audit_view(pod)
+        key = (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))
+        spec = as_dict(pod.get("spec"))
+        unbound = {k: v for k, v in spec.items() if k != "nodeName"}
+        known = self._specs.setdefault(key, [])
+        meta = meta_of(pod)
+        sibling = self._siblings.get(key)
+        if sibling is None:
+            sibling = self._siblings[key] = (meta.get("labels"), meta.get("ownerReferences"))
+        for seen, trimmed in known:
+            if seen == unbound:
+                return audit_view(pod, trimmed, sibling)
+        trimmed = _trimmed_spec(spec)
+        known.append((unbound, trimmed))
+        return audit_view(pod, trimmed, sibling)
+
     def state(self) -> ClusterState:
         nodes = self.snapshot.nodes
         running = [p for p in self.pods if is_running(p, nodes)]
+        self._specs.clear()
+        self._siblings.clear()
         return ClusterState(self.snapshot, running, self.owners)

@@ -139,9 +139,9 @@ def _constraints(pod: RawObj) -> list[Any]:
     return raw if isinstance(raw, list) else []
 
 
-def evaluation_key(pod: RawObj, actions: Sequence[str]) -> str | None:
-    """Pods with the same key get the same evaluation; None for a pod with no
-    constraint of `actions`."""
+def _spec_key(pod: RawObj, actions: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+    """What of the pod's spec decides its evaluation, as a string, and the names of the
+    labels whose values also do (matchLabelKeys); None without a checked constraint."""
     picked = [
         c
         for c in _constraints(pod)
@@ -149,20 +149,21 @@ def evaluation_key(pod: RawObj, actions: Sequence[str]) -> str | None:
     ]
     if not picked:
         return None
-    labels = pod_labels(pod)
-    keys = {
-        str(k): labels.get(str(k))
-        for c in picked
-        for k in (c.get("matchLabelKeys") or [])
-        if isinstance(c.get("matchLabelKeys"), list)
-    }
+    names = tuple(
+        sorted(
+            {
+                str(k)
+                for c in picked
+                if isinstance(c.get("matchLabelKeys"), list)
+                for k in c["matchLabelKeys"]
+            }
+        )
+    )
     s = spec(pod)
     affinity = as_dict(as_dict(s.get("affinity")).get("nodeAffinity"))
-    return json.dumps(
+    text = json.dumps(
         [
-            pod_namespace(pod),
             picked,
-            keys,
             s.get("nodeSelector"),
             affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
             s.get("tolerations"),
@@ -170,6 +171,22 @@ def evaluation_key(pod: RawObj, actions: Sequence[str]) -> str | None:
         sort_keys=True,
         default=str,
     )
+    return text, names
+
+
+def evaluation_key(pod: RawObj, actions: Sequence[str]) -> tuple[str, ...] | None:
+    """Pods with the same key get the same evaluation: namespace, constraints, node
+    inclusion inputs, matchLabelKeys' values. None for a pod with no constraint of
+    `actions`."""
+    key = _spec_key(pod, actions)
+    if key is None:
+        return None
+    return _with_labels(pod, *key)
+
+
+def _with_labels(pod: RawObj, text: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    labels = pod_labels(pod)
+    return (pod_namespace(pod), text, *(labels.get(n, "\0") for n in names))
 
 
 def spread_of(
@@ -242,13 +259,30 @@ def evaluate(
     """Every workload with running pods that carry checked constraints, sorted by
     namespace, kind and name (`pods`: only these running pods' workloads)."""
     actions = _actions(include_soft)
-    groups: dict[Workload, dict[str, list[RawObj]]] = {}
+    groups: dict[Workload, dict[tuple[str, ...], list[RawObj]]] = {}
     counts: dict[Workload, int] = {}
+    # The replicas of one controller share their spec's values (inventory.Collector):
+    # work out the spec's part of the key once per set of shared values.
+    spec_keys: dict[tuple[int, ...], tuple[str, tuple[str, ...]] | None] = {}
     for pod in state.running if pods is None else pods:
         workload = state.workload_of(pod)
         counts[workload] = counts.get(workload, 0) + 1
-        key = evaluation_key(pod, actions)
-        if key is not None:
+        s = spec(pod)
+        constraints = s.get("topologySpreadConstraints")
+        if not constraints:
+            continue
+        ids = (
+            id(constraints),
+            id(s.get("nodeSelector")),
+            id(s.get("affinity")),
+            id(s.get("tolerations")),
+        )
+        if ids in spec_keys:
+            part = spec_keys[ids]
+        else:
+            part = spec_keys[ids] = _spec_key(pod, actions)
+        if part is not None:
+            key = _with_labels(pod, *part)
             groups.setdefault(workload, {}).setdefault(key, []).append(pod)
     out: list[WorkloadSpread] = []
     for workload in sorted(groups):

@@ -21,6 +21,7 @@ from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.cli.common import colour, paint
+from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
 from webhook.config import load_settings
 from webhook.errors import InputError
@@ -55,14 +56,15 @@ def cli_audit(args: argparse.Namespace) -> int:
             without = parse_selector(args.without_nodes)
         except ValueError as exc:
             raise InputError(f"--without-nodes: {exc}") from exc
-    state = read_state(args, sys.stderr)
-    report = run_audit(
-        state,
-        settings,
-        include_soft=args.include_soft,
-        plan=args.plan,
-        without=without,
-    )
+    with without_cyclic_gc():
+        state = read_state(args, sys.stderr)
+        report = run_audit(
+            state,
+            settings,
+            include_soft=args.include_soft,
+            plan=args.plan,
+            without=without,
+        )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:

@@ -1,0 +1,307 @@
+"""Benchmark of `topospread audit` on a large cluster (a script, not a test).
+
+    .venv/bin/python bench/bench_audit.py [--nodes 5000] [--deployments 500] [--pods 150000]
+                                          [--runs 3]
+
+Generates NODES nodes in 3 zones and DEPLOYMENTS Deployments, each with a ReplicaSet
+owning PODS / DEPLOYMENTS pods placed on nodes at random; half of the apps carry a
+zone DoNotSchedule constraint (maxSkew 1) and a hostname ScheduleAnyway one. Writes
+it as the kubectl-style JSON List `audit --snapshot` reads, then runs, as the user
+would (each a fresh `python -m webhook` process, interleaved, --runs times):
+
+  simulate   load the snapshot and place one pod (`simulate --snapshot F pod.json`)
+  audit      `audit --snapshot F -o json`
+  plan       `audit --snapshot F --plan -o json`
+
+and reports the median wall time of each, the ratios audit/simulate and
+plan/simulate of each run (targets 1.5 and 4), each process's peak RSS (target 700 MB)
+and the load average. Finally it applies the plan's moves to the snapshot and audits
+the result: a complete plan must leave 0 violations (exit 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def node(i: int) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                HOSTNAME: name,
+                ZONE: f"zone-{'abc'[i % 3]}",
+                "topology.kubernetes.io/region": "region-1",
+                "node.kubernetes.io/instance-type": "m5.2xlarge",
+            },
+        },
+        "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
+    }
+
+
+def constraints(app: str) -> list[dict[str, Any]]:
+    selector = {"matchLabels": {"app": app}}
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+            "matchLabelKeys": ["pod-template-hash"],
+        },
+        {
+            "maxSkew": 1,
+            "topologyKey": HOSTNAME,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": selector,
+            "matchLabelKeys": ["pod-template-hash"],
+        },
+    ]
+
+
+def template_spec(app: str, spread: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": f"registry.example.com/{app}:1.0",
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+            }
+        ]
+    }
+    if spread:
+        spec["topologySpreadConstraints"] = constraints(app)
+    return spec
+
+
+def write_cluster(path: Path, nodes: int, deployments: int, pods: int, seed: int) -> str:
+    """The snapshot file, and one pod file for `simulate` (a new replica of app 0)."""
+    rng = random.Random(seed)
+    per = pods // deployments
+    with path.open("w") as out:
+        out.write('{"apiVersion":"v1","kind":"List","items":[')
+        first = True
+
+        def emit(obj: dict[str, Any]) -> None:
+            nonlocal first
+            out.write(("" if first else ",") + json.dumps(obj, separators=(",", ":")))
+            first = False
+
+        for i in range(nodes):
+            emit(node(i))
+        for d in range(deployments):
+            ns, app = f"ns-{d % 50}", f"app-{d}"
+            spread = d % 2 == 0
+            rs = f"{app}-7d4b9c"
+            labels = {"app": app, "pod-template-hash": "7d4b9c"}
+            emit(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": app, "namespace": ns, "uid": f"uid-d-{d}"},
+                    "spec": {
+                        "replicas": per,
+                        "selector": {"matchLabels": {"app": app}},
+                        "template": {
+                            "metadata": {"labels": {"app": app}},
+                            "spec": template_spec(app, spread),
+                        },
+                    },
+                }
+            )
+            emit(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": rs,
+                        "namespace": ns,
+                        "uid": f"uid-rs-{d}",
+                        "labels": labels,
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "Deployment",
+                                "name": app,
+                                "uid": f"uid-d-{d}",
+                                "controller": True,
+                            }
+                        ],
+                    },
+                    "spec": {"replicas": per, "selector": {"matchLabels": labels}},
+                }
+            )
+            for p in range(per):
+                emit(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {
+                            "name": f"{rs}-{p:05d}",
+                            "namespace": ns,
+                            "uid": f"uid-p-{d}-{p}",
+                            "labels": labels,
+                            "creationTimestamp": "2026-11-01T00:00:00Z",
+                            "ownerReferences": [
+                                {
+                                    "apiVersion": "apps/v1",
+                                    "kind": "ReplicaSet",
+                                    "name": rs,
+                                    "uid": f"uid-rs-{d}",
+                                    "controller": True,
+                                }
+                            ],
+                        },
+                        "spec": {
+                            **template_spec(app, spread),
+                            "nodeName": f"node-{rng.randrange(nodes):05d}",
+                        },
+                        "status": {"phase": "Running"},
+                    }
+                )
+        out.write("]}")
+    pod_file = path.with_name("pod.json")
+    pod_file.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "app-0-7d4b9c-new",
+                    "namespace": "ns-0",
+                    "labels": {"app": "app-0", "pod-template-hash": "7d4b9c"},
+                },
+                "spec": template_spec("app-0", True),
+            }
+        )
+    )
+    return str(pod_file)
+
+
+def run(argv: list[str]) -> tuple[float, float, str, int]:
+    """(wall seconds, peak RSS MiB, stdout, exit code) of one `python -m webhook` process."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "webhook", *argv], stdout=out, cwd=ROOT
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return wall, usage.ru_maxrss / 1024, out.read().decode(), proc.returncode
+
+
+def apply_moves(src: Path, dst: Path, moves: list[dict[str, str]]) -> None:
+    where = {m["pod"]: m["to"] for m in moves}
+    doc = json.loads(src.read_text())
+    for obj in doc["items"]:
+        if obj.get("kind") == "Pod":
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            if key in where:
+                obj["spec"]["nodeName"] = where[key]
+    dst.write_text(json.dumps(doc, separators=(",", ":")))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--deployments", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    args = parser.parse_args()
+
+    work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    snap = work / "cluster.json"
+    t0 = time.perf_counter()
+    pod = write_cluster(snap, args.nodes, args.deployments, args.pods, args.seed)
+    print(
+        f"cluster: {args.nodes} nodes, {args.deployments} Deployments, {args.pods} pods "
+        f"({snap.stat().st_size / 2**20:.0f} MiB) written in {time.perf_counter() - t0:.1f} s"
+    )
+
+    commands = {
+        "simulate": ["simulate", "--snapshot", str(snap), "--replicas", "1", pod],
+        "audit": ["audit", "--snapshot", str(snap), "-o", "json"],
+        "plan": ["audit", "--snapshot", str(snap), "--plan", "-o", "json"],
+    }
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    rss: dict[str, list[float]] = {k: [] for k in commands}
+    ratios: dict[str, list[float]] = {"audit": [], "plan": []}
+    loads = []
+    plan_doc: dict[str, Any] = {}
+    audit_doc: dict[str, Any] = {}
+    for i in range(args.runs):
+        loads.append(os.getloadavg()[0])
+        for name, argv in commands.items():
+            wall, peak, out, code = run(argv)
+            if name != "simulate":
+                doc = json.loads(out)
+                if name == "plan":
+                    plan_doc = doc
+                else:
+                    audit_doc = doc
+            elif code != 0:
+                print(f"simulate failed (exit {code})")
+                return 2
+            walls[name].append(wall)
+            rss[name].append(peak)
+        for name in ratios:
+            ratios[name].append(walls[name][-1] / walls["simulate"][-1])
+        print(
+            f"run {i + 1}: "
+            + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in walls.items())
+            + f"  (load {loads[-1]:.2f})"
+        )
+
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    print()
+    print(
+        f"violations: {audit_doc.get('violations')} in {len(audit_doc.get('workloads', []))} "
+        f"audited workloads"
+    )
+    for name in commands:
+        print(f"{name:>9}: median {med[name]:.2f} s, peak RSS {max(rss[name]):.0f} MiB")
+    target = {"audit": 1.5, "plan": 4.0}
+    for name, values in ratios.items():
+        print(
+            f"{name}/simulate: median ratio {statistics.median(values):.2f} "
+            f"(runs: {', '.join(f'{r:.2f}' for r in values)}; target <= {target[name]})"
+        )
+    print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
+
+    moves = plan_doc.get("plan", [])
+    print(f"plan: {len(moves)} moves, planComplete {plan_doc.get('planComplete')}")
+    moved = work / "cluster-after-plan.json"
+    apply_moves(snap, moved, moves)
+    _, _, out, _ = run(["audit", "--snapshot", str(moved), "-o", "json"])
+    after = json.loads(out)["violations"]
+    print(f"audit after the plan's moves: {after} violations")
+    if plan_doc.get("planComplete") and after != 0:
+        print("FAIL: a complete plan left violations")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
