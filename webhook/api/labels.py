@@ -70,6 +70,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _IN, _NOT_IN, _EXISTS, _NOT_EXISTS, _GT, _LT = range(6)
 _LABEL_OPS = {"In": _IN, "NotIn": _NOT_IN, "Exists": _EXISTS, "DoesNotExist": _NOT_EXISTS}
 _NODE_OPS = {**_LABEL_OPS, "Gt": _GT, "Lt": _LT}
+_OP_NAMES = {number: name for name, number in _NODE_OPS.items()}
 
 _Requirement = tuple[str, int, Any]  # (key, operator, frozenset of values | int bound | None)
 
@@ -120,27 +121,11 @@ def _parse_int64(value: Any) -> int | None:
 
 
 def _requirement(key: Any, op: int, values: Any) -> _Requirement | None:
-    """labels.NewRequirement: validate and compile one requirement; None when invalid.
-
-    Port of labels/selector.go: NewRequirement.
-    """
-    if not is_qualified_name(key):
+    """labels.NewRequirement: validate and compile one requirement; None when invalid
+    (the reasons are _requirement_errors', the one statement of validity)."""
+    if _requirement_errors(key, _OP_NAMES[op], values):
         return None
-    if values is None:
-        values = []
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        return None
-    if op in (_IN, _NOT_IN):
-        if not values:
-            return None
-    elif op in (_EXISTS, _NOT_EXISTS):
-        if values:
-            return None
-    elif op in (_GT, _LT):
-        if len(values) != 1 or _parse_int64(values[0]) is None:
-            return None
-    if not all(is_label_value(v) for v in values):
-        return None
+    values = values or []
     if op in (_GT, _LT):
         return (key, op, _parse_int64(values[0]))
     if op in (_IN, _NOT_IN):
@@ -541,6 +526,23 @@ def _requirement_errors(key: Any, operator: str, values: Any) -> list[FieldError
                 "values set must be empty for exists and does not exist",
             )
         )
+    if operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(
+                invalid(
+                    "values",
+                    JSONValue(values),
+                    "for 'Gt', 'Lt' operators, exactly one value is required",
+                )
+            )
+        elif _parse_int64(values[0]) is None:
+            errs.append(
+                invalid(
+                    "values[0]",
+                    values[0],
+                    "for 'Gt', 'Lt' operators, the value must be an integer",
+                )
+            )
     for i, value in enumerate(values):
         msgs = is_valid_label_value(value)
         if msgs:
@@ -620,22 +622,22 @@ def parse_selector(text: str) -> RawObj:
         if m is None:
             raise ValueError(f"cannot parse {term.strip()!r} in label selector {text!r}")
         key = m.group("absent") or m.group("key")
-        if not is_qualified_name(key):
-            raise ValueError(f"{key!r} is not a valid label key")
+        values: list[str] = []
         if m.group("absent"):
-            expressions.append({"key": key, "operator": "DoesNotExist"})
-            continue
-        if m.group("op"):
+            operator = "DoesNotExist"
+        elif m.group("op"):
             values = [m.group("value")]
             operator = "NotIn" if m.group("op") == "!=" else "In"
         elif m.group("set"):
-            values = [v.strip() for v in m.group("values").split(",")]
+            values = sorted({v.strip() for v in m.group("values").split(",")})
             operator = "In" if m.group("set") == "in" else "NotIn"
         else:
-            expressions.append({"key": key, "operator": "Exists"})
-            continue
-        for value in values:
-            if not is_label_value(value):
-                raise ValueError(f"{value!r} is not a valid label value (key {key!r})")
-        expressions.append({"key": key, "operator": operator, "values": sorted(set(values))})
+            operator = "Exists"
+        errs = _requirement_errors(key, operator, values)
+        if errs:
+            raise ValueError(f"{term.strip()!r}: {aggregate(errs)}")
+        expression: RawObj = {"key": key, "operator": operator}
+        if values or operator in ("In", "NotIn"):
+            expression["values"] = values
+        expressions.append(expression)
     return {"matchExpressions": expressions}
