@@ -415,8 +415,10 @@ def pv(
     size: str = "1Gi",
     csi: tuple[str, str] | None = None,
     claim: str | None = None,
+    phase: str | None = "Available",
 ) -> RawObj:
-    """A PersistentVolume; node_in=(key, values) sets a required node affinity."""
+    """A PersistentVolume; node_in=(key, values) sets a required node affinity; phase:
+    status.phase (None: no status)."""
     spec: RawObj = {
         "capacity": {"storage": size},
         "accessModes": ["ReadWriteOnce"],
@@ -438,7 +440,10 @@ def pv(
     meta: RawObj = {"name": name}
     if labels:
         meta["labels"] = dict(labels)
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
+    out: RawObj = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
+    if phase is not None:
+        out["status"] = {"phase": phase}
+    return out
 
 
 def storage_class(

@@ -120,13 +120,26 @@ def _quantity(value: object) -> int:
     return parsed if parsed is not None else 0
 
 
+def _bound_to(pv_spec: RawObj, pvc: RawObj) -> bool:
+    """Port of pv_helpers.go IsVolumeBoundToClaim: the claimRef names this claim (and its
+    uid, when the reference has one)."""
+    ref = as_dict(pv_spec.get("claimRef"))
+    meta = as_dict(pvc.get("metadata"))
+    if ref.get("name") != meta.get("name"):
+        return False
+    if (ref.get("namespace") or "default") != (meta.get("namespace") or "default"):
+        return False
+    return not ref.get("uid") or ref.get("uid") == meta.get("uid")
+
+
 def find_matching_volume(pvc: RawObj, node: RawObj, snapshot: Snapshot) -> RawObj | None:
     """The smallest available PV the claim could bind to on this node, or None.
 
-    Port of pv_util.go: FindMatchingVolume (class, volume mode, access modes, claim
-    selector, capacity, node affinity; a PV pre-bound to this claim wins at once).
+    Port of pv_helpers.go FindMatchingVolume, in its order: volume mode, deletion, a PV
+    pre-bound to this claim (it wins at once, or nothing does when its node affinity
+    fails), then only PVs in phase Available and not claimed, the claim's selector,
+    class, node affinity, access modes, and the smallest capacity that suffices.
     """
-    meta = as_dict(pvc.get("metadata"))
     spec = spec_of(pvc)
     cls = claim_class(pvc)
     mode = spec.get("volumeMode") or "Filesystem"
@@ -138,23 +151,22 @@ def find_matching_volume(pvc: RawObj, node: RawObj, snapshot: Snapshot) -> RawOb
     best_size = 0
     for pv in snapshot.listed("PersistentVolume"):
         pv_spec = spec_of(pv)
-        ref = as_dict(pv_spec.get("claimRef"))
-        if ref:
-            if ref.get("name") == meta.get("name") and ref.get("namespace") == meta.get(
-                "namespace", "default"
-            ):
-                return pv if pv_node_affinity_matches(pv, node) else None
-            continue
-        if (pv_spec.get("storageClassName") or "") != cls:
-            continue
         if (pv_spec.get("volumeMode") or "Filesystem") != mode:
             continue
-        if not wanted <= _access_modes(pv):
+        if as_dict(pv.get("metadata")).get("deletionTimestamp") is not None:
+            continue
+        if _bound_to(pv_spec, pvc):
+            return pv if pv_node_affinity_matches(pv, node) else None
+        if as_dict(pv.get("status")).get("phase") != "Available" or pv_spec.get("claimRef"):
             continue
         if selects is not None and not selects(as_dict(as_dict(pv.get("metadata")).get("labels"))):
             continue
+        if claim_class(pv) != cls or not pv_node_affinity_matches(pv, node):
+            continue
+        if not wanted <= _access_modes(pv):
+            continue
         size = _quantity(as_dict(pv_spec.get("capacity")).get("storage"))
-        if size < request or not pv_node_affinity_matches(pv, node):
+        if size < request:
             continue
         if best is None or size < best_size:
             best, best_size = pv, size

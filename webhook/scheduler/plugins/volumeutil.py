@@ -68,7 +68,8 @@ def owned_by(pvc: RawObj, pod: RawObj) -> bool:
 
 
 def claim_class(pvc: RawObj) -> str:
-    """Port of storage helpers GetPersistentVolumeClaimClass (beta annotation first)."""
+    """Port of storage helpers GetPersistentVolumeClaimClass (beta annotation first);
+    GetPersistentVolumeClass reads a PV the same way."""
     annotations = as_dict(as_dict(pvc.get("metadata")).get("annotations"))
     beta = annotations.get(_BETA_CLASS_ANNOTATION)
     if isinstance(beta, str):

@@ -125,6 +125,114 @@ CASES: list[tuple[str, RawObj, list[RawObj], Status | dict[str, Status]]] = [
     ),
 ]
 
+STATIC = storage_class(
+    "static", mode="WaitForFirstConsumer", provisioner="kubernetes.io/no-provisioner"
+)
+BOTH_CONFLICT = {
+    n: Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT) for n in ("zone-a", "zone-b")
+}
+
+
+def _static_pv(**changes: Any) -> RawObj:
+    """A PV on zone b that the claim pvc-a (class static) matches, with changes applied:
+    path=value pairs, `a__b` for a nested field."""
+    out = pv("pv-a", storage_class="static", node_in=(ZONE, ["b"]))
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = out
+        for key in parents:
+            target = target.setdefault(key, {})
+        target[last] = value
+    return out
+
+
+# pv_helpers.go FindMatchingVolume: which static PVs an unbound claim may take.
+CASES += [
+    (
+        "static PV Available",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", storage_class="static"), STATIC, _static_pv()],
+        {"zone-a": Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)},
+    ),
+    (
+        "static PV Released is not taken",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", storage_class="static"), STATIC, _static_pv(status__phase="Released")],
+        BOTH_CONFLICT,
+    ),
+    (
+        "static PV without a phase is not taken",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            pv("pv-a", storage_class="static", node_in=(ZONE, ["b"]), phase=None),
+        ],
+        BOTH_CONFLICT,
+    ),
+    (
+        "static PV being deleted is not taken",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            _static_pv(metadata__deletionTimestamp="2026-01-01T00:00:00Z"),
+        ],
+        BOTH_CONFLICT,
+    ),
+    (
+        "static PV claimed by another claim is not taken",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            _static_pv(spec__claimRef={"name": "other", "namespace": "default"}),
+        ],
+        BOTH_CONFLICT,
+    ),
+    (
+        "static PV of another volume mode is not taken",
+        pod_with("pvc-a"),
+        [pvc("pvc-a", storage_class="static"), STATIC, _static_pv(spec__volumeMode="Block")],
+        BOTH_CONFLICT,
+    ),
+    (
+        "static PV of the beta class annotation",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            _static_pv(
+                spec__storageClassName="",
+                metadata__annotations={"volume.beta.kubernetes.io/storage-class": "static"},
+            ),
+        ],
+        {"zone-a": Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)},
+    ),
+    (
+        "PV pre-bound to the claim is taken whatever its phase",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            _static_pv(
+                status__phase="Pending", spec__claimRef={"name": "pvc-a", "namespace": "default"}
+            ),
+        ],
+        {"zone-a": Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)},
+    ),
+    (
+        "PV pre-bound to another uid of the claim's name is not taken",
+        pod_with("pvc-a"),
+        [
+            pvc("pvc-a", storage_class="static"),
+            STATIC,
+            _static_pv(spec__claimRef={"name": "pvc-a", "namespace": "default", "uid": "old"}),
+        ],
+        BOTH_CONFLICT,
+    ),
+]
+
 
 @pytest.mark.parametrize(("p", "objs", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_volume_binding(p: RawObj, objs: list[RawObj], want: Status | dict[str, Status]) -> None:
