@@ -8,6 +8,8 @@
     server.fail_next("Pod", 500, 500)                # next requests on pods get these statuses
     server.drop_next_event("Pod")                    # next pod event: half a line, then hang up
     server.hold_lists("StatefulSet") / release_lists("StatefulSet")
+    server.install_policy_reports()                 # serve wgpolicyk8s.io/v1alpha2
+    server.fail_next("PolicyReport", 500)            # next PolicyReport request fails
     server.stop()
 
 What it serves, as the real one does: GET /version; GET <collection> lists with
@@ -16,6 +18,13 @@ GET <collection>?watch=true streams chunked, one JSON event per line, from the
 asked resourceVersion, with BOOKMARKs only when allowWatchBookmarks=true, an
 ERROR event with a 410 Status when the resourceVersion is compacted, and the
 stream closed after timeoutSeconds. Every request is logged in `requests`.
+
+The workload kinds an audit lists (Deployments, DaemonSets, Jobs, CronJobs) are
+served the same way (AUDIT_COLLECTIONS; not watched by the informer tests). The
+PolicyReport API (wgpolicyk8s.io/v1alpha2) answers 404, as on a cluster without its
+CRD, until install_policy_reports(); then it serves discovery, lists (with an
+equality labelSelector), GET, POST (409 AlreadyExists), PUT (409 Conflict on a stale
+resourceVersion) and DELETE (with a uid precondition) as kube-apiserver does.
 """
 
 from __future__ import annotations
@@ -49,7 +58,17 @@ COLLECTIONS: dict[str, tuple[str, str]] = {
     "StorageClass": ("/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1"),
     "CSINode": ("/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1"),
 }
-KIND_OF_PATH = {path: kind for kind, (path, _) in COLLECTIONS.items()}
+# What an audit lists besides the informer's kinds.
+AUDIT_COLLECTIONS: dict[str, tuple[str, str]] = {
+    "Deployment": ("/apis/apps/v1/deployments", "apps/v1"),
+    "DaemonSet": ("/apis/apps/v1/daemonsets", "apps/v1"),
+    "Job": ("/apis/batch/v1/jobs", "batch/v1"),
+    "CronJob": ("/apis/batch/v1/cronjobs", "batch/v1"),
+}
+ALL_COLLECTIONS = {**COLLECTIONS, **AUDIT_COLLECTIONS}
+KIND_OF_PATH = {path: kind for kind, (path, _) in ALL_COLLECTIONS.items()}
+POLICY_REPORTS = "/apis/wgpolicyk8s.io/v1alpha2"
+POLICY_REPORT = "PolicyReport"
 
 
 @dataclass(frozen=True)
@@ -59,9 +78,13 @@ class Request:
     path: str
     query: dict[str, str]
     headers: dict[str, str]
+    method: str = "GET"
+    body: Any = None
 
     @property
     def kind(self) -> str | None:
+        if self.path.startswith(POLICY_REPORTS + "/"):
+            return POLICY_REPORT
         return KIND_OF_PATH.get(self.path)
 
     @property
@@ -106,14 +129,16 @@ class FakeApiServer:
         self.requests: list[Request] = []
         self._cond = threading.Condition()
         self._rv = 1000
-        self._objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in COLLECTIONS}
-        self._events: dict[str, list[_Event]] = {k: [] for k in COLLECTIONS}
-        self._compacted: dict[str, int] = dict.fromkeys(COLLECTIONS, 0)
-        self._failures: dict[str, deque[int]] = {k: deque() for k in COLLECTIONS}
-        self._drops: dict[str, int] = dict.fromkeys(COLLECTIONS, 0)
+        kinds = ALL_COLLECTIONS
+        self._objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in kinds}
+        self._events: dict[str, list[_Event]] = {k: [] for k in kinds}
+        self._compacted: dict[str, int] = dict.fromkeys(kinds, 0)
+        self._failures: dict[str, deque[int]] = {k: deque() for k in [*kinds, POLICY_REPORT]}
+        self._drops: dict[str, int] = dict.fromkeys(kinds, 0)
         self._held: dict[str, threading.Event] = {}
         self._quiet: set[str] = set()
-        self._watch_gen: dict[str, int] = dict.fromkeys(COLLECTIONS, 0)
+        self._watch_gen: dict[str, int] = dict.fromkeys(kinds, 0)
+        self._reports: dict[tuple[str, str], RawObj] | None = None
         self._stopping = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -153,7 +178,7 @@ class FakeApiServer:
     def _record(self, kind: str, type_: str, obj: RawObj) -> RawObj:
         self._rv += 1
         obj = copy.deepcopy(obj)
-        obj.setdefault("apiVersion", COLLECTIONS[kind][1])
+        obj.setdefault("apiVersion", ALL_COLLECTIONS[kind][1])
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._events[kind].append(_Event(self._rv, type_, obj))
         self._cond.notify_all()
@@ -191,7 +216,7 @@ class FakeApiServer:
         with self._cond:
             self._rv += 1
             meta = {"resourceVersion": str(self._rv)}
-            obj = {"kind": kind, "apiVersion": COLLECTIONS[kind][1], "metadata": meta}
+            obj = {"kind": kind, "apiVersion": ALL_COLLECTIONS[kind][1], "metadata": meta}
             self._events[kind].append(_Event(self._rv, "BOOKMARK", obj))
             self._cond.notify_all()
             return self._rv
@@ -252,6 +277,126 @@ class FakeApiServer:
         with self._cond:
             return [r for r in self.requests if r.kind == kind and r.watch == watch]
 
+    # ---- the PolicyReport API ---------------------------------------------------------
+
+    def install_policy_reports(self) -> None:
+        """Serve wgpolicyk8s.io/v1alpha2 from now on (the CRD is installed)."""
+        with self._cond:
+            if self._reports is None:
+                self._reports = {}
+
+    def uninstall_policy_reports(self) -> None:
+        """The CRD is gone: every PolicyReport request answers 404 again."""
+        with self._cond:
+            self._reports = None
+
+    def put_policy_report(self, obj: RawObj) -> RawObj:
+        """Store a PolicyReport as someone else would (uid and resourceVersion set)."""
+        with self._cond:
+            assert self._reports is not None, "install_policy_reports() first"
+            return copy.deepcopy(self._store_report(copy.deepcopy(obj), new=True))
+
+    def policy_reports(self) -> dict[tuple[str, str], RawObj]:
+        """(namespace, name) -> the stored PolicyReport (deep copies)."""
+        with self._cond:
+            return copy.deepcopy(self._reports or {})
+
+    def writes(self) -> list[Request]:
+        """The requests that were not GETs, in order."""
+        with self._cond:
+            return [r for r in self.requests if r.method != "GET"]
+
+    def _store_report(self, obj: RawObj, *, new: bool) -> RawObj:
+        assert self._reports is not None
+        self._rv += 1
+        obj.setdefault("apiVersion", "wgpolicyk8s.io/v1alpha2")
+        obj.setdefault("kind", POLICY_REPORT)
+        meta = obj.setdefault("metadata", {})
+        if new:
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
+        meta["resourceVersion"] = str(self._rv)
+        self._reports[(meta["namespace"], meta["name"])] = obj
+        return obj
+
+    def _report_call(
+        self, method: str, path: str, query: dict[str, str], body: Any
+    ) -> tuple[int, Any]:
+        """Answer one request under POLICY_REPORTS."""
+        rest = path[len(POLICY_REPORTS) :].strip("/").split("/")
+        with self._cond:
+            if self._reports is None:
+                msg = "the server could not find the requested resource"
+                return 404, _status(404, "NotFound", msg)
+            if rest == [""] and method == "GET":
+                return 200, {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": "wgpolicyk8s.io/v1alpha2",
+                    "resources": [
+                        {"name": "policyreports", "namespaced": True, "kind": POLICY_REPORT}
+                    ],
+                }
+            ns: str | None = None
+            if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == "policyreports":
+                ns, name = rest[1], (rest[3] if len(rest) == 4 else None)
+            elif rest == ["policyreports"]:
+                name = None
+            else:
+                return 404, _status(404, "NotFound", f"no resource at {path}")
+            if name is None and method == "GET":
+                wanted = dict(
+                    part.split("=", 1)
+                    for part in (query.get("labelSelector") or "").split(",")
+                    if "=" in part
+                )
+                items = [
+                    copy.deepcopy(o)
+                    for (o_ns, _), o in sorted(self._reports.items())
+                    if (ns is None or o_ns == ns)
+                    and all(o["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())
+                ]
+                meta = {"resourceVersion": str(self._rv)}
+                return 200, {"kind": "PolicyReportList", "metadata": meta, "items": items}
+            if ns is None:
+                return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
+            if name is None and method == "POST":
+                if not isinstance(body, dict):
+                    return 400, _status(400, "BadRequest", "the body is not an object")
+                got = body.get("metadata", {}).get("name")
+                if (ns, got) in self._reports:
+                    msg = f'policyreports "{got}" already exists'
+                    return 409, _status(409, "AlreadyExists", msg)
+                body["metadata"]["namespace"] = ns
+                return 201, copy.deepcopy(self._store_report(copy.deepcopy(body), new=True))
+            if name is None:
+                return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
+            stored = self._reports.get((ns, name))
+            if stored is None:
+                return 404, _status(404, "NotFound", f'policyreports "{name}" not found')
+            if method == "GET":
+                return 200, copy.deepcopy(stored)
+            if method == "PUT":
+                if not isinstance(body, dict):
+                    return 400, _status(400, "BadRequest", "the body is not an object")
+                sent = body.get("metadata", {}).get("resourceVersion")
+                if sent != stored["metadata"]["resourceVersion"]:
+                    msg = (
+                        "the object has been modified; please apply your changes to the "
+                        "latest version"
+                    )
+                    return 409, _status(409, "Conflict", msg)
+                body = copy.deepcopy(body)
+                body["metadata"]["uid"] = stored["metadata"]["uid"]
+                return 200, copy.deepcopy(self._store_report(body, new=False))
+            if method == "DELETE":
+                pre = (body or {}).get("preconditions") or {}
+                if "uid" in pre and pre["uid"] != stored["metadata"]["uid"]:
+                    return 409, _status(409, "Conflict", "Precondition failed: UID mismatch")
+                del self._reports[(ns, name)]
+                return 200, _status(200, "", "deleted") | {"status": "Success"}
+            return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
+
     # ---- used by the handler ---------------------------------------------------------
 
     def _log(self, request: Request) -> int | None:
@@ -292,7 +437,7 @@ class FakeApiServer:
                 out.append(item)
             body = {
                 "kind": kind + "List",
-                "apiVersion": COLLECTIONS[kind][1],
+                "apiVersion": ALL_COLLECTIONS[kind][1],
                 "metadata": meta,
                 "items": out,
             }
@@ -364,11 +509,54 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def _request(self, method: str) -> tuple[Request, int | None]:
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        request = Request(parts.path, query, {k.lower(): v for k, v in self.headers.items()})
-        failure = self.fake._log(request)
+        body: Any = None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            raw = self.rfile.read(length)
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = Request(parts.path, query, headers, method, body)
+        return request, self.fake._log(request)
+
+    def _write(self, method: str) -> None:
+        request, failure = self._request(method)
+        if failure is not None:
+            self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
+            return
+        if not request.path.startswith(POLICY_REPORTS):
+            self._send_json(405, _status(405, "MethodNotAllowed", f"{method} {request.path}"))
+            return
+        status, body = self.fake._report_call(method, request.path, request.query, request.body)
+        self._send_json(status, body)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self._write("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+        self._write("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802 - http.server's name
+        self._write("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802 - http.server's name
+        self._write("DELETE")
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        request, failure = self._request("GET")
+        parts = urlsplit(self.path)
+        query = request.query
+        if parts.path == POLICY_REPORTS or parts.path.startswith(POLICY_REPORTS + "/"):
+            if failure is not None:
+                self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
+                return
+            self._send_json(*self.fake._report_call("GET", parts.path, query, None))
+            return
         if parts.path == "/version":
             self._send_json(200, self.fake.version)
             return

@@ -14,6 +14,11 @@ The config file is YAML. Keys we own:
                        every namespace)
   matchLabelKeysMerge: auto | webhook | apiserver, default auto
   policy.denyUnschedulable: bool, default false
+  audit.intervalSeconds: int >= 0, default 300: how often `topospread audit --watch`
+                       audits the cluster (0 turns the periodic audit off)
+  audit.policyReports: bool, default false: write one wgpolicyk8s.io/v1alpha2
+                       PolicyReport per namespace with the violations (docs/audit-server.md)
+  audit.includeSoft:   bool, default false: also audit ScheduleAnyway constraints
 Other keys are free and kept in `raw`.
 
 The scheduler profiles are resolved here, once (webhook.scheduler.config.profiles):
@@ -46,8 +51,10 @@ from webhook.scheduler.config.validation import validate_spread_args
 from webhook.scheduler.profile import Framework, framework_of
 
 __all__ = [
+    "AUDIT_DEFAULT_INTERVAL",
     "MERGE_MODES",
     "SCHEDULER_CONFIG_KEY",
+    "AuditSettings",
     "MergeMode",
     "Settings",
     "default_profiles",
@@ -73,6 +80,22 @@ def default_profiles() -> tuple[ResolvedProfile, ...]:
     return profiles
 
 
+AUDIT_DEFAULT_INTERVAL = 300
+_AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """The `audit` key: what the periodic audit (`topospread audit --watch`) does."""
+
+    # Seconds from the start of one audit to the start of the next; 0: no periodic audit.
+    interval_seconds: int = AUDIT_DEFAULT_INTERVAL
+    # Write one PolicyReport per namespace with violations (and delete ours when clean).
+    policy_reports: bool = False
+    # Also audit ScheduleAnyway constraints (the CLI's --include-soft).
+    include_soft: bool = False
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the webhook reads from its config file (and --scheduler-config)."""
@@ -84,6 +107,7 @@ class Settings:
     deny_unschedulable: bool = False
     # None: every namespace; else a metav1.LabelSelector over Namespace labels.
     inject_namespace_selector: RawObj | None = None
+    audit: AuditSettings = field(default_factory=AuditSettings)
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def profile_for(self, scheduler_name: str) -> ResolvedProfile | None:
@@ -119,6 +143,34 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str = "") -> b
     if not isinstance(value, bool):
         raise ConfigError(f"{where}{key}: must be true or false, got {value!r}")
     return value
+
+
+def _audit(raw: Mapping[str, Any]) -> AuditSettings:
+    """The `audit` key, every value checked; an unknown key is refused (a typo would
+    otherwise silently keep a default)."""
+    section = raw.get("audit")
+    if section is None:
+        return AuditSettings()
+    if not isinstance(section, dict):
+        raise ConfigError(f"audit: must be a mapping, got {section!r}")
+    unknown = sorted(str(k) for k in section if k not in _AUDIT_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})"
+        )
+    interval = section.get("intervalSeconds", AUDIT_DEFAULT_INTERVAL)
+    if interval is None:
+        interval = AUDIT_DEFAULT_INTERVAL
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
+        raise ConfigError(
+            "audit.intervalSeconds: must be a whole number of seconds, 0 or more "
+            f"(0 turns the periodic audit off), got {interval!r}"
+        )
+    return AuditSettings(
+        interval_seconds=interval,
+        policy_reports=_bool(section, "policyReports", False, "audit."),
+        include_soft=_bool(section, "includeSoft", False, "audit."),
+    )
 
 
 def _spread_args(raw: Mapping[str, Any]) -> RawObj | None:
@@ -222,6 +274,7 @@ def settings_from_dict(
         match_label_keys_merge=mode,
         deny_unschedulable=_bool(policy, "denyUnschedulable", False, "policy."),
         inject_namespace_selector=ns_selector,
+        audit=_audit(raw),
         raw=raw,
     )
 

@@ -7,26 +7,42 @@ DaemonSets, Jobs, CronJobs besides what `simulate` reads), a kubeconfig context
 default the current context of the default kubeconfig, as kubectl does. Exit 0 when
 nothing is violated, 1 when something is (in the state reported: after re-placement
 with --without-nodes), 2 on usage, read or connection errors.
+
+`--watch` is the server side (the audit Deployment): the same audit every
+audit.intervalSeconds until SIGTERM, exported on --metrics-bind (/metrics, /healthz)
+and, with audit.policyReports, written as PolicyReports (webhook/audit/watch.py). A
+failing list or write never ends it; it exits 0 on SIGTERM, 2 on bad flags or config.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import logging.config
+import signal
 import sys
-from typing import TextIO
+import threading
+from dataclasses import replace
+from typing import Any, TextIO
 
 from webhook.api.labels import parse_selector
 from webhook.audit.inventory import ClusterState, Collector
+from webhook.audit.metrics import AuditMetrics
+from webhook.audit.policyreports import PolicyReportWriter
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
+from webhook.audit.watch import AuditLoop, AuditStopped, MetricsServer
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
-from webhook.config import load_settings
-from webhook.errors import InputError
+from webhook.config import Settings, load_settings
+from webhook.errors import ConfigError, InputError
+from webhook.server.logs import dict_config, level_from_env
 
 __all__ = ["cli_audit", "read_state"]
+
+log = logging.getLogger("topospread.audit")
 
 
 def read_state(args: argparse.Namespace, err: TextIO) -> ClusterState:
@@ -50,6 +66,8 @@ def read_state(args: argparse.Namespace, err: TextIO) -> ClusterState:
 
 def cli_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, args.scheduler_config)
+    if getattr(args, "watch", False):
+        return cli_audit_watch(args, settings)
     without = None
     if args.without_nodes is not None:
         try:
@@ -71,3 +89,101 @@ def cli_audit(args: argparse.Namespace) -> int:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
     return report.exit_code
+
+
+# ---- --watch ------------------------------------------------------------------------------
+
+
+def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The config's audit section with the flags that override it."""
+    if args.plan or args.without_nodes is not None:
+        raise InputError(
+            "--watch audits the current state: --plan and --without-nodes are for a "
+            "one-shot audit"
+        )
+    audit = settings.audit
+    interval = args.interval_seconds
+    if interval is not None and interval < 0:
+        raise InputError(f"--interval-seconds: must be 0 or more, got {interval}")
+    return replace(
+        settings,
+        audit=replace(
+            audit,
+            interval_seconds=audit.interval_seconds if interval is None else interval,
+            policy_reports=audit.policy_reports or args.policy_reports,
+            include_soft=audit.include_soft or args.include_soft,
+        ),
+    )
+
+
+def _read_live(conn: Any, stop: threading.Event) -> ClusterState:
+    """A fresh ClusterState listed from the cluster (`conn`: a lister.Connection, not
+    imported here so that a one-shot audit of a file never loads the cluster client);
+    AuditStopped once `stop` is set."""
+    from webhook.cluster.lister import AUDIT_RESOURCES, list_objects
+
+    collector = Collector()
+    for obj in list_objects(conn, AUDIT_RESOURCES):
+        if stop.is_set():
+            raise AuditStopped()
+        collector.add(obj)
+    return collector.state()
+
+
+def _read_file(path: str) -> ClusterState:
+    collector = Collector()
+    scan_list(path, collector.add)
+    return collector.state()
+
+
+def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
+    """`audit --watch`: audit on the interval until SIGTERM or SIGINT; exit 0 then."""
+    settings = _watch_settings(args, settings)
+    if args.snapshot == "-":
+        raise InputError("--watch reads its --snapshot again at every audit: give a file")
+    logging.config.dictConfig(dict_config(level_from_env()))
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("%s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    writer = None
+    if args.snapshot:
+        path: str = args.snapshot
+
+        def read() -> ClusterState:
+            return _read_file(path)
+
+        if settings.audit.policy_reports:
+            log.warning("audit.policyReports is on but --snapshot has no cluster to write to")
+    else:
+        from webhook.cluster.lister import connect
+
+        conn = connect(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            in_cluster=args.in_cluster,
+            timeout=args.request_timeout,
+        )
+
+        def read() -> ClusterState:
+            return _read_live(conn, stop)
+
+        if settings.audit.policy_reports:
+            writer = PolicyReportWriter(conn)
+    metrics = AuditMetrics(policy_reports=writer is not None)
+    try:
+        server = MetricsServer(args.metrics_bind, metrics).start()
+    except OSError as exc:
+        raise ConfigError(f"--metrics-bind {args.metrics_bind}: {exc.strerror or exc}") from exc
+    log.info("serving /metrics and /healthz on %s", args.metrics_bind)
+    try:
+        AuditLoop(read, settings, metrics, writer).run(stop)
+    finally:
+        server.stop()
+    log.info("stopped")
+    return 0

@@ -136,14 +136,19 @@ examples:
   kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
 deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes -A -o json > c.json
   {prog} audit --snapshot c.json -o json
+  {prog} audit --watch --in-cluster --metrics-bind 0.0.0.0:9090   the audit Deployment
 
 A pod counts when it is bound to a node of the cluster, not terminating and not
 finished; its workload is its top controller (a ReplicaSet's Deployment, a Job's
 CronJob). Constraints are read from the running pods, and each is evaluated as
 kube-scheduler would for one more such pod. See docs/audit.md.
 
+--watch audits again every audit.intervalSeconds (config; --interval-seconds wins)
+until SIGTERM, serves /metrics and /healthz, and with audit.policyReports (or
+--policy-reports) writes one PolicyReport per namespace. See docs/audit-server.md.
+
 exit status:
-  0  nothing is violated (after re-placement, with --without-nodes)
+  0  nothing is violated (after re-placement, with --without-nodes); --watch: stopped
   1  a checked constraint is violated
   2  usage error, unreadable snapshot or config, unreachable cluster
 """
@@ -194,6 +199,33 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         choices=["text", "json"],
         default="text",
         help="text (default) or json (the document of docs/audit.md)",
+    )
+    watch = p.add_argument_group("periodic audit (the audit Deployment)")
+    watch.add_argument(
+        "--watch",
+        action="store_true",
+        help="audit again every audit.intervalSeconds until SIGTERM, export metrics and "
+        "(with audit.policyReports) PolicyReports; never exits on a cluster error",
+    )
+    watch.add_argument(
+        "--metrics-bind",
+        metavar="HOST:PORT",
+        default="127.0.0.1:9090",
+        help="with --watch: serve /metrics and /healthz here, plain HTTP (default "
+        "127.0.0.1:9090)",
+    )
+    watch.add_argument(
+        "--interval-seconds",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --watch: seconds between audits (default: audit.intervalSeconds of "
+        "--config, 300; 0: no periodic audit)",
+    )
+    watch.add_argument(
+        "--policy-reports",
+        action="store_true",
+        help="with --watch: write PolicyReports (as audit.policyReports: true)",
     )
 
 

@@ -9,6 +9,12 @@ mirrors the same defaults; tests render it with Helm and compare the result with
 
 Why the webhooks fail open (failurePolicy Ignore) and time out after 5 seconds is
 explained in docs/install.md.
+
+With `Install(audit=True)` the install also runs the periodic audit: its own
+Deployment `topospread-audit` (one replica, `topospread audit --watch`), ServiceAccount
+and read-only ClusterRole, and a Service for its /metrics; `audit_policy_reports=True`
+adds the PolicyReport verbs to that role and `--policy-reports` to the command. The
+kustomize tree has them as audit/ and audit-policyreports/ (docs/audit-server.md).
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ from webhook.errors import InputError
 from webhook.install.certs import CA_CERT, TLS_CERT, TLS_KEY, check_names, service_dns_names
 
 __all__ = [
+    "AUDIT_NAME",
+    "AUDIT_ROLE_RULES",
     "CLUSTER_ROLE_RULES",
+    "POLICY_REPORT_RULE",
     "DEFAULT_CONFIG",
     "DEFAULT_IMAGE",
     "Install",
@@ -87,6 +96,52 @@ CLUSTER_ROLE_RULES: list[RawObj] = [
     },
 ]
 
+AUDIT_NAME = f"{NAME}-audit"
+AUDIT_METRICS_PORT = 9090
+AUDIT_INTERVAL_SECONDS = 300
+
+# What `audit --watch` lists every interval (webhook.cluster.lister.AUDIT_RESOURCES):
+# list only, as it lists again rather than watching.
+AUDIT_ROLE_RULES: list[RawObj] = [
+    {
+        "apiGroups": [""],
+        "resources": [
+            "nodes",
+            "pods",
+            "services",
+            "replicationcontrollers",
+            "namespaces",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+        ],
+        "verbs": ["list"],
+    },
+    {
+        "apiGroups": ["apps"],
+        "resources": ["replicasets", "statefulsets", "deployments", "daemonsets"],
+        "verbs": ["list"],
+    },
+    {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["list"]},
+    {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": ["storageclasses", "csinodes"],
+        "verbs": ["list"],
+    },
+]
+
+# Exactly what webhook.audit.policyreports sends: list (GET on the collection), create
+# (POST), update (PUT), delete (DELETE); get for a person's kubectl through this role.
+POLICY_REPORT_RULE: RawObj = {
+    "apiGroups": ["wgpolicyk8s.io"],
+    "resources": ["policyreports"],
+    "verbs": ["get", "list", "create", "update", "delete"],
+}
+
+AUDIT_RESOURCES: RawObj = {
+    "requests": {"cpu": "100m", "memory": "256Mi"},
+    "limits": {"memory": "1Gi"},
+}
+
 # Every kind whose pod template the server validates, by API group.
 VALIDATED_RESOURCES: list[tuple[str, list[str]]] = [
     ("", ["pods", "replicationcontrollers", "podtemplates"]),
@@ -117,6 +172,12 @@ class Install:
     timeout_seconds: int = 5
     config: str = DEFAULT_CONFIG
     resources: RawObj = field(default_factory=lambda: copy.deepcopy(RESOURCES))
+    # The periodic audit's Deployment (see the module docstring).
+    audit: bool = False
+    audit_policy_reports: bool = False
+    audit_include_soft: bool = False
+    audit_interval_seconds: int = AUDIT_INTERVAL_SECONDS
+    audit_resources: RawObj = field(default_factory=lambda: copy.deepcopy(AUDIT_RESOURCES))
 
 
 def _labels() -> dict[str, str]:
@@ -129,6 +190,160 @@ def _labels() -> dict[str, str]:
 
 def _selector() -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME}
+
+
+def _audit_labels() -> dict[str, str]:
+    # Its own name: the webhook's Service, PDB and Deployment select name=topospread.
+    return {
+        "app.kubernetes.io/name": AUDIT_NAME,
+        "app.kubernetes.io/component": "audit",
+        "app.kubernetes.io/part-of": NAME,
+        "app.kubernetes.io/version": __version__,
+    }
+
+
+def _audit_meta(namespace: str | None = None) -> RawObj:
+    meta: RawObj = {"name": AUDIT_NAME}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = _audit_labels()
+    return meta
+
+
+def audit_command(opt: Install) -> list[str]:
+    """The audit container's command: the Install's audit settings as flags (they must
+    follow the RBAC rendered with them, so the config file does not decide them)."""
+    command = [
+        "topospread",
+        "audit",
+        "--watch",
+        "--in-cluster",
+        "--config",
+        CONFIG_PATH,
+        "--metrics-bind",
+        f"0.0.0.0:{AUDIT_METRICS_PORT}",
+        "--interval-seconds",
+        str(opt.audit_interval_seconds),
+    ]
+    if opt.audit_include_soft:
+        command.append("--include-soft")
+    if opt.audit_policy_reports:
+        command.append("--policy-reports")
+    return command
+
+
+def audit_objects(opt: Install) -> list[RawObj]:
+    """The periodic audit: ServiceAccount, ClusterRole and binding, Service, Deployment."""
+    ns = opt.namespace
+    rules = copy.deepcopy(AUDIT_ROLE_RULES)
+    if opt.audit_policy_reports:
+        rules.append(copy.deepcopy(POLICY_REPORT_RULE))
+    selector = {"app.kubernetes.io/name": AUDIT_NAME}
+    container: RawObj = {
+        "name": "audit",
+        "image": opt.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": audit_command(opt),
+        "ports": [{"name": "metrics", "containerPort": AUDIT_METRICS_PORT, "protocol": "TCP"}],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "metrics", "scheme": "HTTP"},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 20,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
+        "resources": copy.deepcopy(opt.audit_resources),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {
+                "name": "config",
+                "mountPath": CONFIG_PATH,
+                "subPath": "config.yaml",
+                "readOnly": True,
+            }
+        ],
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _audit_meta(ns),
+            "automountServiceAccountToken": True,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _audit_meta(),
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _audit_meta(),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": AUDIT_NAME,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": AUDIT_NAME, "namespace": ns}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _audit_meta(ns),
+            "spec": {
+                "type": "ClusterIP",
+                "selector": dict(selector),
+                "ports": [
+                    {
+                        "name": "metrics",
+                        "port": AUDIT_METRICS_PORT,
+                        "targetPort": "metrics",
+                        "protocol": "TCP",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _audit_meta(ns),
+            "spec": {
+                # One audit per deployment: one replica, and Recreate so that a rollout
+                # never runs the old and the new one side by side.
+                "replicas": 1,
+                "revisionHistoryLimit": 5,
+                "selector": {"matchLabels": dict(selector)},
+                "strategy": {"type": "Recreate"},
+                "template": {
+                    "metadata": {"labels": _audit_labels()},
+                    "spec": {
+                        "serviceAccountName": AUDIT_NAME,
+                        "automountServiceAccountToken": True,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": UID,
+                            "runAsGroup": UID,
+                            "fsGroup": UID,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        # A list of a big cluster stops at the next object on SIGTERM.
+                        "terminationGracePeriodSeconds": 30,
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": f"{NAME}-config"}}
+                        ],
+                    },
+                },
+            },
+        },
+    ]
 
 
 def _meta(name: str, namespace: str | None = None) -> RawObj:
@@ -468,6 +683,8 @@ def render(opt: Install | None = None) -> list[RawObj]:
             },
         ]
     )
+    if opt.audit:
+        objs.extend(audit_objects(opt))
     objs.extend(_webhook_configurations(opt))
     return objs
 
@@ -514,6 +731,11 @@ _HEADER = (
 def _kustomization(body: RawObj) -> str:
     doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **body}
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def _json_patch(ops: list[RawObj]) -> str:
+    """A JSON6902 patch as kustomize takes it inline: a YAML list of operations."""
+    return yaml.dump(ops, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
 
 
 def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
@@ -590,6 +812,39 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
                 }
             ],
         }
+    )
+    # The periodic audit, applied after base (or an overlay of it): audit/ alone, and
+    # audit-policyreports/ with the PolicyReport verbs and --policy-reports added.
+    plain = audit_objects(Install(audit=True))
+    out["audit/audit.yaml"] = header + to_yaml(plain)
+    out["audit/kustomization.yaml"] = header + _kustomization({"resources": ["audit.yaml"]})
+    reports = [
+        {
+            "target": {
+                "group": "rbac.authorization.k8s.io",
+                "version": "v1",
+                "kind": "ClusterRole",
+                "name": AUDIT_NAME,
+            },
+            "patch": _json_patch(
+                [{"op": "add", "path": "/rules/-", "value": copy.deepcopy(POLICY_REPORT_RULE)}]
+            ),
+        },
+        {
+            "target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": AUDIT_NAME},
+            "patch": _json_patch(
+                [
+                    {
+                        "op": "add",
+                        "path": "/spec/template/spec/containers/0/command/-",
+                        "value": "--policy-reports",
+                    }
+                ]
+            ),
+        },
+    ]
+    out["audit-policyreports/kustomization.yaml"] = header + _kustomization(
+        {"resources": ["../audit"], "patches": reports}
     )
     return out
 

@@ -28,3 +28,13 @@ namespaceSelector:
 caBundle: {{ required "set tls.caCert (the CA's PEM, e.g. --set-file tls.caCert=certs/ca.crt) or certManager.enabled=true" .Values.tls.caCert | b64enc }}
 {{- end }}
 {{- end }}
+
+{{- define "topospread.auditLabels" -}}
+app.kubernetes.io/name: topospread-audit
+app.kubernetes.io/component: audit
+app.kubernetes.io/part-of: topospread
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: topospread-{{ .Chart.Version }}
+{{- end }}

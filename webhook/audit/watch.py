@@ -1,0 +1,211 @@
+"""The periodic audit: `topospread audit --watch`, one process per deployment.
+
+    loop = AuditLoop(read, settings, metrics, writer)     # read() -> a fresh ClusterState
+    server = MetricsServer("0.0.0.0:9090", metrics).start()   # /metrics and /healthz
+    loop.run(stop)                                        # until stop is set (SIGTERM)
+
+Every `audit.intervalSeconds` (start to start; 0: no audit at all, the process only
+serves /healthz and its metrics) the loop reads the whole cluster again (a paginated
+list of every kind an audit needs), runs the same audit as the CLI (run_audit),
+exports it as metrics and, with a writer, syncs the PolicyReports. The state is
+listed again each time rather than kept by a watch: an audit every few minutes needs
+a consistent picture, not a current one, and the memory of 150,000 pods is given back
+between runs (docs/audit-server.md weighs both).
+
+Nothing stops the loop but `stop`: a failed read, a failed audit or a failed write is
+one log line and one count in the metrics, and the next run tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from webhook.api.kube import RawObj
+from webhook.audit.inventory import ClusterState
+from webhook.audit.metrics import AuditMetrics
+from webhook.audit.policyreports import SyncOutcome, desired_results
+from webhook.audit.report import AuditReport
+from webhook.audit.run import run_audit
+from webhook.config import Settings
+from webhook.errors import ConfigError, TopospreadError
+
+__all__ = ["AuditLoop", "AuditStopped", "MetricsServer", "ReportSink", "parse_bind"]
+
+log = logging.getLogger("topospread.audit")
+
+
+class AuditStopped(Exception):
+    """Raised by a read that noticed the stop request: the run ends, uncounted."""
+
+
+class ReportSink(Protocol):
+    """Where the results go (policyreports.PolicyReportWriter)."""
+
+    def sync(self, desired: Mapping[str, list[RawObj]]) -> SyncOutcome: ...
+
+
+class AuditLoop:
+    """Audits on an interval; `runs` counts the audits that completed."""
+
+    def __init__(
+        self,
+        read: Callable[[], ClusterState],
+        settings: Settings,
+        metrics: AuditMetrics,
+        writer: ReportSink | None = None,
+        *,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.read = read
+        self.settings = settings
+        self.metrics = metrics
+        self.writer = writer
+        self.interval = settings.audit.interval_seconds if interval is None else interval
+        self.include_soft = settings.audit.include_soft
+        self._clock = clock
+        self._timer = timer
+        self.runs = 0
+        self.failures = 0
+
+    def run_once(self) -> AuditReport | None:
+        """One audit: read, evaluate, export, write; None when it failed. Never raises."""
+        started = self._timer()
+        try:
+            state = self.read()
+        except AuditStopped:
+            return None
+        except TopospreadError as exc:
+            self._failed("read", f"the audit could not read the cluster: {exc}")
+            return None
+        except Exception:  # a bug: the traceback, and the loop goes on
+            log.exception("the audit could not read the cluster")
+            self._failed("read", None)
+            return None
+        try:
+            report = run_audit(state, self.settings, include_soft=self.include_soft)
+        except Exception:  # a bug: the traceback, and the loop goes on
+            log.exception("the audit failed")
+            self._failed("audit", None)
+            return None
+        seconds = self._timer() - started
+        now = self._clock()
+        self.metrics.observe_run(report, seconds, now)
+        self.runs += 1
+        log.info(
+            "audit: %d workloads, %d constraints checked, %d violated (%.1f s)",
+            len(report.spreads),
+            report.checked,
+            report.violations,
+            seconds,
+        )
+        if self.writer is not None:
+            self._write(self.writer, report, state, now)
+        return report
+
+    def _failed(self, stage: str, message: str | None) -> None:
+        self.failures += 1
+        self.metrics.count_error(stage)
+        if message is not None:
+            log.warning("%s; retried in %s s", message, _seconds(self.interval))
+
+    def _write(
+        self, writer: ReportSink, report: AuditReport, state: ClusterState, now: float
+    ) -> None:
+        try:
+            outcome = writer.sync(desired_results(report, state, now=now))
+        except Exception:  # a bug: the writer reports its own failures
+            log.exception("writing the PolicyReports failed")
+            outcome = SyncOutcome(errors=[("update", "", "unexpected error")])
+        self.metrics.observe_reports(outcome)
+        if outcome.created or outcome.updated or outcome.deleted:
+            log.info(
+                "PolicyReports: %d created, %d updated, %d deleted",
+                len(outcome.created),
+                len(outcome.updated),
+                len(outcome.deleted),
+            )
+
+    def run(self, stop: threading.Event) -> None:
+        """Audit now and every `interval` seconds (start to start) until `stop` is set."""
+        if self.interval <= 0:
+            log.info("audit.intervalSeconds is 0: the periodic audit is off")
+            stop.wait()
+            return
+        log.info("auditing every %s s", _seconds(self.interval))
+        while not stop.is_set():
+            started = self._timer()
+            self.run_once()
+            stop.wait(max(0.0, self.interval - (self._timer() - started)))
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """HOST:PORT ([v6]:PORT too) as (host, port); ConfigError when malformed."""
+    host, sep, port = bind.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"--metrics-bind {bind!r}: expected HOST:PORT, e.g. 0.0.0.0:9090")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    metrics: AuditMetrics
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+        """Scrapes and probes are not logged."""
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        path = self.path.partition("?")[0]
+        if path == "/metrics":
+            self._send(200, self.metrics.exposition(), CONTENT_TYPE_LATEST)
+        elif path == "/healthz":
+            self._send(200, b"ok\n", "text/plain; charset=utf-8")
+        else:
+            self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+
+class MetricsServer:
+    """Plain HTTP /metrics and /healthz in a daemon thread (no TLS: it carries counts,
+    no secrets, and stays inside the cluster; see docs/audit-server.md)."""
+
+    def __init__(self, bind: str, metrics: AuditMetrics) -> None:
+        host, port = parse_bind(bind)
+        handler = type("Handler", (_Handler,), {"metrics": metrics})
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> MetricsServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="topospread-audit-metrics", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
