@@ -31,13 +31,8 @@ from collections.abc import Iterable, Mapping
 
 from webhook.api.resources import pod_requests
 from webhook.audit.moves import CAPACITY_RESOURCES, Tracked, Workspace, unbound
-from webhook.scheduler.placement import place
 
 __all__ = ["conflict", "lower_bound"]
-
-# Filters a node fails only for the moment: the spread (its counts move with the
-# plan) and the resources (counted here as capacity instead).
-_DYNAMIC = frozenset({"PodTopologySpread", "NodeResourcesFit"})
 
 
 def _window(values: Iterable[int], max_skew: int, fixed_zero: bool) -> range:
@@ -104,25 +99,21 @@ def _per_node(space: Workspace, i: int) -> tuple[dict[str, int], dict[str, int],
         if key not in space.movers:
             fixed[node] = fixed.get(node, 0) + 1
     pod = unbound(t.spread.pod)
-    framework = space.settings.framework_for(pod)
-    static: set[str] = set()
-    if framework is not None:
-        decision = place(pod, space.snapshot, framework=framework)
-        static = {
-            v.name
-            for v in decision.nodes
-            if all(s.ok for plugin, s in v.filters.items() if plugin not in _DYNAMIC)
-        }
+    static = space.admits(pod)
     asks = pod_requests(pod, use_status=False)
-    nodes = space.snapshot.nodes
+    sig = tuple(sorted(asks.items()))
     cap: dict[str, int] = {}
     for name in t.node_domain:
         here = on.get(name, 0)
-        room = (
-            _extra(space.allocatable(name), nodes[name].requested, asks, total)
-            if name in static
-            else 0
-        )
+        room = 0
+        if name in static:
+            known = space.room.get((name, sig))
+            if known is None:
+                info = space.snapshot.nodes[name]
+                known = space.room[(name, sig)] = _extra(
+                    space.allocatable(name), info.requested, asks, 1 << 30
+                )
+            room = known
         cap[name] = min(total, here + room)
     return fixed, cap, total
 

@@ -41,6 +41,9 @@ __all__ = ["CAPACITY_RESOURCES", "Tracked", "Workspace", "fits_allocatable", "un
 # and memory").
 CAPACITY_RESOURCES = ("pods", "cpu", "memory")
 _HONOR = "Honor"
+_UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+# targets() checks allocatable on every feasible node up to this many.
+_CHECK_ALL = 200
 
 
 def unbound(pod: RawObj) -> RawObj:
@@ -211,6 +214,17 @@ class Workspace:
         self.moves: list[tuple[str, str, str]] = []
         self.place_calls = 0
         self._allocatable: dict[str, dict[str, int] | None] = {}
+        # (node, requests) -> how many more such pods it holds, before any move
+        self.room: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
+        self._admits: dict[str, set[str]] = {}
+        # Nodes over their allocatable pods, cpu or memory: they receive nothing.
+        # A move never puts a node over, and a node a pod leaves stays in (checked
+        # again by fits()), so this set only ever needs the start's nodes.
+        self.over = {
+            name
+            for name, info in self.snapshot.nodes.items()
+            if not fits_allocatable(self.allocatable(name), info.requested, {})
+        }
 
     # ---- tracking ---------------------------------------------------------------
 
@@ -344,15 +358,53 @@ class Workspace:
             self.place_calls += 1
             decision = place(fresh, self.snapshot, framework=framework)
             nodes = self.snapshot.nodes
-            return [
-                v.name
-                for v in decision.nodes
-                if v.feasible
-                and v.name != frm
-                and fits_allocatable(self.allocatable(v.name), nodes[v.name].requested, asks)
-            ]
+            over = self.over
+            found = [v.name for v in decision.nodes if v.feasible and v.name not in over]
+            if len(found) <= _CHECK_ALL:
+                found = [
+                    n
+                    for n in found
+                    if fits_allocatable(self.allocatable(n), nodes[n].requested, asks)
+                ]
+            return [n for n in found if n != frm]
         finally:
             self.snapshot.add_pod(pod, frm)
+
+    def fits(self, key: str, node: str) -> bool:
+        """The explicit allocatable check of a target (targets() makes it on every
+        node of small clusters; on large ones the planner makes it on the node it
+        picks)."""
+        asks = pod_requests(unbound(self.pods[key]), use_status=False)
+        return fits_allocatable(self.allocatable(node), self.snapshot.nodes[node].requested, asks)
+
+    def admits(self, pod: RawObj) -> set[str]:
+        """Nodes whose static filters let the pod in: not unschedulable, no
+        NoSchedule/NoExecute taint it does not tolerate, its required node affinity
+        (what counting capacity needs; a move is still checked by place())."""
+        s = spec(pod)
+        tolerations = s.get("tolerations")
+        required = as_dict(as_dict(s.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        sig = json.dumps([s.get("nodeSelector"), required, tolerations], sort_keys=True)
+        hit = self._admits.get(sig)
+        if hit is None:
+            matcher = compile_node_affinity(pod)
+            tols = tolerations if isinstance(tolerations, list) else None
+            hit = set()
+            for name, info in self.snapshot.nodes.items():
+                node_spec = as_dict(info.node.get("spec"))
+                if node_spec.get("unschedulable") is True and (
+                    find_untolerated_taint([_UNSCHEDULABLE], tols) is not None
+                ):
+                    continue
+                if find_untolerated_taint(node_spec.get("taints"), tols) is not None:
+                    continue
+                if matcher is not None and not matcher(info.node):
+                    continue
+                hit.add(name)
+            self._admits[sig] = hit
+        return hit
 
     def allocatable(self, node: str) -> dict[str, int] | None:
         """node_allocatable of a node (nodes do not change while planning)."""

@@ -292,7 +292,11 @@ class _Planner:
         for key in self._sources(i)[:CANDIDATES]:
             touched = space.affected(key)
             before = space.potential(touched)
-            best = self._best_target(key, space.targets(key))
+            targets = space.targets(key)
+            best = self._best_target(key, targets)
+            while best is not None and not space.fits(key, best[2]):
+                targets.remove(best[2])
+                best = self._best_target(key, targets)
             if best is None or (best[0], best[1]) >= (0, 0):
                 continue
             space.move(key, best[2])
