@@ -372,6 +372,12 @@ def test_place_equals_one_node_at_a_time(
     snap = Snapshot.from_objects(objs)
     pod = _incoming(incoming)
     _same_placement(placed(pod, snap, args), reference_place(pod, snap, args))
+    # Filters only: the same verdicts, nothing scored, nothing chosen.
+    full, filters_only = place(pod, snap, args), place(pod, snap, args, score=False)
+    assert [(v.name, v.feasible, v.filters) for v in filters_only.nodes] == [
+        (v.name, v.feasible, v.filters) for v in full.nodes
+    ]
+    assert filters_only.selected_node is None and not any(v.scores for v in filters_only.nodes)
     for n, (what, i, zone) in enumerate(changes):
         name = f"n{i % len(nodes)}"
         if what == "bind":

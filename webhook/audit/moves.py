@@ -356,7 +356,7 @@ class Workspace:
         self._take(key)
         try:
             self.place_calls += 1
-            decision = place(fresh, self.snapshot, framework=framework)
+            decision = place(fresh, self.snapshot, framework=framework, score=False)
             nodes = self.snapshot.nodes
             over = self.over
             found = [v.name for v in decision.nodes if v.feasible and v.name not in over]

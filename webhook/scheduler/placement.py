@@ -190,11 +190,14 @@ def place(
     args: SpreadArgs = DEFAULT_ARGS,
     *,
     framework: Framework | None = None,
+    score: bool = True,
 ) -> Placement:
     """Run every filter on every node, score the feasible ones, pick a node.
 
     `framework`: the profile to run (default: kube-scheduler's default profile with
-    `args` as PodTopologySpread's args). The result is node for node what running
+    `args` as PodTopologySpread's args). `score=False`: filters only (which nodes could
+    take the pod: no scores, no selected node), for callers that pick the node
+    themselves. The result is node for node what running
     each filter on each node and scoring the feasible ones would give; the filter
     work is done once per group of nodes that must get the same answer (see the
     module docstring).
@@ -266,7 +269,7 @@ def place(
     selected: str | None = None
     tied: list[str] = []
     error: str | None = None
-    if feasible:
+    if feasible and score:
         spread_scores = None
         if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
             spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
