@@ -378,6 +378,7 @@ def test_place_equals_one_node_at_a_time(
         (v.name, v.feasible, v.filters) for v in full.nodes
     ]
     assert filters_only.selected_node is None and not any(v.scores for v in filters_only.nodes)
+    assert filters_only.reasons == full.reasons and filters_only.distribution == {}
     for n, (what, i, zone) in enumerate(changes):
         name = f"n{i % len(nodes)}"
         if what == "bind":

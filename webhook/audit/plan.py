@@ -248,15 +248,24 @@ class _Planner:
             if group not in groups or key < groups[group]:
                 groups[group] = key
 
+        # A removal's effect depends only on the entries counting the pod and its
+        # node's domain in each: worked out once per such combination.
+        effect: dict[tuple[Any, ...], tuple[int, int]] = {}
+
         def gain(key: str) -> tuple[int, int, str, str]:
-            de = dq = 0
             node = space.where[key]
-            for j in space.affected(key):
-                u = space.tracked[j]
-                excess, q = u.shifted(u.node_domain.get(node), None)
-                de += excess - u.excess
-                dq += q
-            return (de, dq, node, key)
+            affected = space.affected(key)
+            domains = tuple(space.tracked[j].node_domain.get(node) for j in affected)
+            hit = effect.get((affected, domains))
+            if hit is None:
+                de = dq = 0
+                for j, domain in zip(affected, domains, strict=True):
+                    u = space.tracked[j]
+                    excess, q = u.shifted(domain, None)
+                    de += excess - u.excess
+                    dq += q
+                hit = effect[(affected, domains)] = (de, dq)
+            return (*hit, node, key)
 
         return [g[3] for g in sorted(gain(k) for k in groups.values())]
 
@@ -269,18 +278,25 @@ class _Planner:
         entries = [space.tracked[j] for j in space.affected(key)]
         sources = [t.node_domain.get(frm) for t in entries]
         excess = [t.excess for t in entries]
-        memo: list[dict[str | None, tuple[int, int]]] = [{} for _ in entries]
+        # The first target by name of each combination of domains (thousands of nodes,
+        # a few combinations): the others of a combination cannot beat it.
+        combos: list[tuple[str | None, ...]] = (
+            list(zip(*(map(t.node_domain.get, targets) for t in entries), strict=True))
+            if entries
+            else [()] * len(targets)
+        )
+        first: dict[tuple[str | None, ...], str] = {}
+        for combo, to in zip(combos, targets, strict=True):
+            seen = first.get(combo)
+            if seen is None or to < seen:
+                first[combo] = to
         best: tuple[int, int, str] | None = None
-        for to in targets:
+        for combo, to in first.items():
             de = dq = 0
             for n, t in enumerate(entries):
-                into = t.node_domain.get(to)
-                hit = memo[n].get(into)
-                if hit is None:
-                    e, q = t.shifted(sources[n], into)
-                    hit = memo[n][into] = (e - excess[n], q)
-                de += hit[0]
-                dq += hit[1]
+                e, q = t.shifted(sources[n], combo[n])
+                de += e - excess[n]
+                dq += q
             if best is None or (de, dq, to) < best:
                 best = (de, dq, to)
         return best

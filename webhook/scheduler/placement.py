@@ -196,8 +196,8 @@ def place(
 
     `framework`: the profile to run (default: kube-scheduler's default profile with
     `args` as PodTopologySpread's args). `score=False`: filters only (which nodes could
-    take the pod: no scores, no selected node), for callers that pick the node
-    themselves. The result is node for node what running
+    take the pod: no scores, no selected node, no distribution), for callers that
+    pick the node themselves. The result is node for node what running
     each filter on each node and scoring the feasible ones would give; the filter
     work is done once per group of nodes that must get the same answer (see the
     module docstring).
@@ -312,7 +312,7 @@ def place(
             for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
         ]
     memo.last = (names, statuses_of_node, scores, totals, verdicts)
-    if isinstance(pre, Status) or isinstance(soft, Status):
+    if isinstance(pre, Status) or isinstance(soft, Status) or not score:
         spread_over: dict[str, dict[str, int]] = {}
     else:
         spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
