@@ -185,6 +185,8 @@ class ImageLocality:
     """
 
     name: ClassVar[str] = PLUGIN_NAME
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=(
             "spec.containers[].image",
@@ -260,3 +262,7 @@ class ImageLocality:
         if not isinstance(pre, ImageLocalityPreScoreState):
             return None
         return (tuple(pre.images), tuple(sorted(pre.num_nodes.items())), pre.total_nodes)
+
+    def score_node_key(self, node: NodeInfo) -> Hashable:
+        """What Score reads of a node, whatever the pod: its images' names and sizes."""
+        return tuple(sorted(self._image_sizes(node.node).items()))

@@ -225,6 +225,8 @@ class VolumeBinding:
     """PreFilter, Filter and (skipping) PreScore of VolumeBinding."""
 
     name: ClassVar[str] = NAME
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.name", "metadata.namespace", "metadata.uid", "spec.volumes"),

@@ -52,6 +52,7 @@ __all__ = [
     "PreScoreState",
     "normalize_score",
     "pre_score",
+    "score_label_keys",
     "score_node",
 ]
 
@@ -200,6 +201,13 @@ def score_node(state: CycleState, node: NodeInfo) -> tuple[int, Status]:
         if key in labels:
             total += by_value.get(labels[key], 0)
     return total, SUCCESS
+
+
+def score_label_keys(state: CycleState) -> tuple[str, ...] | None:
+    """The node labels score_node reads (the keys PreScore summed weights for), None
+    before PreScore."""
+    s = state.get(PRE_SCORE_STATE_KEY)
+    return tuple(s.topology_score) if isinstance(s, PreScoreState) else None
 
 
 def normalize_score(state: CycleState, scores: dict[str, int]) -> Status:
