@@ -19,7 +19,7 @@ same answer, so a decision over thousands of nodes stays cheap:
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -235,9 +235,10 @@ def place(
         classes = memo_of(snapshot).node_classes(hard_keys, (False,) * len(hard_keys), table)
         by_class = filter_classes(state, hard_keys, classes.values)
         # The verdicts are a few shared Status objects: tell them apart by identity.
-        spread = list({id(status): status for status in by_class}.values())
+        ids = list(map(id, by_class))
+        spread = list(dict(zip(ids, by_class, strict=True)).values())
         slot = {id(status): i for i, status in enumerate(spread)}
-        codes = list(map([slot[id(status)] for status in by_class].__getitem__, classes.of_node))
+        codes = list(map(list(map(slot.__getitem__, ids)).__getitem__, classes.of_node))
         width = len(spread)
         if any(outcome_ids):
             keys = list(map(add, map(width.__mul__, outcome_ids), codes))
@@ -280,18 +281,20 @@ def place(
         if isinstance(ranked, str):
             error = ranked
         else:
-            order, rows, sums = ranked
+            order, rows, sums, full_rows = ranked
             # Nodes with the same scores share one map, and so do later decisions (a
             # verdict whose maps are the previous decision's is kept as it was).
             maps = {
-                row: shared.share(("scores", order, row), _score_map, order, row)
-                for row in set(rows)
+                row: shared.share(("scores", order, full), _score_map, order, full)
+                for row, full in full_rows.items()
             }
-            for p, row, total in zip(feasible, rows, sums, strict=True):
-                scores[p] = maps[row]
-                totals[p] = total
+            if len(feasible) == len(names):
+                scores, totals = list(map(maps.__getitem__, rows)), sums
+            else:  # scatter onto the feasible positions, in C
+                deque(map(scores.__setitem__, feasible, map(maps.__getitem__, rows)), 0)
+                deque(map(totals.__setitem__, feasible, sums), 0)
             best = max(sums)
-            tied = [names[p] for p in compress(feasible, map(best.__eq__, sums))]
+            tied = list(map(names.__getitem__, compress(feasible, map(best.__eq__, sums))))
             selected = tied[0]  # nodes are in name order: ties go to the first by name
 
     # A node whose status map and score map are the very ones of the previous
@@ -329,10 +332,9 @@ def place(
     )
 
 
-def _score_map(order: tuple[str, ...], row: Any) -> dict[str, int]:
-    """A node's scores by plugin; `row` is the scores in `order`, or the one score when
-    one plugin scores."""
-    return dict(zip(order, row if isinstance(row, tuple) else (row,), strict=True))
+def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
+    """A node's scores by plugin; `row` is the scores in `order`."""
+    return dict(zip(order, row, strict=True))
 
 
 def _score(
@@ -343,10 +345,11 @@ def _score(
     feasible: list[int],
     generations: list[int],
     spread_scores: list[int] | None,
-) -> tuple[tuple[str, ...], list[Any], list[int]] | str:
+) -> tuple[tuple[str, ...], list[Any], list[int], dict[Any, tuple[int, ...]]] | str:
     """Every score plugin's normalised score on each feasible node (positions of
-    `table`): the plugins scoring (profile order), each node's row of scores in that
-    order and its weighted sum; or the error that fails the cycle.
+    `table`): (the plugins scoring, in profile order; each node's row, a key for its
+    scores; each node's weighted sum; row -> the scores in that order); or the error
+    that fails the cycle.
 
     Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
     weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
@@ -369,17 +372,26 @@ def _score(
             return column
         columns[plugin.name] = (weight, column)
     order = tuple(name for name in fw.score_names if name in columns)
+    # A column giving every node the same score (a plugin nothing sets apart, as
+    # TaintToleration on untainted nodes) stays out of the rows.
+    constant = {name: column[0] for name, (_, column) in columns.items() if len(set(column)) == 1}
+    varying = [name for name in order if name not in constant]
     rows: list[Any]
-    sum_of: dict[Any, int]
-    if len(order) == 1:  # one plugin scores (PodTopologySpread alone, say): rows are its scores
-        weight, rows = columns[order[0]]
-        sum_of = {v: weight * v for v in set(rows)}
+    if not varying:
+        rows = [()] * len(feasible)
+    elif len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
+        rows = columns[varying[0]][1]
     else:
-        rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * len(feasible)
-        weights = [columns[name][0] for name in order]
-        # One weighted sum per distinct row of scores.
-        sum_of = {row: sum(map(mul, weights, row)) for row in set(rows)}
-    return order, rows, list(map(sum_of.__getitem__, rows))
+        rows = list(zip(*(columns[name][1] for name in varying), strict=True))
+    full_rows: dict[Any, tuple[int, ...]] = {}
+    sum_of: dict[Any, int] = {}
+    # One weighted sum and one row of every plugin's score per distinct row.
+    for row in set(rows):
+        values = dict(constant)
+        values.update(zip(varying, row if len(varying) != 1 else (row,), strict=True))
+        full = full_rows[row] = tuple(values[name] for name in order)
+        sum_of[row] = sum(map(mul, (columns[name][0] for name in order), full))
+    return order, rows, list(map(sum_of.__getitem__, rows)), full_rows
 
 
 def _column(

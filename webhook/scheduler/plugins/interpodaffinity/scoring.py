@@ -157,7 +157,8 @@ def pre_score(
     score: ScoreMap = {}
     with index.lock:
         index.sync(snapshot)
-        known = all_namespaces(snapshot, index)
+        own = terms.preferred_affinity or terms.preferred_anti_affinity
+        known = all_namespaces(snapshot, index) if own else set()
         for t in terms.preferred_affinity:
             _incoming_term(
                 score, merge_namespace_selector(t, snapshot, known), 1, snapshot, index, known

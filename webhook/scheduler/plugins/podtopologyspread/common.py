@@ -242,7 +242,6 @@ class NodeInclusion:
     def know_affinity(self, table: NodeTable, matches: list[bool]) -> None:
         """Take whether the pod's node affinity matches each node of `table`, as
         already worked out (by the NodeAffinity filter, which checks the very same)."""
-        self._affinity = dict(zip(table.names, matches, strict=True))
         self._known = (table, matches)
 
     def known_affinity(self, c: Constraint) -> tuple[NodeTable, list[bool]] | None:
@@ -257,7 +256,13 @@ class NodeInclusion:
             return True
         hit = self._affinity.get(info.name)
         if hit is None:
-            hit = self._affinity[info.name] = bool(self._matcher(info.node))
+            known = self._known
+            at = known[0].position.get(info.name) if known is not None else None
+            if at is not None and known is not None and known[0].infos[at] is info:
+                hit = known[1][at]
+            else:
+                hit = bool(self._matcher(info.node))
+            self._affinity[info.name] = hit
         return hit
 
     def untainted(self, info: NodeInfo) -> bool:
