@@ -210,11 +210,11 @@ class ImageLocality:
         # hold the object.
         self._sizes: dict[int, tuple[RawObj, dict[str, int]]] = {}
         # snapshot -> (its Node objects in snapshot.nodes order, how many of them list
-        # each image name): updated for the Node objects replaced since, rebuilt when
-        # nodes come or go.
-        self._counts: weakref.WeakKeyDictionary[Snapshot, tuple[list[RawObj], Counter[str]]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # each image name, the snapshot's version then): updated for the Node objects
+        # replaced since, rebuilt when nodes come or go.
+        self._counts: weakref.WeakKeyDictionary[
+            Snapshot, tuple[list[RawObj], Counter[str], int]
+        ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def _image_sizes(self, node: RawObj) -> dict[str, int]:
@@ -230,23 +230,26 @@ class ImageLocality:
     def _image_counts(self, snapshot: Snapshot) -> tuple[Counter[str], int]:
         """How many of the snapshot's nodes list each image name, and how many nodes
         there are; counted once per snapshot, then only for the Node objects replaced."""
-        nodes = list(map(_node_of, snapshot.nodes.values()))
         with self._lock:
             hit = self._counts.get(snapshot)
+            if hit is not None and hit[2] == snapshot.version:
+                return hit[1], len(hit[0])  # nothing changed since
+            version = snapshot.version
+            nodes = list(map(_node_of, snapshot.nodes.values()))
             if hit is not None and len(hit[0]) == len(nodes):
-                then, counts = hit
+                then, counts, _ = hit
                 moved = list(compress(range(len(nodes)), map(is_not, nodes, then)))
                 if moved:
                     counts = Counter(counts)
                     for i in moved:
                         counts.subtract(self._image_sizes(then[i]).keys())
                         counts.update(self._image_sizes(nodes[i]).keys())
-                    self._counts[snapshot] = (nodes, counts)
+                self._counts[snapshot] = (nodes, counts, version)
                 return counts, len(nodes)
             counts = Counter()
             for node in nodes:
                 counts.update(self._image_sizes(node).keys())
-            self._counts[snapshot] = (nodes, counts)
+            self._counts[snapshot] = (nodes, counts, version)
             return counts, len(nodes)
 
     def pre_score(
