@@ -1,20 +1,27 @@
 """The one entry point the CLI and /mutate call: where would kube-scheduler put this pod?
 
-`place` runs the five node filters and PodTopologySpread on every node (no
-short-circuit, so every reason shows), scores the feasible nodes with
-PodTopologySpread alone, and picks the highest score, ties broken by name.
-`simulate` places copies one after another on a private copy of the snapshot.
+`place` runs the profile's filter plugins on every node (no short-circuit, so every
+reason shows), scores the feasible nodes with its score plugins, and picks the
+highest weighted sum, ties broken by name. `simulate` places copies one after another
+on a private copy of the snapshot.
 
-The answer is the one a node-by-node evaluation gives (a property test holds
-it to that), but the work is done once per group of nodes that must get the
-same answer, so a decision over thousands of nodes stays cheap:
-- the five filters' outcomes are remembered per pod spec and node generation;
+The answer is the one a node-by-node evaluation gives (property tests hold it to
+that, for the spread-only model and the default profile), but the work is done once
+per group of nodes that must get the same answer, so a decision over thousands of
+nodes stays cheap:
+- the filters' outcomes are remembered per pod spec and node generation; new ones
+  are judged once per group of nodes alike for every filter (pod-independent node
+  keys kept per node, NodeAffinity's by the classes of the labels it reads);
 - PodTopologySpread's Filter reads only the node's values for the constraints'
   keys, so it runs once per distinct set of values (a zone, not each node);
-- Score likewise runs once per set of values (hostname by presence), and
+- its Score likewise runs once per set of values (hostname by presence), and
   one by one only for the nodes holding matching pods under a hostname
   constraint;
-- nodes with the same outcome share one status map and one score map.
+- every other score plugin runs once per class of nodes it cannot tell apart
+  (_score_classes), raw scores remembered per class where they read only the node
+  and a pod key, and NormalizeScore runs over the distinct raw scores;
+- nodes with the same outcome share one status map and one score map, and a node
+  whose maps did not change keeps its verdict object.
 """
 
 from __future__ import annotations
@@ -566,11 +573,7 @@ def _filter_outcomes(
     if then_names is table.names:
         if generations == then_generations:
             return ids, memo, then_generations
-        moved = [
-            i
-            for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
-            if now != then
-        ]
+        moved = list(compress(range(len(generations)), map(ne, generations, then_generations)))
         ids = list(ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
@@ -681,9 +684,8 @@ def _classes(
         fresh = [group(i) for i in range(len(generations))]
     elif generations != then_generations:
         fresh = list(ids)
-        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
-            if now != then:
-                fresh[i] = group(i)
+        for i in compress(range(len(generations)), map(ne, generations, then_generations)):
+            fresh[i] = group(i)
     else:
         return ids
     if None in fresh:
