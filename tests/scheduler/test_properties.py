@@ -26,12 +26,13 @@ from tests.builders import (
     make_node,
     make_pod,
     selector,
+    with_affinity,
 )
 from tests.scheduler.frameworks import spread_only
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime import run_filters
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import SUCCESS, Status
+from webhook.scheduler.framework.types import SUCCESS, Code, Status
 from webhook.scheduler.placement import NodeVerdict, Placement, place, pod_ref, simulate
 from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME,
@@ -41,6 +42,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
 )
 from webhook.scheduler.plugins.podtopologyspread.filtering import filter_node, pre_filter
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
+from webhook.scheduler.profile import Framework, default_framework
 
 NODES = ["n0", "n1", "n2", "n3"]
 NAMESPACES = ["default", "other"]
@@ -171,37 +173,76 @@ def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains
 RACK = "example.com/rack"
 
 
-def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Placement:
+def reference_place(
+    pod: dict[str, Any],
+    snap: Snapshot,
+    args: SpreadArgs,
+    framework: Framework | None = None,
+) -> Placement:
     """place() the straightforward way: every filter on every node, one node at a
-    time, then PreScore / Score / NormalizeScore over the feasible nodes."""
+    time, then each score plugin's PreScore, Score on every feasible node, and
+    NormalizeScore over a map of every feasible node (`framework`: the profile, by
+    default the five filters and PodTopologySpread)."""
+    fw = framework if framework is not None else spread_only(args)
+    args = fw.spread_args
     pre = pre_filter(pod, snap, args)
     soft = constraints_or_error(pod, snap, args, SCHEDULE_ANYWAY)
     spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
+    prepared = fw.filters.prepare(pod, snap)
     rows = []
     reasons: dict[str, int] = {}
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        statuses = run_filters(spread_only(args).filters.prepare(pod), info)
+        others = run_filters(prepared, info)
         if spread_error is not None:
-            statuses[PLUGIN_NAME] = spread_error
+            spread = spread_error
         elif not isinstance(pre, Status) and pre.constraints:
-            statuses[PLUGIN_NAME] = filter_node(pre, info)
+            spread = filter_node(pre, info)
         else:
-            statuses[PLUGIN_NAME] = SUCCESS
+            spread = SUCCESS
+        statuses = {n: spread if n == PLUGIN_NAME else others[n] for n in fw.filter_names}
         failed = [s for s in statuses.values() if not s.ok]
         for status in failed:
             for reason in status.reasons:
                 reasons[reason] = reasons.get(reason, 0) + 1
         rows.append((info, statuses, not failed))
     feasible = [info for info, _, ok in rows if ok]
-    # PodTopologySpread's PreScore skips a pod without soft constraints: no score at all.
-    skipped = isinstance(soft, Status) or not soft.constraints
-    scores = score_nodes(pod, snap, args, feasible) if feasible and not skipped else {}
-    if isinstance(scores, Status):
-        scores = {}
+    columns: dict[str, dict[str, int]] = {}
+    weights: dict[str, int] = {p.name: w for p, w in fw.scores}
+    error: str | None = None
+    if feasible:
+        # PodTopologySpread's PreScore skips a pod without soft constraints: no score at all.
+        if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
+            spread_scores = score_nodes(pod, snap, args, feasible)
+            assert not isinstance(spread_scores, Status)
+            columns[PLUGIN_NAME] = spread_scores
+            weights[PLUGIN_NAME] = fw.spread_weight
+        state = prepared.state
+        for plugin, _ in fw.scores:
+            status = plugin.pre_score(state, pod, feasible, snap)
+            if status.code is Code.SKIP:
+                continue
+            if not status.ok:
+                error = f"running PreScore plugin {plugin.name!r}: {status.reason}"
+                break
+            raw: dict[str, int] = {}
+            for info in feasible:
+                value, status = plugin.score(state, pod, info)
+                if not status.ok:
+                    error = f"running Score plugin {plugin.name!r}: {status.reason}"
+                    break
+                raw[info.name] = value
+            if error is not None:
+                break
+            status = plugin.normalize_score(state, pod, raw)
+            if not status.ok:
+                error = f"running Normalize on Score plugins: {status.reason}"
+                break
+            columns[plugin.name] = raw
+    order = [n for n in fw.score_names if n in columns] if error is None else []
 
     def scored(info: Any) -> dict[str, int]:
-        return {} if skipped else {PLUGIN_NAME: scores.get(info.name, 0)}
+        return {n: columns[n][info.name] for n in order}
 
     nodes = [
         NodeVerdict(
@@ -209,12 +250,12 @@ def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Pl
             ok,
             statuses,
             scored(info) if ok else {},
-            sum(scored(info).values()) if ok else 0,
+            sum(weights[n] * s for n, s in scored(info).items()) if ok else 0,
         )
         for info, statuses, ok in rows
     ]
     best = max((v.score for v in nodes if v.feasible), default=None)
-    tied = [v.name for v in nodes if v.feasible and v.score == best]
+    tied = [v.name for v in nodes if v.feasible and v.score == best] if error is None else []
     return Placement(
         pod_ref(pod),
         nodes,
@@ -222,6 +263,7 @@ def reference_place(pod: dict[str, Any], snap: Snapshot, args: SpreadArgs) -> Pl
         dict(sorted(reasons.items())),
         distribution(pod, snap, args),
         tied_nodes=tied,
+        error=error,
     )
 
 
@@ -316,7 +358,9 @@ def _node_obj(i: int, spec: dict[str, Any], zone: str | None = None) -> dict[str
         b = b.taint("dedicated", "x", spec["taint"])
     if spec["allocatable"]:
         cpu, pods = spec["allocatable"]
-        b = b.allocatable(cpu=cpu, pods=pods)
+        b = b.allocatable(cpu=cpu, pods=pods, **spec.get("memory", {}))
+    if spec.get("images"):
+        b = b.images(spec["images"])
     return b.obj()
 
 
@@ -331,6 +375,18 @@ def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
     pod = b.obj()
     if spec["node_name"]:
         pod["spec"]["nodeName"] = spec["node_name"]
+    if spec.get("image"):
+        pod["spec"]["containers"][0]["image"] = spec["image"]
+    if spec.get("preferred_node"):
+        key, value, weight = spec["preferred_node"]
+        requirement = {"key": key, "operator": "In", "values": [value]}
+        term = {"weight": weight, "preference": {"matchExpressions": [requirement]}}
+        pod["spec"].setdefault("affinity", {})["nodeAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [term]
+        }
+    if spec.get("pod_affinity"):
+        anti, key, weight = spec["pod_affinity"]
+        with_affinity(pod, "In", "app", key, ["a"], anti=anti, required=False, weight=weight)
     return pod
 
 
@@ -446,3 +502,112 @@ def test_place_scores_equal_one_node_at_a_time(nodes, residents, soft, tolerates
     _same_placement(
         place(pod, snap, framework=spread_only()), reference_place(pod, snap, SpreadArgs())
     )
+
+
+# ---- the default profile against the same reference --------------------------------
+
+MB = 1024 * 1024
+
+
+def _image(name: str, mb: int) -> dict[str, Any]:
+    return {"names": [name], "sizeBytes": mb * MB}
+
+
+profile_node_st = st.fixed_dictionaries(
+    {
+        "zone": st.sampled_from(["za", "zb", "zc", None]),
+        "hostname": st.sampled_from([True, True, True, False]),
+        "rack": st.sampled_from(["r1", "r2", None]),
+        "unschedulable": st.sampled_from([False, False, False, False, True]),
+        "taint": st.sampled_from(
+            [None, None, "PreferNoSchedule", "PreferNoSchedule", "NoSchedule"]
+        ),
+        "allocatable": st.sampled_from([None, ("2", "10"), ("4", "10"), ("4", "10"), ("8", "6")]),
+        "memory": st.sampled_from([{}, {"memory": "4Gi"}, {"memory": "16Gi"}]),
+        "images": st.sampled_from(
+            [None, None, [_image("web:1", 300)], [_image("web:1", 300), _image("side:2", 40)]]
+        ),
+    }
+)
+profile_resident_st = st.tuples(
+    st.integers(0, 7),  # node index
+    st.sampled_from(["default", "default", "other"]),
+    st.sampled_from([{"app": "a"}, {"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}]),
+    st.booleans(),  # terminating
+    st.sampled_from(["100m", "500m", "1", None]),
+    st.sampled_from([None, None, None, (False, ZONE, 4), (True, HOSTNAME, 2)]),  # its own term
+)
+profile_incoming_st = st.fixed_dictionaries(
+    {
+        "labels": st.sampled_from([{"app": "a"}, {"app": "a", "tier": "x"}, {"app": "b"}]),
+        "constraints": st.lists(constraint_st, max_size=2),
+        "node_selector": st.sampled_from([None, None, {ZONE: "za"}, {RACK: "r2"}]),
+        "tolerates": st.booleans(),
+        "cpu": st.sampled_from([None, "100m", "500m", "3"]),
+        "node_name": st.sampled_from([None, None, None, None, "n1"]),
+        "image": st.sampled_from([None, "web:1", "side:2"]),
+        "preferred_node": st.sampled_from([None, None, (ZONE, "zb", 5), (RACK, "r1", 30)]),
+        "pod_affinity": st.sampled_from([None, None, (False, ZONE, 3), (True, HOSTNAME, 7)]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    profile_incoming_st,
+    st.sampled_from(["System", "List"]),
+    st.lists(change_st, max_size=4),
+    profile_incoming_st,
+)
+def test_default_profile_equals_one_node_at_a_time(
+    nodes, residents, incoming, defaults, changes, second
+) -> None:
+    """kube-scheduler's default profile (every filter, seven score plugins and
+    PodTopologySpread): the same verdicts, scores, sums, choice and reasons as every
+    plugin run on every node, for the first decision, after each change to the
+    cluster, and for a second pod decided in between (its own remembered verdicts
+    and scores)."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, cpu, term) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        if cpu:
+            b = b.requests(cpu=cpu)
+        resident = (b.terminating() if terminating else b).obj()
+        if term:
+            anti, key, weight = term
+            with_affinity(
+                resident, "In", "app", key, ["a"], anti=anti, required=False, weight=weight
+            )
+        objs.append(resident)
+    args = SpreadArgs()
+    if defaults == "List":
+        args = SpreadArgs(
+            default_constraints=(constraint(1, ZONE, DNS), constraint(2, HOSTNAME, SA)),
+            defaulting_type="List",
+        )
+    fw = default_framework(None if defaults == "System" else args)
+    snap = Snapshot.from_objects(objs)
+    pod = _incoming(incoming)
+
+    def check(p: dict[str, Any]) -> None:
+        _same_placement(place(p, snap, framework=fw), reference_place(p, snap, args, fw))
+
+    check(pod)
+    for n, (what, i, zone) in enumerate(changes):
+        name = f"n{i % len(nodes)}"
+        if what == "bind":
+            snap.add_pod({**pod, "metadata": {**pod["metadata"], "name": f"web-{n}"}}, name)
+        elif what == "zone":
+            snap.upsert(_node_obj(i % len(nodes), nodes[i % len(nodes)], zone))
+        elif what == "taint":
+            spec = {**nodes[i % len(nodes)], "taint": "PreferNoSchedule"}
+            snap.upsert(_node_obj(i % len(nodes), spec))
+        elif what == "remove":
+            snap.delete({"kind": "Node", "metadata": {"name": name}})
+        else:
+            snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
+        check(pod)
+        if n == 0:
+            check(_incoming(second))

@@ -109,9 +109,17 @@ def _per_node(space: Workspace, i: int) -> tuple[dict[str, int], dict[str, int],
         if name in static:
             known = space.room.get((name, sig))
             if known is None:
-                info = space.snapshot.nodes[name]
+                # Movable pods no entry counts could leave to make room: capacity is
+                # counted without them, so a conflict is only claimed when even that
+                # room does not suffice.
+                held = dict(space.snapshot.nodes[name].requested)
+                for other in space.bystanders.get(name, ()):
+                    for resource, value in pod_requests(
+                        unbound(space.pods[other]), use_status=False
+                    ).items():
+                        held[resource] = held.get(resource, 0) - value
                 known = space.room[(name, sig)] = _extra(
-                    space.allocatable(name), info.requested, asks, 1 << 30
+                    space.allocatable(name), held, asks, 1 << 30
                 )
             room = known
         cap[name] = min(total, here + room)

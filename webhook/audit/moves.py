@@ -195,6 +195,8 @@ class Workspace:
         self.where: dict[str, str] = {}
         self.workload: dict[str, Workload] = {}
         self.movers: set[str] = set()
+        # node -> the movable pods on it that no entry counts (they can make room)
+        self.bystanders: dict[str, list[str]] = {}
         # entry -> the running pods it counts (movable or not), in the order read
         self.members: list[list[str]] = [[] for _ in self.tracked]
         self._affects: dict[str, tuple[int, ...]] = {}
@@ -204,13 +206,17 @@ class Workspace:
             self.pods[key] = pod
             self.where[key] = str(spec(pod).get("nodeName"))
             touched = self.affected(key)
-            if not touched:
-                continue
             for i in touched:
                 self.members[i].append(key)
-            self.workload[key] = state.workload_of(pod)
             if movable(pod) and settings.framework_for(pod) is not None:
+                # A pod no entry counts may still move, to make room (the exact search
+                # tries it on small problems).
                 self.movers.add(key)
+                self.workload[key] = state.workload_of(pod)
+                if not touched:
+                    self.bystanders.setdefault(self.where[key], []).append(key)
+            elif touched:
+                self.workload[key] = state.workload_of(pod)
         self.moves: list[tuple[str, str, str]] = []
         self.place_calls = 0
         self._allocatable: dict[str, dict[str, int] | None] = {}

@@ -14,10 +14,12 @@ and a hostname constraint over nodes spread so unevenly that no count per node
 satisfies both) gets a reason instead of moves.
 
 **Small problems: the exact minimum.** With few movable pods and nodes the plan is
-found by iterative deepening (IDA*) over sequences of moves: states are the nodes of
-the pods (pods alike in namespace, labels, spec and owner are interchangeable),
-the depth bound grows from the largest bounds.lower_bound over the violated entries
-(a bound no plan beats, so the first plan found is a shortest one), targets come
+found by iterative deepening (IDA*) over sequences of moves of any movable pod (a pod
+of another workload may move to make room; the conflict check counts the room such
+pods hold as free, so it never calls a workload conflicting that moves could fix):
+states are the nodes of the pods (pods alike in namespace, labels, spec and owner are
+interchangeable), the depth bound grows from the largest bounds.lower_bound over the
+violated entries (a bound no plan beats, so the first plan found is a shortest one), targets come
 from placement.place in each state. A budget on placements ends the search; the
 greedy method then takes over.
 
@@ -143,12 +145,17 @@ class _Planner:
         wanted = set(self.active)
         return sorted(k for k in self.space.movers if wanted.intersection(self.space.affected(k)))
 
+    def every_mover(self) -> list[str]:
+        """Every movable pod, those no entry counts included (moving one can make room)."""
+        return sorted(self.space.movers)
+
     # ---- exact ------------------------------------------------------------------
 
     def exact(self, budget: int) -> list[tuple[str, str, str]] | None:
-        """A shortest plan fixing every active entry, or None (budget spent, or none)."""
+        """A shortest plan fixing every active entry, or None (budget spent, or none).
+        Every movable pod may move, those of other workloads too (to make room)."""
         space = self.space
-        pods = self.candidates()
+        pods = self.every_mover()
         watched = sorted({i for k in pods for i in space.affected(k)} | set(self.active))
         start = space.place_calls
         targets: dict[tuple[Any, str], list[str]] = {}
@@ -356,7 +363,8 @@ def make_plan(
             active.extend(entries)
     planner = _Planner(space, sorted(active))
     if active:
-        small = len(space.snapshot.nodes) <= EXACT_NODES and len(planner.candidates()) <= EXACT_PODS
+        movers = len(planner.every_mover())
+        small = len(space.snapshot.nodes) <= EXACT_NODES and movers <= EXACT_PODS
         found = planner.exact(PLACEMENT_BUDGET) if small else None
         if found is None:
             planner.greedy()

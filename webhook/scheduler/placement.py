@@ -1,26 +1,33 @@
 """The one entry point the CLI and /mutate call: where would kube-scheduler put this pod?
 
-`place` runs the five node filters and PodTopologySpread on every node (no
-short-circuit, so every reason shows), scores the feasible nodes with
-PodTopologySpread alone, and picks the highest score, ties broken by name.
-`simulate` places copies one after another on a private copy of the snapshot.
+`place` runs the profile's filter plugins on every node (no short-circuit, so every
+reason shows), scores the feasible nodes with its score plugins, and picks the
+highest weighted sum, ties broken by name. `simulate` places copies one after another
+on a private copy of the snapshot.
 
-The answer is the one a node-by-node evaluation gives (a property test holds
-it to that), but the work is done once per group of nodes that must get the
-same answer, so a decision over thousands of nodes stays cheap:
-- the five filters' outcomes are remembered per pod spec and node generation;
+The answer is the one a node-by-node evaluation gives (property tests hold it to
+that, for the spread-only model and the default profile), but the work is done once
+per group of nodes that must get the same answer, so a decision over thousands of
+nodes stays cheap:
+- the filters' outcomes are remembered per pod spec and node generation; new ones
+  are judged once per group of nodes alike for every filter (pod-independent node
+  keys kept per node, NodeAffinity's by the classes of the labels it reads);
 - PodTopologySpread's Filter reads only the node's values for the constraints'
   keys, so it runs once per distinct set of values (a zone, not each node);
-- Score likewise runs once per set of values (hostname by presence), and
+- its Score likewise runs once per set of values (hostname by presence), and
   one by one only for the nodes holding matching pods under a hostname
   constraint;
-- nodes with the same outcome share one status map and one score map.
+- every other score plugin runs once per class of nodes it cannot tell apart
+  (_score_classes), raw scores remembered per class where they read only the node
+  and a pod key, and NormalizeScore runs over the distinct raw scores;
+- nodes with the same outcome share one status map and one score map, and a node
+  whose maps did not change keeps its verdict object.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import add, attrgetter, is_not, mul, ne
@@ -207,8 +214,10 @@ def place(
     prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
     names = table.names
-    outcome_ids, memo = _filter_outcomes(prepared, snapshot, table)
+    outcome_ids, memo, generations = _filter_outcomes(prepared, snapshot, table)
     outcomes = memo.outcomes
+    # Maps and verdicts are shared by every pod's decisions (status maps by content).
+    shared = memo_of(snapshot).shared
     inclusion = NodeInclusion(pod)
     if prepared.is_active("NodeAffinity"):
         # Node inclusion honours the same node affinity the NodeAffinity filter
@@ -236,9 +245,10 @@ def place(
         classes = memo_of(snapshot).node_classes(hard_keys, (False,) * len(hard_keys), table)
         by_class = filter_classes(state, hard_keys, classes.values)
         # The verdicts are a few shared Status objects: tell them apart by identity.
-        spread = list({id(status): status for status in by_class}.values())
+        ids = list(map(id, by_class))
+        spread = list(dict(zip(ids, by_class, strict=True)).values())
         slot = {id(status): i for i, status in enumerate(spread)}
-        codes = list(map([slot[id(status)] for status in by_class].__getitem__, classes.of_node))
+        codes = list(map(list(map(slot.__getitem__, ids)).__getitem__, classes.of_node))
         width = len(spread)
         if any(outcome_ids):
             keys = list(map(add, map(width.__mul__, outcome_ids), codes))
@@ -253,8 +263,12 @@ def place(
     reasons: dict[str, int] = {}
     for key, count in Counter(keys).items():
         o, c = divmod(key, width)
-        ok, statuses, failed = memo.share(
-            ("filters", o, spread[c]), _merged, fw, outcomes[o], spread[c]
+        ok, statuses, failed = shared.share(
+            ("filters", fw.filter_names, _content(outcomes[o]), spread[c], spread[c].parts),
+            _merged,
+            fw,
+            outcomes[o],
+            spread[c],
         )
         for reason in failed:
             reasons[reason] = reasons.get(reason, 0) + count
@@ -263,7 +277,7 @@ def place(
     feasible = list(compress(range(len(names)), flags))
     statuses_of_node = list(map(filters_of.__getitem__, keys))
 
-    none: dict[str, int] = memo.share("no score", dict)
+    none: dict[str, int] = shared.share("no score", dict)
     scores: list[dict[str, int]] = [none] * len(names)
     totals: list[int] = [0] * len(names)
     selected: str | None = None
@@ -273,29 +287,30 @@ def place(
         spread_scores = None
         if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
             spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        infos = [table.infos[i] for i in feasible] if fw.scores else []
-        ranked = _score(fw, prepared, snapshot, table, infos, spread_scores, len(feasible))
+        ranked = _score(fw, prepared, snapshot, table, feasible, generations, spread_scores)
         if isinstance(ranked, str):
             error = ranked
         else:
-            order, rows, sums = ranked
+            order, rows, sums, full_rows = ranked
             # Nodes with the same scores share one map, and so do later decisions (a
             # verdict whose maps are the previous decision's is kept as it was).
             maps = {
-                row: memo.share(("scores", order, row), _score_map, order, row)
-                for row in set(rows)
+                row: shared.share(("scores", order, full), _score_map, order, full)
+                for row, full in full_rows.items()
             }
-            for p, row, total in zip(feasible, rows, sums, strict=True):
-                scores[p] = maps[row]
-                totals[p] = total
+            if len(feasible) == len(names):
+                scores, totals = list(map(maps.__getitem__, rows)), sums
+            else:  # scatter onto the feasible positions, in C
+                deque(map(scores.__setitem__, feasible, map(maps.__getitem__, rows)), 0)
+                deque(map(totals.__setitem__, feasible, sums), 0)
             best = max(sums)
-            tied = [names[p] for p, s in zip(feasible, sums, strict=True) if s == best]
+            tied = list(map(names.__getitem__, compress(feasible, map(best.__eq__, sums))))
             selected = tied[0]  # nodes are in name order: ties go to the first by name
 
     # A node whose status map and score map are the very ones of the previous
     # decision keeps its verdict object (fewer objects made, less for the GC).
     new = tuple.__new__
-    last = memo.last
+    last = shared.last
     if last is not None and last[0] is names:
         _, last_statuses, last_scores, last_totals, verdicts = last
         verdicts = list(verdicts)
@@ -311,7 +326,7 @@ def place(
             new(NodeVerdict, fields)
             for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
         ]
-    memo.last = (names, statuses_of_node, scores, totals, verdicts)
+    shared.last = (names, statuses_of_node, scores, totals, verdicts)
     if isinstance(pre, Status) or isinstance(soft, Status) or not score:
         spread_over: dict[str, dict[str, int]] = {}
     else:
@@ -327,48 +342,9 @@ def place(
     )
 
 
-def _raw_scores(
-    plugin: ScorePlugin,
-    state: CycleState,
-    pod: RawObj,
-    infos: Sequence[NodeInfoLike],
-    table: NodeTable,
-    snapshot: Snapshot,
-) -> dict[str, int] | str:
-    """One plugin's Score on each of `infos` (node name -> raw score), or the error.
-
-    A plugin whose raw score reads only the node and the pod (it has a `score_key`)
-    scores each node once while the node's generation holds, for pods with the same
-    key: the memo keeps one raw score per node of the NodeTable.
-    """
-    key_of = getattr(plugin, "score_key", None)
-    key = key_of(state, pod) if key_of is not None else None
-    memo = memo_of(snapshot).raw_scores((plugin.name, key)) if key is not None else None
-    then_names, then_generations, then_raw = memo.state if memo is not None else (None, [], [])
-    same_table = then_names is table.names
-    position = table.position
-    generations = list(then_generations) if same_table else [0] * len(table.names)
-    remembered: list[Any] = list(then_raw) if same_table else [None] * len(table.names)
-    at = [position[info.name] for info in infos]
-    values: list[Any] = [remembered[i] for i in at]
-    fresh = [generations[i] for i in at]
-    for k, info in enumerate(infos):
-        if values[k] is not None and fresh[k] == info.generation:
-            continue
-        value, status = plugin.score(state, pod, info)
-        if not status.ok:
-            return f"running Score plugin {plugin.name!r}: {status.reason}"
-        values[k] = remembered[at[k]] = value
-        generations[at[k]] = info.generation
-    if memo is not None:
-        memo.state = (table.names, generations, remembered)
-    return dict(zip([info.name for info in infos], values, strict=True))
-
-
-def _score_map(order: tuple[str, ...], row: Any) -> dict[str, int]:
-    """A node's scores by plugin; `row` is the scores in `order`, or the one score when
-    one plugin scores."""
-    return dict(zip(order, row if isinstance(row, tuple) else (row,), strict=True))
+def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
+    """A node's scores by plugin; `row` is the scores in `order`."""
+    return dict(zip(order, row, strict=True))
 
 
 def _score(
@@ -376,47 +352,185 @@ def _score(
     prepared: PreparedFilters,
     snapshot: Snapshot,
     table: NodeTable,
-    infos: Sequence[NodeInfoLike],
+    feasible: list[int],
+    generations: list[int],
     spread_scores: list[int] | None,
-    count: int,
-) -> tuple[tuple[str, ...], list[Any], list[int]] | str:
-    """Every score plugin's normalised score on each feasible node: the plugins scoring
-    (profile order), each node's row of scores in that order and its weighted sum; or
-    the error that fails the cycle.
+) -> tuple[tuple[str, ...], list[Any], list[int], dict[Any, tuple[int, ...]]] | str:
+    """Every score plugin's normalised score on each feasible node (positions of
+    `table`): (the plugins scoring, in profile order; each node's row, a key for its
+    scores; each node's weighted sum; row -> the scores in that order); or the error
+    that fails the cycle.
 
     Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
     weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
-    from its grouped engine (`spread_scores`, None when it skips).
+    from its grouped engine (`spread_scores`, None when it skips); the others' from
+    _column.
     """
     state, pod = prepared.state, prepared.pod
     columns: dict[str, tuple[int, list[int]]] = {}
     if spread_scores is not None and fw.spread_weight is not None:
         columns[PLUGIN_NAME] = (fw.spread_weight, spread_scores)
+    infos = list(map(table.infos.__getitem__, feasible)) if fw.scores else []
     for plugin, weight in fw.scores:
         status = plugin.pre_score(state, pod, infos, snapshot)
         if status.code is Code.SKIP:
             continue
         if not status.ok:
             return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        raw = _raw_scores(plugin, state, pod, infos, table, snapshot)
-        if isinstance(raw, str):
-            return raw
-        status = plugin.normalize_score(state, pod, raw)
+        column = _column(plugin, state, pod, snapshot, table, feasible, generations)
+        if isinstance(column, str):
+            return column
+        columns[plugin.name] = (weight, column)
+    order = tuple(name for name in fw.score_names if name in columns)
+    # A column giving every node the same score (a plugin nothing sets apart, as
+    # TaintToleration on untainted nodes) stays out of the rows.
+    constant = {name: column[0] for name, (_, column) in columns.items() if len(set(column)) == 1}
+    varying = [name for name in order if name not in constant]
+    rows: list[Any]
+    if not varying:
+        rows = [()] * len(feasible)
+    elif len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
+        rows = columns[varying[0]][1]
+    else:
+        rows = list(zip(*(columns[name][1] for name in varying), strict=True))
+    full_rows: dict[Any, tuple[int, ...]] = {}
+    sum_of: dict[Any, int] = {}
+    # One weighted sum and one row of every plugin's score per distinct row.
+    for row in set(rows):
+        values = dict(constant)
+        values.update(zip(varying, row if len(varying) != 1 else (row,), strict=True))
+        full = full_rows[row] = tuple(values[name] for name in order)
+        sum_of[row] = sum(map(mul, (columns[name][0] for name in order), full))
+    return order, rows, list(map(sum_of.__getitem__, rows)), full_rows
+
+
+def _column(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+    generations: list[int],
+    *,
+    grouped: bool = True,
+) -> list[int] | str:
+    """One plugin's Score on each feasible node, normalised; or the error.
+
+    Score runs once per class of nodes the plugin cannot tell apart (_score_classes)
+    on one member of it; the raw score of a class that does not depend on the pod's
+    other fields is remembered across decisions. Plugins that cannot say what they
+    read run on every node.
+    """
+    infos = table.infos
+    classes = _score_classes(plugin, state, pod, snapshot, table, generations) if grouped else None
+    if classes is None:
+        raws: list[int] = []
+        for i in feasible:
+            value, status = plugin.score(state, pod, infos[i])
+            if not status.ok:
+                return f"running Score plugin {plugin.name!r}: {status.reason}"
+            raws.append(value)
+        return _normalized(plugin, state, pod, raws, table.names, feasible)
+    of_node, raw_of = classes
+    of_feasible = list(map(of_node.__getitem__, feasible))
+    missing = set(of_feasible).difference(raw_of)
+    if missing:
+        # class -> its first feasible node (reversed, so the first write of each wins)
+        first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
+        for c in missing:
+            i = first[c]
+            value, status = plugin.score(state, pod, infos[i])
+            if not status.ok:
+                return f"running Score plugin {plugin.name!r}: {status.reason}"
+            if infos[i].generation != generations[i]:
+                # The node changed meanwhile (a concurrent update): its score need not
+                # hold for the rest of its class.
+                return _column(
+                    plugin, state, pod, snapshot, table, feasible, generations, grouped=False
+                )
+            raw_of[c] = value
+    raws = list(map(raw_of.__getitem__, of_feasible))
+    return _normalized(plugin, state, pod, raws, table.names, feasible)
+
+
+def _score_classes(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    snapshot: Snapshot,
+    table: NodeTable,
+    generations: list[int],
+) -> tuple[list[int], dict[int, int]] | None:
+    """The class of each node of `table` for this plugin's Score and the raw scores of
+    the classes already known (for the caller to complete), or None when each node
+    must be scored on its own.
+
+    Two ways to say what Score reads of a node: `score_node_key(node)`, the same for
+    every pod (the node's taints, its resources, its images), with `score_key(state,
+    pod)` what it reads of the pod: classes are kept per node generation and their raw
+    scores per score key, across decisions; or `score_label_keys(state, pod)`, the node
+    labels it reads for this pod (preferred node affinity, InterPodAffinity's topology
+    keys): the node classes of those labels (Memo.node_classes), scored afresh per
+    decision.
+    """
+    memo = memo_of(snapshot)
+    key_of = getattr(plugin, "score_key", None)
+    node_key_of = getattr(plugin, "score_node_key", None)
+    if key_of is not None and node_key_of is not None:
+        key = key_of(state, pod)
+        if key is not None:
+            classes = memo.score_classes(plugin.name)
+            of_node = _classes(classes, table, generations, node_key_of)
+            if of_node is not None:
+                return of_node, memo.raw_by_class(plugin.name, key, classes)
+    labels_of = getattr(plugin, "score_label_keys", None)
+    keys = labels_of(state, pod) if labels_of is not None else None
+    if keys is None:
+        return None
+    try:
+        return memo.node_classes(keys, (False,) * len(keys), table).of_node, {}
+    except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
+        return None
+
+
+def _normalized(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    raws: list[int],
+    all_names: list[str],
+    feasible: list[int],
+) -> list[int] | str:
+    """NormalizeScore over the raw scores of the feasible nodes (positions of
+    `all_names`): the normalised scores in the same order, or the error.
+
+    A plugin declaring `normalize_reads_values` (its NormalizeScore maps each raw score
+    by a function of that score and of the set of raw scores, reading neither names nor
+    how many nodes share a score, as DefaultNormalizeScore does) normalises the
+    distinct raw scores only.
+    """
+    if getattr(plugin, "normalize_reads_values", False):
+        distinct = list(set(raws))
+        scores = {str(k): v for k, v in enumerate(distinct)}
+        status = plugin.normalize_score(state, pod, scores)
         if not status.ok:
             return f"running Normalize on Score plugins: {status.reason}"
-        columns[plugin.name] = (weight, [raw[info.name] for info in infos])
-    order = tuple(name for name in fw.score_names if name in columns)
-    rows: list[Any]
-    sum_of: dict[Any, int]
-    if len(order) == 1:  # one plugin scores (PodTopologySpread alone, say): rows are its scores
-        weight, rows = columns[order[0]]
-        sum_of = {v: weight * v for v in set(rows)}
-    else:
-        rows = list(zip(*(columns[name][1] for name in order), strict=True)) or [()] * count
-        weights = [columns[name][0] for name in order]
-        # One weighted sum per distinct row of scores.
-        sum_of = {row: sum(map(mul, weights, row)) for row in set(rows)}
-    return order, rows, list(map(sum_of.__getitem__, rows))
+        if all(scores[str(k)] == v for k, v in enumerate(distinct)):
+            return raws  # left as they were (no NormalizeScore, or nothing to scale)
+        to = {v: scores[str(k)] for k, v in enumerate(distinct)}
+        return list(map(to.__getitem__, raws))
+    names = [all_names[i] for i in feasible]
+    by_name = dict(zip(names, raws, strict=True))
+    status = plugin.normalize_score(state, pod, by_name)
+    if not status.ok:
+        return f"running Normalize on Score plugins: {status.reason}"
+    return list(map(by_name.__getitem__, names))
+
+
+def _content(outcome: dict[str, Status]) -> tuple[Any, ...]:
+    """What a filter outcome says, as a key (Status equality leaves `parts` out)."""
+    return tuple((name, s.code, s.reason, s.parts) for name, s in outcome.items())
 
 
 def _merged(
@@ -434,9 +548,9 @@ def _merged(
 
 def _filter_outcomes(
     prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
-) -> tuple[list[int], FilterMemo]:
-    """The five filters' outcome for each node of `table`: (outcome index per node,
-    the memo holding the outcomes' status maps).
+) -> tuple[list[int], FilterMemo, list[int]]:
+    """The filters' outcome for each node of `table`: (outcome index per node, the memo
+    holding the outcomes' status maps, each node's generation as read).
 
     The filters read only the node and a few fields of the pod (runtime.pod_inputs):
     their outcome for a node holds while the node is unchanged, for every pod
@@ -461,12 +575,8 @@ def _filter_outcomes(
     then_names, then_generations, ids = memo.state
     if then_names is table.names:
         if generations == then_generations:
-            return ids, memo
-        moved = [
-            i
-            for i, (now, then) in enumerate(zip(generations, then_generations, strict=True))
-            if now != then
-        ]
+            return ids, memo, then_generations
+        moved = list(compress(range(len(generations)), map(ne, generations, then_generations)))
         ids = list(ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
@@ -484,7 +594,7 @@ def _filter_outcomes(
     else:
         ids = judge(infos)
     memo.state = (table.names, generations, ids)
-    return ids, memo
+    return ids, memo, generations
 
 
 def _alike(
@@ -494,8 +604,11 @@ def _alike(
     FilterPlugin.node_key of every active plugin), or None when nodes must be judged
     one by one (a plugin reads the node's name).
 
-    The keys that do not depend on the pod are remembered per node (_node_groups);
-    only the others are read for this pod.
+    The keys that do not depend on the pod are remembered per node (_node_groups). Of
+    the others, a plugin that names the node labels its key reads for this pod
+    (`node_label_keys`: NodeAffinity's nodeSelector and required terms) is grouped by
+    the node classes of those labels (Memo.node_classes, kept until a node's labels
+    change); only the rest are read node by node.
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
@@ -505,14 +618,30 @@ def _alike(
     if not own:
         return groups
     state, pod = prepared.state, prepared.pod
-    infos = table.infos
-    columns = [[p.node_key(state, pod, info) for info in infos] for p in own]
-    if any(None in column for column in columns):
-        return None
-    combined: dict[Any, int] = {}
+    label_keys: list[str] = []
+    by_node: list[FilterPlugin] = []
+    for p in own:
+        keys_of = getattr(p, "node_label_keys", None)
+        keys = keys_of(state, pod) if keys_of is not None else None
+        if keys is None:
+            by_node.append(p)
+        else:
+            label_keys.extend(keys)
     try:
-        keys = zip(groups, *columns, strict=True)
-        return [combined.setdefault(key, len(combined)) for key in keys]
+        if label_keys:
+            keys = tuple(dict.fromkeys(label_keys))
+            classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
+            width = len(classes.values)
+            groups = list(map(add, map(width.__mul__, groups), classes.of_node))
+        if not by_node:
+            return groups
+        infos = table.infos
+        columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
+        if any(None in column for column in columns):
+            return None
+        combined: dict[Any, int] = {}
+        keyed = zip(groups, *columns, strict=True)
+        return [combined.setdefault(key, len(combined)) for key in keyed]
     except TypeError:  # a value that cannot be hashed: no Node decoded from JSON has one
         return None
 
@@ -529,10 +658,26 @@ def _node_groups(
     memo = memo_of(snapshot).node_groups(tuple(p.name for p in plugins))
     state, pod = prepared.state, prepared.pod
 
-    def group(i: int) -> int | None:
-        info = table.infos[i]
+    def key_of(info: NodeInfoLike) -> Hashable | None:
         key = tuple(p.node_key(state, pod, info) for p in plugins)
-        if None in key:
+        return None if None in key else key
+
+    return _classes(memo, table, generations, key_of)
+
+
+def _classes(
+    memo: FilterMemo,
+    table: NodeTable,
+    generations: list[int],
+    key_of: Callable[[NodeInfoLike], Hashable | None],
+) -> list[int] | None:
+    """The class of each node of `table` (nodes with equal `key_of(node)` share one), kept
+    in `memo` and worked out again only for nodes whose generation moved; None when a
+    node has no key."""
+
+    def group(i: int) -> int | None:
+        key = key_of(table.infos[i])
+        if key is None:
             return None
         hit = memo.lookup(key)
         return hit if hit is not None else memo.intern(key, None)
@@ -542,9 +687,8 @@ def _node_groups(
         fresh = [group(i) for i in range(len(generations))]
     elif generations != then_generations:
         fresh = list(ids)
-        for i, (now, then) in enumerate(zip(generations, then_generations, strict=True)):
-            if now != then:
-                fresh[i] = group(i)
+        for i in compress(range(len(generations)), map(ne, generations, then_generations)):
+            fresh[i] = group(i)
     else:
         return ids
     if None in fresh:

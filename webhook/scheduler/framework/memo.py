@@ -9,8 +9,11 @@ a stale entry is never used:
 - the groups of nodes the filters cannot tell apart (`node_groups`), by generation;
 - nodes grouped by their values for some topology keys (`node_classes`), by topology
   version;
-- raw scores of the score plugins that read only the node and the pod (`raw_scores`),
-  by node generation.
+- the classes of nodes a score plugin cannot tell apart whatever the pod
+  (`score_classes`), by node generation, and the raw score of each class per pod
+  score key (`raw_by_class`);
+- what decisions hand out again and again (`shared`: status and score maps, the
+  previous decision's verdicts), whatever the pod.
 
 A simulation works on a copy of the snapshot; `adopt` gives the copy a copy of the
 original's Memo (copied nodes keep their generations, so what was learnt holds).
@@ -34,8 +37,10 @@ MAX_KEY_INDEXES = 64
 MAX_FILTER_SPECS = 2
 # Groups of nodes alike for the filters remembered, per node, before starting afresh.
 MAX_NODE_GROUPS = 2
-# (score plugin, pod score key) pairs whose raw scores are remembered: a few per plugin.
-MAX_SCORE_KEYS = 16
+# Sets of plugins whose node groups (or a score plugin's classes) are kept at once.
+MAX_NODE_GROUP_SETS = 32
+# (score plugin, pod score key) pairs whose raw scores per class are remembered.
+MAX_SCORE_KEYS = 64
 # Values a FilterMemo shares out before starting afresh.
 MAX_SHARED = 1024
 
@@ -124,7 +129,11 @@ class Memo:
         ] = {}
         self._filter_verdicts: OrderedDict[str, FilterMemo] = OrderedDict()
         self._node_groups: dict[tuple[str, ...], FilterMemo] = {}
-        self._raw_scores: OrderedDict[Any, FilterMemo] = OrderedDict()
+        # (plugin name, pod score key) -> (the score_classes memo the classes are of,
+        # class -> raw score)
+        self._raw_by_class: OrderedDict[Any, tuple[FilterMemo, dict[int, int]]] = OrderedDict()
+        # Status maps, score maps and the previous decision, shared by every pod.
+        self.shared = FilterMemo(None)
         self._lock = threading.RLock()
 
     def node_classes(
@@ -189,24 +198,30 @@ class Memo:
         """
         memo = self._node_groups.get(signature)
         if memo is None or len(memo.outcomes) > MAX_NODE_GROUPS * max(1, len(self._snapshot.nodes)):
-            if len(self._node_groups) >= MAX_FILTER_SPECS * 4:
+            if len(self._node_groups) >= MAX_NODE_GROUP_SETS:
                 self._node_groups = {}
             memo = self._node_groups[signature] = FilterMemo(None)
         return memo
 
-    def raw_scores(self, key: Any) -> FilterMemo:
+    def score_classes(self, plugin: str) -> FilterMemo:
+        """Each node's class of nodes alike for one score plugin's Score whatever the pod
+        (equal `score_node_key`), for the caller to fill and check as node_groups."""
+        return self.node_groups(("score", plugin))
+
+    def raw_by_class(self, plugin: str, key: Any, classes: FilterMemo) -> dict[int, int]:
         """The remembered raw scores of one score plugin for one pod score key
-        (ScorePlugin.score_key): state is (NodeTable.names, generations, raw score or
-        None per node); a node's raw score holds while its generation does."""
+        (ScorePlugin.score_key), by class of `classes` (a score_classes memo): a class's
+        raw score holds for as long as the class does. Empty when new; the caller adds."""
         with self._lock:
-            memo = self._raw_scores.get(key)
-            if memo is None:
-                memo = self._raw_scores[key] = FilterMemo(None)
-                if len(self._raw_scores) > MAX_SCORE_KEYS:
-                    self._raw_scores.popitem(last=False)
-            else:
-                self._raw_scores.move_to_end(key)
-            return memo
+            hit = self._raw_by_class.get((plugin, key))
+            if hit is not None and hit[0] is classes:
+                self._raw_by_class.move_to_end((plugin, key))
+                return hit[1]
+            raw: dict[int, int] = {}
+            self._raw_by_class[(plugin, key)] = (classes, raw)
+            if len(self._raw_by_class) > MAX_SCORE_KEYS:
+                self._raw_by_class.popitem(last=False)
+            return raw
 
     def copy_for(self, snapshot: Snapshot) -> Memo:
         """This memo's entries for a copy of its snapshot."""
@@ -216,10 +231,16 @@ class Memo:
             other._filter_verdicts = OrderedDict(
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
-            other._node_groups = {sig: memo.copy() for sig, memo in self._node_groups.items()}
-            other._raw_scores = OrderedDict(
-                (key, memo.copy()) for key, memo in self._raw_scores.items()
+            copies = {id(memo): memo.copy() for memo in self._node_groups.values()}
+            other._node_groups = {
+                sig: copies[id(memo)] for sig, memo in self._node_groups.items()
+            }
+            other._raw_by_class = OrderedDict(
+                (key, (copies[id(classes)], dict(raw)))
+                for key, (classes, raw) in self._raw_by_class.items()
+                if id(classes) in copies and self._node_groups.get(("score", key[0])) is classes
             )
+            other.shared = self.shared.copy()
         return other
 
 

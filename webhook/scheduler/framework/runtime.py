@@ -12,6 +12,19 @@ whose keys are equal for every active plugin get the same statuses (placement gr
 nodes so, None meaning some plugin must see each node on its own), and `pod_inputs` is
 what the plugins read of the pod, so pods with equal inputs get the same statuses on
 every node (placement remembers outcomes by it across decisions).
+
+Optional hooks a plugin may add (found with getattr; upstream has no such points):
+- filter `pod_key(state, pod)`: what its Filter reads of the pod (else the whole spec);
+- filter `node_label_keys(state, pod)`: the node labels its node_key reads for this
+  pod, None when it reads more (nodes are then grouped by Memo.node_classes of those
+  labels instead of reading node_key node by node);
+- score `score_key(state, pod)` with `score_node_key(node)`: what Score reads of the
+  pod and, whatever the pod, of a node (equal pairs give equal raw scores);
+- score `score_label_keys(state, pod)`: the node labels Score reads for this pod,
+  None when it reads more;
+- score `normalize_reads_values`: NormalizeScore maps each raw score by a function of
+  that score and the set of raw scores (not names, not multiplicity).
+Each grouping is held to node-by-node evaluation by tests/scheduler/test_properties.py.
 """
 
 from __future__ import annotations

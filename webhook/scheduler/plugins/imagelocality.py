@@ -21,8 +21,13 @@ scheduler's NodeInfos().List(); names are matched literally otherwise
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Any, ClassVar
 
 from webhook.api.kube import RawObj
@@ -177,6 +182,9 @@ def calculate_priority(sum_scores: int, num_images: int) -> int:
     return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
+_node_of = attrgetter("node")
+
+
 class ImageLocality:
     """The plugin (no args).
 
@@ -185,6 +193,8 @@ class ImageLocality:
     """
 
     name: ClassVar[str] = PLUGIN_NAME
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=(
             "spec.containers[].image",
@@ -199,6 +209,13 @@ class ImageLocality:
         # snapshot are replaced, never edited, so identity is a safe key while we
         # hold the object.
         self._sizes: dict[int, tuple[RawObj, dict[str, int]]] = {}
+        # snapshot -> (its Node objects in snapshot.nodes order, how many of them list
+        # each image name, the snapshot's version then): updated for the Node objects
+        # replaced since, rebuilt when nodes come or go.
+        self._counts: weakref.WeakKeyDictionary[
+            Snapshot, tuple[list[RawObj], Counter[str], int]
+        ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
 
     def _image_sizes(self, node: RawObj) -> dict[str, int]:
         hit = self._sizes.get(id(node))
@@ -210,6 +227,31 @@ class ImageLocality:
         self._sizes[id(node)] = (node, sizes)
         return sizes
 
+    def _image_counts(self, snapshot: Snapshot) -> tuple[Counter[str], int]:
+        """How many of the snapshot's nodes list each image name, and how many nodes
+        there are; counted once per snapshot, then only for the Node objects replaced."""
+        with self._lock:
+            hit = self._counts.get(snapshot)
+            if hit is not None and hit[2] == snapshot.version:
+                return hit[1], len(hit[0])  # nothing changed since
+            version = snapshot.version
+            nodes = list(map(_node_of, snapshot.nodes.values()))
+            if hit is not None and len(hit[0]) == len(nodes):
+                then, counts, _ = hit
+                moved = list(compress(range(len(nodes)), map(is_not, nodes, then)))
+                if moved:
+                    counts = Counter(counts)
+                    for i in moved:
+                        counts.subtract(self._image_sizes(then[i]).keys())
+                        counts.update(self._image_sizes(nodes[i]).keys())
+                self._counts[snapshot] = (nodes, counts, version)
+                return counts, len(nodes)
+            counts = Counter()
+            for node in nodes:
+                counts.update(self._image_sizes(node).keys())
+            self._counts[snapshot] = (nodes, counts, version)
+            return counts, len(nodes)
+
     def pre_score(
         self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
@@ -220,15 +262,12 @@ class ImageLocality:
         """
         images = pod_images(pod)
         wanted = set(images)
-        counts = dict.fromkeys(wanted, 0)
-        all_nodes = list(snapshot.nodes.values())
         if wanted:
-            for info in all_nodes:
-                sizes = self._image_sizes(info.node)
-                for name in wanted:
-                    if name in sizes:
-                        counts[name] += 1
-        state[PRE_SCORE_STATE_KEY] = ImageLocalityPreScoreState(images, counts, len(all_nodes))
+            held, total = self._image_counts(snapshot)
+            counts = {name: max(0, held[name]) for name in wanted}
+        else:
+            counts, total = {}, len(snapshot.nodes)
+        state[PRE_SCORE_STATE_KEY] = ImageLocalityPreScoreState(images, counts, total)
         return SUCCESS
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfo) -> tuple[int, Status]:
@@ -260,3 +299,7 @@ class ImageLocality:
         if not isinstance(pre, ImageLocalityPreScoreState):
             return None
         return (tuple(pre.images), tuple(sorted(pre.num_nodes.items())), pre.total_nodes)
+
+    def score_node_key(self, node: NodeInfo) -> Hashable:
+        """What Score reads of a node, whatever the pod: its images' names and sizes."""
+        return tuple(sorted(self._image_sizes(node.node).items()))

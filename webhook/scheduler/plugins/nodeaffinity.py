@@ -9,7 +9,6 @@ the NodeAffinity reason, which is the same verdict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
@@ -34,7 +33,13 @@ from webhook.scheduler.framework.types import (
 )
 from webhook.scheduler.plugins.helper.normalize_score import default_normalize_score
 
-__all__ = ["REASON_ENFORCED", "REASON_NODE_AFFINITY", "NodeAffinity", "affinity_label_keys"]
+__all__ = [
+    "REASON_ENFORCED",
+    "REASON_NODE_AFFINITY",
+    "NodeAffinity",
+    "affinity_label_keys",
+    "preferred_label_keys",
+]
 
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -69,6 +74,8 @@ class NodeAffinity:
 
     name: ClassVar[str] = "NodeAffinity"
     node_key_reads_pod: ClassVar[bool] = True
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=("spec.nodeSelector", "spec.affinity.nodeAffinity"),
         node_fields=("metadata.labels", "metadata.name"),
@@ -87,6 +94,9 @@ class NodeAffinity:
             {"spec": {"affinity": {"nodeAffinity": added}}} if required is not None else {}
         )
         self.added_preferred = _preferred_terms(
+            added.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+        self.added_preferred_keys = preferred_label_keys(
             added.get("preferredDuringSchedulingIgnoredDuringExecution")
         )
 
@@ -120,6 +130,11 @@ class NodeAffinity:
         get = node.labels.get
         return tuple([get(k) for k in keys])
 
+    def node_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None:
+        """The node labels node_key reads for this pod (None: it reads the name too)."""
+        keys: tuple[str, ...] | None = state[self.name + "/keys"]
+        return keys
+
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         s = spec(pod)
         return (repr(s.get("nodeSelector")), repr(required_node_affinity(s)))
@@ -146,6 +161,12 @@ class NodeAffinity:
         if not terms and not self.added_preferred:
             return SKIP
         state[self.name + "/score"] = terms
+        keys = preferred_label_keys(preferred)
+        state[self.name + "/score_keys"] = (
+            None
+            if keys is None or self.added_preferred_keys is None
+            else tuple(dict.fromkeys((*keys, *self.added_preferred_keys)))
+        )
         return SUCCESS
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
@@ -158,6 +179,29 @@ class NodeAffinity:
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """Port of node_affinity.go: NormalizeScore."""
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def score_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None:
+        """The node labels Score reads for this pod (after PreScore): those its preferred
+        terms and the args' name; None when a term reads the node's name (matchFields)."""
+        keys: tuple[str, ...] | None = state.get(self.name + "/score_keys")
+        return keys
+
+
+def preferred_label_keys(raw: Any) -> tuple[str, ...] | None:
+    """The node label keys the PreferredSchedulingTerms `raw` read, or None when a term
+    also reads the node's name (matchFields)."""
+    keys: list[str] = []
+    for term in raw if isinstance(raw, list) else ():
+        preference = term.get("preference") if isinstance(term, dict) else None
+        if not isinstance(preference, dict):
+            continue
+        if preference.get("matchFields"):
+            return None
+        expressions = preference.get("matchExpressions")
+        for e in expressions if isinstance(expressions, list) else ():
+            if isinstance(e, dict) and isinstance(e.get("key"), str):
+                keys.append(e["key"])
+    return tuple(dict.fromkeys(keys))
 
 
 def affinity_label_keys(pod: RawObj) -> tuple[str, ...] | None:
@@ -181,14 +225,3 @@ def affinity_label_keys(pod: RawObj) -> tuple[str, ...] | None:
             if isinstance(e, dict) and isinstance(e.get("key"), str):
                 keys.append(e["key"])
     return tuple(dict.fromkeys(keys))
-
-    def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
-        """What Score reads of the pod: its preferred terms (the args' are the plugin's)."""
-        affinity = spec(pod).get("affinity")
-        node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-        preferred = (
-            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-            if isinstance(node_affinity, dict)
-            else None
-        )
-        return json.dumps(preferred, sort_keys=True, default=str)

@@ -35,6 +35,8 @@ class TaintToleration:
 
     name: ClassVar[str] = "TaintToleration"
     node_key_reads_pod: ClassVar[bool] = False
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(pod_fields=("spec.tolerations",), node_fields=("spec.taints",))
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
@@ -53,8 +55,7 @@ class TaintToleration:
         return Status(Code.UNRESOLVABLE, f"node(s) had untolerated taint {{{key}: {value}}}")
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:
-        taints = node_facts(node).taints
-        return json.dumps(taints, sort_keys=True, default=str) if taints else ""
+        return _taints_key(node)
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         return json.dumps(state[self.name], sort_keys=True, default=str)
@@ -96,3 +97,13 @@ class TaintToleration:
     def score_key(self, state: CycleState, pod: RawObj) -> Hashable:
         """What Score reads of the pod: the tolerations that can tolerate PreferNoSchedule."""
         return json.dumps(state[self.name + "/score"], sort_keys=True, default=str)
+
+    def score_node_key(self, node: NodeInfoLike) -> Hashable:
+        """What Score reads of a node, whatever the pod: its taints."""
+        return _taints_key(node)
+
+
+def _taints_key(node: NodeInfoLike) -> str:
+    """The node's taints as a key ("" when it has none)."""
+    taints = node_facts(node).taints
+    return json.dumps(taints, sort_keys=True, default=str) if taints else ""

@@ -238,6 +238,8 @@ class VolumeBinding:
 
     name: ClassVar[str] = NAME
     node_key_reads_pod: ClassVar[bool] = True
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.name", "metadata.namespace", "metadata.uid", "spec.volumes"),

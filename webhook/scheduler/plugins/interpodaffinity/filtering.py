@@ -213,7 +213,9 @@ def pre_filter(
     labels = pod_labels(pod)
     with index.lock:
         index.sync(snapshot)
-        known = all_namespaces(snapshot, index)
+        # Every namespace known: read only for the pod's own terms (a set of them all).
+        own = terms.required_affinity or terms.required_anti_affinity
+        known = all_namespaces(snapshot, index) if own else set()
         affinity = tuple(
             merge_namespace_selector(t, snapshot, known) for t in terms.required_affinity
         )

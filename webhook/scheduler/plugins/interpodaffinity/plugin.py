@@ -33,6 +33,8 @@ class InterPodAffinity:
 
     name: ClassVar[str] = NAME
     node_key_reads_pod: ClassVar[bool] = True
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         kinds=("Namespace",),
         pod_fields=(
@@ -92,3 +94,8 @@ class InterPodAffinity:
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         return scoring.normalize_score(state, scores)
+
+    def score_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None:
+        """The node labels Score reads for this pod (after PreScore): the topology keys
+        PreScore summed weights for."""
+        return scoring.score_label_keys(state)

@@ -52,6 +52,7 @@ __all__ = [
     "PreScoreState",
     "normalize_score",
     "pre_score",
+    "score_label_keys",
     "score_node",
 ]
 
@@ -156,7 +157,8 @@ def pre_score(
     score: ScoreMap = {}
     with index.lock:
         index.sync(snapshot)
-        known = all_namespaces(snapshot, index)
+        own = terms.preferred_affinity or terms.preferred_anti_affinity
+        known = all_namespaces(snapshot, index) if own else set()
         for t in terms.preferred_affinity:
             _incoming_term(
                 score, merge_namespace_selector(t, snapshot, known), 1, snapshot, index, known
@@ -200,6 +202,13 @@ def score_node(state: CycleState, node: NodeInfo) -> tuple[int, Status]:
         if key in labels:
             total += by_value.get(labels[key], 0)
     return total, SUCCESS
+
+
+def score_label_keys(state: CycleState) -> tuple[str, ...] | None:
+    """The node labels score_node reads (the keys PreScore summed weights for), None
+    before PreScore."""
+    s = state.get(PRE_SCORE_STATE_KEY)
+    return tuple(s.topology_score) if isinstance(s, PreScoreState) else None
 
 
 def normalize_score(state: CycleState, scores: dict[str, int]) -> Status:

@@ -11,7 +11,7 @@ A pod requesting none of the resources is skipped at PreScore (kubernetes#129138
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +29,7 @@ from webhook.scheduler.framework.types import (
 from webhook.scheduler.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     is_best_effort,
+    resources_key,
 )
 
 __all__ = [
@@ -99,6 +100,8 @@ class NodeResourcesBalancedAllocation:
     """
 
     name: ClassVar[str] = PLUGIN_NAME
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(pod_fields=_POD_FIELDS, node_fields=_NODE_FIELDS)
 
     def __init__(
@@ -147,3 +150,7 @@ class NodeResourcesBalancedAllocation:
         reads nothing else but the node."""
         pre = state.get(PRE_SCORE_STATE_KEY)
         return pre.pod_requests if isinstance(pre, BalancedAllocationPreScoreState) else None
+
+    def score_node_key(self, node: NodeInfo) -> Hashable:
+        """What Score reads of a node, whatever the pod: allocatable and requests."""
+        return resources_key(node)

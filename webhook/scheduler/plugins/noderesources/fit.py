@@ -34,6 +34,7 @@ from webhook.scheduler.framework.types import (
     Status,
 )
 from webhook.scheduler.plugins.noderesources.fit_scoring import FitScoring
+from webhook.scheduler.plugins.noderesources.resource_allocation import resources_key
 
 __all__ = ["REASON_TOO_MANY_PODS", "FitState", "NodeResourcesFit", "fit_reasons", "fit_state"]
 
@@ -105,6 +106,8 @@ class NodeResourcesFit:
 
     name: ClassVar[str] = "NodeResourcesFit"
     node_key_reads_pod: ClassVar[bool] = False
+    # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
+    normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
         pod_fields=(
             "spec.containers[].resources",
@@ -171,3 +174,7 @@ class NodeResourcesFit:
         """What Score reads of the pod (after PreScore): its requests per strategy resource.
         The raw score reads nothing else but the node, so it holds while the node does."""
         return self.scoring.score_key(state)
+
+    def score_node_key(self, node: NodeInfoLike) -> Hashable:
+        """What Score reads of a node, whatever the pod: allocatable and requests."""
+        return resources_key(node)

@@ -29,7 +29,7 @@ modelled; such a resource scores as absent from the node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ from webhook.api.resources import is_scalar_resource_name, pod_requests
 from webhook.scheduler.config.types import ResourceSpec
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import NodeInfo
-from webhook.scheduler.framework.types import SUCCESS, Code, Status
+from webhook.scheduler.framework.types import SUCCESS, Code, NodeInfoLike, Status
 from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "is_best_effort",
     "node_non_zero_requested",
     "non_zero_requests",
+    "resources_key",
 ]
 
 # A strategy's function: (requested, allocatable), one entry per configured resource
@@ -112,6 +113,18 @@ def node_non_zero_requested(node: NodeInfo) -> Mapping[str, int]:
     keeps it, else (CAVEAT, see the module docstring) its plain `requested`."""
     held = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
     return held if isinstance(held, Mapping) else node.requested
+
+
+def resources_key(node: NodeInfoLike) -> Hashable:
+    """Everything of a node ResourceAllocationScorer.score reads (allocatable, requested,
+    non-zero requested), as a key: nodes with equal keys score alike for any pod."""
+    allocatable = node_facts(node).allocatable
+    non_zero = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
+    return (
+        None if allocatable is None else tuple(sorted(allocatable.items())),
+        tuple(sorted(node.requested.items())),
+        tuple(sorted(non_zero.items())) if isinstance(non_zero, Mapping) else None,
+    )
 
 
 def is_best_effort(pod_requests_list: Sequence[int]) -> bool:

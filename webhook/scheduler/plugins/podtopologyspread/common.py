@@ -242,7 +242,6 @@ class NodeInclusion:
     def know_affinity(self, table: NodeTable, matches: list[bool]) -> None:
         """Take whether the pod's node affinity matches each node of `table`, as
         already worked out (by the NodeAffinity filter, which checks the very same)."""
-        self._affinity = dict(zip(table.names, matches, strict=True))
         self._known = (table, matches)
 
     def known_affinity(self, c: Constraint) -> tuple[NodeTable, list[bool]] | None:
@@ -257,7 +256,13 @@ class NodeInclusion:
             return True
         hit = self._affinity.get(info.name)
         if hit is None:
-            hit = self._affinity[info.name] = bool(self._matcher(info.node))
+            known = self._known
+            at = known[0].position.get(info.name) if known is not None else None
+            if at is not None and known is not None and known[0].infos[at] is info:
+                hit = known[1][at]
+            else:
+                hit = bool(self._matcher(info.node))
+            self._affinity[info.name] = hit
         return hit
 
     def untainted(self, info: NodeInfo) -> bool:
@@ -315,6 +320,21 @@ def distribution(pod: RawObj, snapshot: Snapshot, args: SpreadArgs) -> dict[str,
     return distribution_of(pod, snapshot, constraints)
 
 
+# id(sorted domains) -> (those domains, each -> 0): copying is cheaper than building anew.
+_ZEROED: dict[int, tuple[tuple[Any, ...], dict[Any, int]]] = {}
+_ZEROED_LIMIT = 64
+
+
+def _zeroed(domains: tuple[Any, ...]) -> dict[Any, int]:
+    """A new dict of `domains` (a cached sorted_domains answer), each mapped to 0."""
+    hit = _ZEROED.get(id(domains))
+    if hit is None or hit[0] is not domains:
+        if len(_ZEROED) >= _ZEROED_LIMIT:
+            _ZEROED.clear()
+        hit = _ZEROED[id(domains)] = (domains, dict.fromkeys(domains, 0))
+    return hit[1].copy()
+
+
 def distribution_of(
     pod: RawObj, snapshot: Snapshot, constraints: Iterable[Constraint]
 ) -> dict[str, dict[str, int]]:
@@ -325,7 +345,7 @@ def distribution_of(
         if key in out:
             continue
         nodes = snapshot.key_index((key,))[0]
-        domains = dict.fromkeys(snapshot.sorted_domains(key), 0)  # sorted by domain
+        domains = _zeroed(snapshot.sorted_domains(key))  # sorted by domain
         for name, n in match_counts(snapshot, pod, c).items():
             carried = nodes.get(name)
             if carried is not None:

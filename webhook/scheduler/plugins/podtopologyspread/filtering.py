@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
+from itertools import compress, repeat
+from operator import itemgetter
+from typing import Any
 
 from webhook.api.kube import RawObj, pod_labels
 from webhook.scheduler.config.types import SpreadArgs
@@ -176,6 +178,17 @@ def filter_classes(
         (keys.index(key), max_skew, domains, offset)
         for key, max_skew, domains, offset in state.checks
     ]
+    if len(plan) == 1:
+        # One key (a hostname constraint: one class per node): each value's verdict is
+        # looked up, values without matching pods sharing one.
+        j, max_skew, domains, offset = plan[0]
+        verdict: dict[Any, Status] = {
+            value: CONSTRAINTS_NOT_MATCH if domains[value] + offset > max_skew else SUCCESS
+            for value in compress(domains, domains.values())  # the domains counting pods
+        }
+        verdict[ABSENT] = verdict[None] = NODE_LABEL_NOT_MATCH
+        rest = CONSTRAINTS_NOT_MATCH if offset > max_skew else SUCCESS
+        return list(map(verdict.get, map(itemgetter(j), classes), repeat(rest)))
     out: list[Status] = []
     append = out.append
     for values in classes:
