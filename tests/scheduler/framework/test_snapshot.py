@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -277,3 +278,40 @@ def test_load_snapshot_rejects_what_is_not_a_list(tmp_path: Path, text: str, fra
 def test_load_snapshot_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         load_snapshot(tmp_path / "absent.json")
+
+
+# ---- the journal of node changes ------------------------------------------------
+
+
+def _journal_cluster() -> Snapshot:
+    return Snapshot.from_objects(
+        [make_node().name(n).zone("a").obj() for n in ("n1", "n2", "n3")]
+        + [make_pod().name("p1").node("n1").obj()]
+    )
+
+
+def test_changed_since_names_the_nodes_changed_after_the_mark() -> None:
+    snap = _journal_cluster()
+    mark = snap.journal_mark()
+    assert snap.changed_since(mark) == set()
+    snap.upsert(make_pod().name("p2").node("n2").obj())  # a pod added
+    snap.delete(make_pod().name("p1").obj())  # a pod removed
+    snap.upsert(make_node().name("n3").zone("b").obj())  # a Node updated
+    assert snap.changed_since(mark) == {"n1", "n2", "n3"}
+    later = snap.journal_mark()
+    snap.delete({"kind": "Node", "metadata": {"name": "n3"}})
+    assert snap.changed_since(later) == {"n3"}
+
+
+def test_changed_since_does_not_know_other_snapshots_or_old_marks(monkeypatch: Any) -> None:
+    from webhook.scheduler.framework import snapshot as module
+
+    snap = _journal_cluster()
+    assert snap.changed_since(None) is None
+    assert snap.copy().changed_since(snap.journal_mark()) is None
+    monkeypatch.setattr(module, "_JOURNAL_KEEP", 4)
+    mark = snap.journal_mark()
+    for i in range(6):
+        snap.upsert(make_pod().name(f"q{i}").node("n2").obj())
+    assert snap.changed_since(mark) is None  # the journal no longer reaches back
+    assert snap.changed_since(snap.journal_mark()) == set()

@@ -62,6 +62,9 @@ _GENERATIONS = itertools.count(1)
 
 PodKey = tuple[str, str]
 
+# Node changes the journal keeps (Snapshot.changed_since); older marks read every node.
+_JOURNAL_KEEP = 65536
+
 
 class _Absent:
     """Marks a key a node does not carry in memo.NodeClasses.values (a label may be
@@ -264,6 +267,13 @@ class Snapshot:
         # Drawn afresh (from the same counter as node generations, so unique across
         # snapshots) on every change: a reader that saw this version has seen it all.
         self.version = next(_GENERATIONS)
+        # The names of the nodes whose NodeInfo changed, in order (changed_since):
+        # a reader that remembers journal_mark() re-reads only those, not every node.
+        # Unique per snapshot (a copy draws its own), so a mark is never read against
+        # another snapshot's journal.
+        self.identity = next(_GENERATIONS)
+        self._journal: list[str] = []
+        self._journal_base = 0
 
     # ---- building -------------------------------------------------------------
 
@@ -312,6 +322,7 @@ class Snapshot:
                 if info is not None:
                     # Pods bound to a vanished node stay known: the node may come back.
                     info.set_node(None)
+                    self._changed(info.name)
                     self.nodes.pop(info.name, None)
                     self._topology_changed()
                     self._sorted_names = None
@@ -367,6 +378,27 @@ class Snapshot:
     def topology_version(self) -> int:
         """Changes whenever a node's labels change or a node comes or goes."""
         return self._topology_version
+
+    def journal_mark(self) -> tuple[int, int]:
+        """Where the journal of node changes stands now: (identity, position)."""
+        return (self.identity, self._journal_base + len(self._journal))
+
+    def changed_since(self, mark: tuple[int, int] | None) -> set[str] | None:
+        """The nodes whose NodeInfo changed (pods, Node object, removal) since `mark`
+        (a journal_mark of this snapshot); None when that is unknown (a mark of
+        another snapshot, or older than the journal keeps): read every node then."""
+        if mark is None or mark[0] != self.identity or mark[1] < self._journal_base:
+            return None
+        with self._lock:
+            return set(self._journal[mark[1] - self._journal_base :])
+
+    def _changed(self, name: str) -> None:
+        journal = self._journal
+        journal.append(name)
+        if len(journal) > _JOURNAL_KEEP:
+            drop = len(journal) // 2
+            del journal[:drop]
+            self._journal_base += drop
 
     def pod_count(self) -> int:
         return len(self._pods)
@@ -489,6 +521,7 @@ class Snapshot:
             self._table = None
         info.set_node(node)
         self.nodes[name] = info
+        self._changed(name)
         if before != info.labels:
             self._topology_changed()
 
@@ -519,6 +552,7 @@ class Snapshot:
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry
         self._info(node)._add(key, light, requests)
+        self._changed(node)
         if not terminating:
             for index in self._indexes.get(key[0], {}).values():
                 if index.matches(labels):
@@ -536,6 +570,7 @@ class Snapshot:
         info = self._infos.get(entry.node)
         if info is not None:
             info._remove(key, entry.requests)
+            self._changed(entry.node)
             if entry.node not in self.nodes and not info.pods:
                 del self._infos[entry.node]
         if not entry.terminating:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.builders import (
     affinity_term,
+    make_node,
     make_pod,
     namespace,
     node,
@@ -959,3 +960,56 @@ def test_counts_equal_a_naive_walk_over_every_pod(
         for n, info in snapshot.nodes.items()
     }
     assert got == _naive(new, snapshot)
+
+
+def _index_state(index: Any) -> tuple[Any, Any]:
+    groups = {
+        kind: {key: dict(g.counts) for key, g in by_key.items()}
+        for kind, by_key in index.groups.items()
+    }
+    return groups, dict(index.namespaces)
+
+
+def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
+    from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
+
+    def anti(name: str, node: str, ns: str = "default") -> dict[str, Any]:
+        pod = make_pod().name(name).namespace(ns).label("app", "db").node(node).obj()
+        pod["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "db"}},
+                        "topologyKey": "topology.kubernetes.io/zone",
+                    }
+                ]
+            }
+        }
+        return pod
+
+    nodes = [make_node().name(f"n{i}").zone("abc"[i % 3]).obj() for i in range(6)]
+    snap = Snapshot.from_objects([*nodes, anti("d0", "n0"), anti("d1", "n1", "other")])
+    index = ExistingTermsIndex()
+    index.sync(snap)
+    changes: list[Any] = [
+        lambda: snap.upsert(anti("d2", "n2")),
+        lambda: snap.delete(anti("d0", "n0")),
+        lambda: snap.upsert(make_node().name("n1").zone("c").obj()),
+        lambda: snap.delete({"kind": "Node", "metadata": {"name": "n2"}}),
+        lambda: snap.upsert(
+            {
+                **anti("d3", "n4"),
+                "metadata": {
+                    **anti("d3", "n4")["metadata"],
+                    "deletionTimestamp": "2026-01-01T00:00:00Z",
+                },
+            }
+        ),
+    ]
+    for change in changes:
+        change()
+        index.sync(snap)
+        fresh = ExistingTermsIndex()
+        fresh.sync(snap)
+        assert _index_state(index) == _index_state(fresh)
+        assert sorted(index.terminating_pods()) == sorted(fresh.terminating_pods())
