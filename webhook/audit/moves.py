@@ -33,7 +33,7 @@ from webhook.audit.inventory import ClusterState, Workload, movable, pod_key
 from webhook.audit.spread import ConstraintSpread, WorkloadSpread, spread_of
 from webhook.config import Settings
 from webhook.scheduler.framework.memo import adopt
-from webhook.scheduler.placement import place
+from webhook.scheduler.placement import feasible_nodes
 
 __all__ = ["CAPACITY_RESOURCES", "Tracked", "Workspace", "fits_allocatable", "unbound"]
 
@@ -362,10 +362,13 @@ class Workspace:
         self._take(key)
         try:
             self.place_calls += 1
-            decision = place(fresh, self.snapshot, framework=framework, score=False)
             nodes = self.snapshot.nodes
             over = self.over
-            found = [v.name for v in decision.nodes if v.feasible and v.name not in over]
+            found = [
+                n
+                for n in feasible_nodes(fresh, self.snapshot, framework=framework)
+                if n not in over
+            ]
             if len(found) <= _CHECK_ALL:
                 found = [
                     n

@@ -86,6 +86,7 @@ __all__ = [
     "Simulation",
     "Unschedulable",
     "explain",
+    "feasible_nodes",
     "place",
     "pod_ref",
     "simulate",
@@ -197,19 +198,110 @@ def place(
     args: SpreadArgs = DEFAULT_ARGS,
     *,
     framework: Framework | None = None,
-    score: bool = True,
 ) -> Placement:
     """Run every filter on every node, score the feasible ones, pick a node.
 
     `framework`: the profile to run (default: kube-scheduler's default profile with
-    `args` as PodTopologySpread's args). `score=False`: filters only (which nodes could
-    take the pod: no scores, no selected node, no distribution), for callers that
-    pick the node themselves. The result is node for node what running
-    each filter on each node and scoring the feasible ones would give; the filter
-    work is done once per group of nodes that must get the same answer (see the
-    module docstring).
+    `args` as PodTopologySpread's args); feasible_nodes() is the filter phase alone.
+    The result is node for node what running each filter on each node and scoring the
+    feasible ones would give; the filter work is done once per group of nodes that
+    must get the same answer (see the module docstring).
     """
     fw = framework if framework is not None else framework_for(args)
+    done = _filters(pod, snapshot, fw)
+    prepared, table, generations, shared = done.prepared, done.table, done.generations, done.shared
+    inclusion, pre, soft = done.inclusion, done.pre, done.soft
+    flags, feasible, statuses_of_node, reasons = (
+        done.flags,
+        done.feasible,
+        done.statuses_of_node,
+        done.reasons,
+    )
+    names = table.names
+
+    none: dict[str, int] = shared.share("no score", dict)
+    scores: list[dict[str, int]] = [none] * len(names)
+    totals: list[int] = [0] * len(names)
+    selected: str | None = None
+    tied: list[str] = []
+    error: str | None = None
+    if feasible:
+        spread_scores = None
+        if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
+            spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
+        ranked = _score(fw, prepared, snapshot, table, feasible, generations, spread_scores)
+        if isinstance(ranked, str):
+            error = ranked
+        else:
+            order, rows, sums, full_rows = ranked
+            # Nodes with the same scores share one map, and so do later decisions (a
+            # verdict whose maps are the previous decision's is kept as it was).
+            maps = {
+                row: shared.share(("scores", order, full), _score_map, order, full)
+                for row, full in full_rows.items()
+            }
+            if len(feasible) == len(names):
+                scores, totals = list(map(maps.__getitem__, rows)), sums
+            else:  # scatter onto the feasible positions, in C
+                deque(map(scores.__setitem__, feasible, map(maps.__getitem__, rows)), 0)
+                deque(map(totals.__setitem__, feasible, sums), 0)
+            best = max(sums)
+            tied = list(map(names.__getitem__, compress(feasible, map(best.__eq__, sums))))
+            selected = tied[0]  # nodes are in name order: ties go to the first by name
+
+    # A node whose status map and score map are the very ones of the previous
+    # decision keeps its verdict object (fewer objects made, less for the GC).
+    new = tuple.__new__
+    last = shared.last
+    if last is not None and last[0] is names:
+        _, last_statuses, last_scores, last_totals, verdicts = last
+        verdicts = list(verdicts)
+        changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
+        changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
+        changed.update(compress(range(len(names)), map(ne, totals, last_totals)))
+        for i in changed:
+            verdicts[i] = new(
+                NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i], totals[i])
+            )
+    else:
+        verdicts = [
+            new(NodeVerdict, fields)
+            for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
+        ]
+    shared.last = (names, statuses_of_node, scores, totals, verdicts)
+    if isinstance(pre, Status) or isinstance(soft, Status):
+        spread_over: dict[str, dict[str, int]] = {}
+    else:
+        spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
+    return Placement(
+        pod=pod_ref(pod),
+        nodes=list(verdicts),
+        selected_node=selected,
+        reasons=dict(sorted(reasons.items())),
+        distribution=spread_over,
+        tied_nodes=tied,
+        error=error,
+    )
+
+
+class _Filtered(NamedTuple):
+    """What the filter phase of one decision leaves for the score phase."""
+
+    prepared: PreparedFilters
+    table: NodeTable
+    generations: Any
+    shared: Any
+    inclusion: NodeInclusion
+    pre: PreFilterState | Status
+    soft: Any
+    flags: list[bool]
+    feasible: list[int]
+    statuses_of_node: list[dict[str, Status]]
+    reasons: dict[str, int]
+
+
+def _filters(pod: RawObj, snapshot: Snapshot, fw: Framework) -> _Filtered:
+    """Every filter of `fw` on every node (see place), grouped."""
     args = fw.spread_args
     prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
@@ -276,70 +368,31 @@ def place(
     flags = list(map(feasible_of.__getitem__, keys))
     feasible = list(compress(range(len(names)), flags))
     statuses_of_node = list(map(filters_of.__getitem__, keys))
-
-    none: dict[str, int] = shared.share("no score", dict)
-    scores: list[dict[str, int]] = [none] * len(names)
-    totals: list[int] = [0] * len(names)
-    selected: str | None = None
-    tied: list[str] = []
-    error: str | None = None
-    if feasible and score:
-        spread_scores = None
-        if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
-            spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        ranked = _score(fw, prepared, snapshot, table, feasible, generations, spread_scores)
-        if isinstance(ranked, str):
-            error = ranked
-        else:
-            order, rows, sums, full_rows = ranked
-            # Nodes with the same scores share one map, and so do later decisions (a
-            # verdict whose maps are the previous decision's is kept as it was).
-            maps = {
-                row: shared.share(("scores", order, full), _score_map, order, full)
-                for row, full in full_rows.items()
-            }
-            if len(feasible) == len(names):
-                scores, totals = list(map(maps.__getitem__, rows)), sums
-            else:  # scatter onto the feasible positions, in C
-                deque(map(scores.__setitem__, feasible, map(maps.__getitem__, rows)), 0)
-                deque(map(totals.__setitem__, feasible, sums), 0)
-            best = max(sums)
-            tied = list(map(names.__getitem__, compress(feasible, map(best.__eq__, sums))))
-            selected = tied[0]  # nodes are in name order: ties go to the first by name
-
-    # A node whose status map and score map are the very ones of the previous
-    # decision keeps its verdict object (fewer objects made, less for the GC).
-    new = tuple.__new__
-    last = shared.last
-    if last is not None and last[0] is names:
-        _, last_statuses, last_scores, last_totals, verdicts = last
-        verdicts = list(verdicts)
-        changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
-        changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
-        changed.update(compress(range(len(names)), map(ne, totals, last_totals)))
-        for i in changed:
-            verdicts[i] = new(
-                NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i], totals[i])
-            )
-    else:
-        verdicts = [
-            new(NodeVerdict, fields)
-            for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
-        ]
-    shared.last = (names, statuses_of_node, scores, totals, verdicts)
-    if isinstance(pre, Status) or isinstance(soft, Status) or not score:
-        spread_over: dict[str, dict[str, int]] = {}
-    else:
-        spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
-    return Placement(
-        pod=pod_ref(pod),
-        nodes=list(verdicts),
-        selected_node=selected,
-        reasons=dict(sorted(reasons.items())),
-        distribution=spread_over,
-        tied_nodes=tied,
-        error=error,
+    return _Filtered(
+        prepared,
+        table,
+        generations,
+        shared,
+        inclusion,
+        pre,
+        soft,
+        flags,
+        feasible,
+        statuses_of_node,
+        reasons,
     )
+
+
+def feasible_nodes(
+    pod: RawObj, snapshot: Snapshot, *, framework: Framework | None = None
+) -> list[str]:
+    """The nodes that pass every filter of the profile for `pod`, by name: place()'s
+    feasible nodes without its scores or verdicts (for callers that choose the node
+    themselves, such as a rebalancing plan)."""
+    fw = framework if framework is not None else framework_for(DEFAULT_ARGS)
+    done = _filters(pod, snapshot, fw)
+    names = done.table.names
+    return [names[i] for i in done.feasible]
 
 
 def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
