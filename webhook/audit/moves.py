@@ -90,6 +90,8 @@ class Tracked:
     counts: dict[str, int]
     hist: dict[int, int] = field(default_factory=dict)
     min_domains: int = 1
+    # excess, worked out once per change of the counts (the planner reads it often)
+    _excess: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.rehist()
@@ -103,6 +105,7 @@ class Tracked:
         for n in self.counts.values():
             hist[n] = hist.get(n, 0) + 1
         self.hist = hist
+        self._excess = None
 
     def skew_of(self, hist: Mapping[int, int]) -> int:
         if not hist:
@@ -117,7 +120,10 @@ class Tracked:
 
     @property
     def excess(self) -> int:
-        return max(0, self.skew - self.max_skew)
+        hit = self._excess
+        if hit is None:
+            hit = self._excess = max(0, self.skew - self.max_skew)
+        return hit
 
     @property
     def square(self) -> int:
@@ -142,6 +148,7 @@ class Tracked:
         return max(0, self.skew_of(hist) - self.max_skew), dq
 
     def shift(self, out_of: str | None, into: str | None) -> None:
+        self._excess = None
         for domain, step in ((out_of, -1), (into, 1)):
             if domain is None:
                 continue
@@ -199,7 +206,7 @@ class Workspace:
         self.bystanders: dict[str, list[str]] = {}
         # entry -> the running pods it counts (movable or not), in the order read
         self.members: list[list[str]] = [[] for _ in self.tracked]
-        self._affects: dict[str, tuple[int, ...]] = {}
+        self._affects: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, ...]] = {}
         self._affected: dict[str, tuple[int, ...]] = {}
         for pod in state.running:
             key = pod_key(pod)
@@ -298,10 +305,10 @@ class Workspace:
         if hit is not None:
             return hit
         pod = self.pods[key]
-        sig = json.dumps([pod_namespace(pod), pod_labels(pod)], sort_keys=True)
+        labels = pod_labels(pod)
+        sig = (pod_namespace(pod), tuple(sorted(labels.items())))
         hit = self._affects.get(sig)
         if hit is None:
-            labels = pod_labels(pod)
             hit = tuple(
                 i
                 for i in self._by_ns.get(pod_namespace(pod), ())
