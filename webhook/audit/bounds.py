@@ -113,11 +113,8 @@ def _per_node(space: Workspace, i: int) -> tuple[dict[str, int], dict[str, int],
                 # counted without them, so a conflict is only claimed when even that
                 # room does not suffice.
                 held = dict(space.snapshot.nodes[name].requested)
-                for other in space.bystanders.get(name, ()):
-                    for resource, value in pod_requests(
-                        unbound(space.pods[other]), use_status=False
-                    ).items():
-                        held[resource] = held.get(resource, 0) - value
+                for resource, value in space.bystander_requests(name).items():
+                    held[resource] = held.get(resource, 0) - value
                 known = space.room[(name, sig)] = _extra(
                     space.allocatable(name), held, asks, 1 << 30
                 )

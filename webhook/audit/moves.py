@@ -204,6 +204,7 @@ class Workspace:
         self.movers: set[str] = set()
         # node -> the movable pods on it that no entry counts (they can make room)
         self.bystanders: dict[str, list[str]] = {}
+        self._requests_by_spec: dict[int, dict[str, int]] = {}
         # entry -> the running pods it counts (movable or not), in the order read
         self.members: list[list[str]] = [[] for _ in self.tracked]
         self._affects: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, ...]] = {}
@@ -298,6 +299,22 @@ class Workspace:
             counts=dict(c.domains),
             min_domains=min_domains,
         )
+
+    def bystander_requests(self, node: str) -> dict[str, int]:
+        """The summed requests of the movable pods on `node` that no entry counts (the
+        room they hold could be freed). Replicas share their spec (inventory.Collector):
+        requests are worked out once per spec."""
+        total: dict[str, int] = {}
+        for key in self.bystanders.get(node, ()):
+            pod = self.pods[key]
+            held = spec(pod)
+            asks = self._requests_by_spec.get(id(held.get("containers")))
+            if asks is None:
+                asks = pod_requests(unbound(pod), use_status=False)
+                self._requests_by_spec[id(held.get("containers"))] = asks
+            for resource, value in asks.items():
+                total[resource] = total.get(resource, 0) + value
+        return total
 
     def affected(self, key: str) -> tuple[int, ...]:
         """The tracked entries counting pod `key` (its namespace, its labels match)."""
