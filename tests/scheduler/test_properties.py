@@ -396,6 +396,30 @@ def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def _apply_change(
+    snap: Snapshot,
+    nodes: list[Any],
+    pod: dict[str, Any],
+    n: int,
+    change: tuple[str, int, Any],
+    taint: str,
+) -> None:
+    """One change_st change to the cluster: bind a copy of `pod`, relabel, taint with
+    `taint`, remove or re-add a node."""
+    what, i, zone = change
+    name = f"n{i % len(nodes)}"
+    if what == "bind":
+        snap.add_pod({**pod, "metadata": {**pod["metadata"], "name": f"web-{n}"}}, name)
+    elif what == "zone":
+        snap.upsert(_node_obj(i % len(nodes), nodes[i % len(nodes)], zone))
+    elif what == "taint":
+        snap.upsert(_node_obj(i % len(nodes), {**nodes[i % len(nodes)], "taint": taint}))
+    elif what == "remove":
+        snap.delete({"kind": "Node", "metadata": {"name": name}})
+    else:
+        snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(node_st, min_size=1, max_size=8),
@@ -440,18 +464,7 @@ def test_place_equals_one_node_at_a_time(
         v.name for v in full.nodes if v.feasible
     ]
     for n, (what, i, zone) in enumerate(changes):
-        name = f"n{i % len(nodes)}"
-        if what == "bind":
-            snap.add_pod({**pod, "metadata": {**pod["metadata"], "name": f"web-{n}"}}, name)
-        elif what == "zone":
-            snap.upsert(_node_obj(i % len(nodes), nodes[i % len(nodes)], zone))
-        elif what == "taint":
-            spec = {**nodes[i % len(nodes)], "taint": "NoSchedule"}
-            snap.upsert(_node_obj(i % len(nodes), spec))
-        elif what == "remove":
-            snap.delete({"kind": "Node", "metadata": {"name": name}})
-        else:
-            snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
+        _apply_change(snap, nodes, pod, n, (what, i, zone), "NoSchedule")
         _same_placement(placed(pod, snap, args), reference_place(pod, snap, args))
         if n == 0:
             other = _incoming(second)
@@ -600,18 +613,7 @@ def test_default_profile_equals_one_node_at_a_time(
 
     check(pod)
     for n, (what, i, zone) in enumerate(changes):
-        name = f"n{i % len(nodes)}"
-        if what == "bind":
-            snap.add_pod({**pod, "metadata": {**pod["metadata"], "name": f"web-{n}"}}, name)
-        elif what == "zone":
-            snap.upsert(_node_obj(i % len(nodes), nodes[i % len(nodes)], zone))
-        elif what == "taint":
-            spec = {**nodes[i % len(nodes)], "taint": "PreferNoSchedule"}
-            snap.upsert(_node_obj(i % len(nodes), spec))
-        elif what == "remove":
-            snap.delete({"kind": "Node", "metadata": {"name": name}})
-        else:
-            snap.upsert(_node_obj(i, nodes[i % len(nodes)]))
+        _apply_change(snap, nodes, pod, n, (what, i, zone), "PreferNoSchedule")
         check(pod)
         if n == 0:
             check(_incoming(second))
