@@ -180,6 +180,33 @@ class Install:
     audit_resources: RawObj = field(default_factory=lambda: copy.deepcopy(AUDIT_RESOURCES))
 
 
+def _container_security() -> RawObj:
+    """Every container's securityContext: nothing to escalate, a read-only root."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _pod_security() -> RawObj:
+    """Every pod's securityContext: our non-root user and group."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": UID,
+        "runAsGroup": UID,
+        "fsGroup": UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _config_mount() -> RawObj:
+    """The config file, mounted from the ConfigMap at CONFIG_PATH."""
+    return {"name": "config", "mountPath": CONFIG_PATH, "subPath": "config.yaml", "readOnly": True}
+
+
 def _labels() -> dict[str, str]:
     return {
         "app.kubernetes.io/name": NAME,
@@ -253,20 +280,9 @@ def audit_objects(opt: Install) -> list[RawObj]:
             "failureThreshold": 3,
         },
         "resources": copy.deepcopy(opt.audit_resources),
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": _container_security(),
         "volumeMounts": [
-            {
-                "name": "config",
-                "mountPath": CONFIG_PATH,
-                "subPath": "config.yaml",
-                "readOnly": True,
-            }
+            _config_mount()
         ],
     }
     return [
@@ -326,13 +342,7 @@ def audit_objects(opt: Install) -> list[RawObj]:
                     "spec": {
                         "serviceAccountName": AUDIT_NAME,
                         "automountServiceAccountToken": True,
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": UID,
-                            "runAsGroup": UID,
-                            "fsGroup": UID,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": _pod_security(),
                         # A list of a big cluster stops at the next object on SIGTERM.
                         "terminationGracePeriodSeconds": 30,
                         "containers": [container],
@@ -392,20 +402,9 @@ def _deployment(opt: Install) -> RawObj:
         # then gunicorn drains in-flight requests on SIGTERM.
         "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
         "resources": copy.deepcopy(opt.resources),
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": _container_security(),
         "volumeMounts": [
-            {
-                "name": "config",
-                "mountPath": "/etc/topospread/config.yaml",
-                "subPath": "config.yaml",
-                "readOnly": True,
-            },
+            _config_mount(),
             {"name": "certs", "mountPath": CERT_DIR, "readOnly": True},
             # gunicorn's worker heartbeat files and the metrics of every worker.
             {"name": "tmp", "mountPath": "/tmp"},
@@ -446,13 +445,7 @@ def _deployment(opt: Install) -> RawObj:
                 "spec": {
                     "serviceAccountName": NAME,
                     "automountServiceAccountToken": True,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": UID,
-                        "runAsGroup": UID,
-                        "fsGroup": UID,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": _pod_security(),
                     "topologySpreadConstraints": spread,
                     "terminationGracePeriodSeconds": 30,
                     "containers": [container],
