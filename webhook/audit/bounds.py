@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from webhook.api.resources import pod_requests
-from webhook.audit.moves import CAPACITY_RESOURCES, Tracked, Workspace, unbound
+from webhook.audit.inventory import unbound
+from webhook.audit.moves import CAPACITY_RESOURCES, Tracked, Workspace
 
 __all__ = ["conflict", "lower_bound"]
 

@@ -16,6 +16,7 @@ pod without a controller is a workload of its own, of kind Pod.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ __all__ = [
     "is_running",
     "movable",
     "pod_key",
+    "pod_signature",
+    "unbound",
 ]
 
 # Owner kinds with no namespace: a pod's reference to them is looked up cluster-wide.
@@ -83,6 +86,30 @@ def movable(pod: RawObj) -> bool:
     controller, and not one bound to nodes (DaemonSet, or the Node of a mirror pod)."""
     ref = controller_of(pod)
     return ref is not None and ref.get("kind") not in NODE_BOUND_CONTROLLERS
+
+
+def unbound(pod: RawObj) -> RawObj:
+    """The pod as its controller would create it again: not bound, no status."""
+    out = {k: v for k, v in pod.items() if k != "status"}
+    out["spec"] = {k: v for k, v in as_dict(pod.get("spec")).items() if k != "nodeName"}
+    return out
+
+
+def pod_signature(pod: RawObj) -> str:
+    """Pods with the same signature (namespace, labels, spec but its node, controller)
+    are interchangeable: the scheduling model answers the same for each on the same
+    state, and a plan may move either."""
+    ref = controller_of(pod)
+    return json.dumps(
+        [
+            pod_namespace(pod),
+            as_dict(meta_of(pod).get("labels")),
+            {k: v for k, v in as_dict(pod.get("spec")).items() if k != "nodeName"},
+            [ref.get("kind"), ref.get("name")] if ref is not None else None,
+        ],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:

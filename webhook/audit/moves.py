@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
 from webhook.api.labels import compile_node_affinity, compile_selector, find_untolerated_taint
 from webhook.api.resources import node_allocatable, pod_requests
-from webhook.audit.inventory import ClusterState, Workload, movable, pod_key
+from webhook.audit.inventory import ClusterState, Workload, movable, pod_key, unbound
 from webhook.audit.spread import ConstraintSpread, WorkloadSpread, spread_of
 from webhook.config import Settings
 from webhook.scheduler.framework.memo import adopt
 from webhook.scheduler.placement import feasible_nodes
 
-__all__ = ["CAPACITY_RESOURCES", "Tracked", "Workspace", "fits_allocatable", "unbound"]
+__all__ = ["CAPACITY_RESOURCES", "Tracked", "Workspace", "fits_allocatable"]
 
 # The resources a receiving node must stay within (the spec's "allocatable pods, cpu
 # and memory").
@@ -44,13 +44,6 @@ _HONOR = "Honor"
 _UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 # targets() checks allocatable on every feasible node up to this many.
 _CHECK_ALL = 200
-
-
-def unbound(pod: RawObj) -> RawObj:
-    """The pod as its controller would create it again: not bound, no status."""
-    out = {k: v for k, v in pod.items() if k != "status"}
-    out["spec"] = {k: v for k, v in as_dict(pod.get("spec")).items() if k != "nodeName"}
-    return out
 
 
 def fits_allocatable(

@@ -58,15 +58,12 @@ node-fit check is per pod, not cumulative.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace, spec
-from webhook.api.kube import meta as meta_of
 from webhook.audit.bounds import conflict, lower_bound
-from webhook.audit.inventory import ClusterState, controller_of
+from webhook.audit.inventory import ClusterState, pod_signature
 from webhook.audit.moves import Workspace
 from webhook.audit.spread import WorkloadSpread
 from webhook.config import Settings
@@ -110,21 +107,6 @@ class Plan:
     placements: int = 0
 
 
-def _signature(pod: RawObj) -> str:
-    """Pods with the same signature are interchangeable in a plan."""
-    ref = controller_of(pod)
-    return json.dumps(
-        [
-            pod_namespace(pod),
-            as_dict(meta_of(pod).get("labels")),
-            {k: v for k, v in spec(pod).items() if k != "nodeName"},
-            [ref.get("kind"), ref.get("name")] if ref is not None else None,
-        ],
-        sort_keys=True,
-        default=str,
-    )
-
-
 class _Planner:
     def __init__(self, space: Workspace, active: list[int]) -> None:
         self.space = space
@@ -137,7 +119,7 @@ class _Planner:
     def sig(self, key: str) -> str:
         hit = self.signature.get(key)
         if hit is None:
-            hit = self.signature[key] = _signature(self.space.pods[key])
+            hit = self.signature[key] = pod_signature(self.space.pods[key])
         return hit
 
     def candidates(self) -> list[str]:

@@ -16,12 +16,18 @@ node, and terminating pods were never running.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from webhook.api.kube import RawObj, as_dict, meta, spec
+from webhook.api.kube import RawObj, meta, spec
 from webhook.api.labels import compile_selector
-from webhook.audit.inventory import NODE_BOUND_CONTROLLERS, ClusterState, controller_of, pod_key
+from webhook.audit.inventory import (
+    NODE_BOUND_CONTROLLERS,
+    ClusterState,
+    controller_of,
+    pod_key,
+    pod_signature,
+    unbound,
+)
 from webhook.config import Settings
 from webhook.scheduler.placement import place
 
@@ -58,21 +64,6 @@ def _comes_back(pod: RawObj) -> bool:
     return ref is None or ref.get("kind") not in NODE_BOUND_CONTROLLERS
 
 
-def _unbound(pod: RawObj) -> RawObj:
-    """The pod as its controller would create it again: not bound, no status."""
-    out = {k: v for k, v in pod.items() if k != "status"}
-    out["spec"] = {k: v for k, v in as_dict(pod.get("spec")).items() if k != "nodeName"}
-    return out
-
-
-def _signature(pod: RawObj) -> str:
-    """Pods with the same signature get the same placement answer on the same state."""
-    m = meta(pod)
-    return json.dumps(
-        [m.get("namespace"), m.get("labels"), pod.get("spec")], sort_keys=True, default=str
-    )
-
-
 def without_nodes(
     state: ClusterState, selector: RawObj, settings: Settings | None = None
 ) -> WhatIf:
@@ -99,7 +90,7 @@ def without_nodes(
     reasons: dict[str, dict[str, int]] = {}
 
     def attempt(pod: RawObj) -> bool:
-        fresh = _unbound(pod)
+        fresh = unbound(pod)
         framework = settings.framework_for(fresh)
         if framework is None:  # no profile schedules it: it stays pending, as upstream
             reasons[pod_key(pod)] = {"no scheduler profile schedules this pod": 1}
@@ -119,7 +110,7 @@ def without_nodes(
     failed: dict[str, str] = {}
 
     def try_pod(pod: RawObj) -> bool:
-        sig = _signature(pod)
+        sig = pod_signature(pod)
         twin = failed.get(sig)
         if twin is not None:
             reasons[pod_key(pod)] = reasons[twin]
