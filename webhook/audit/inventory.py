@@ -24,7 +24,7 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
-from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, Snapshot
+from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, Snapshot, is_terminating
 
 __all__ = [
     "CLUSTER_SCOPED_OWNERS",
@@ -118,7 +118,7 @@ def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:
     node = spec.get("nodeName")
     if not isinstance(node, str) or node not in nodes:
         return False
-    if meta_of(pod).get("deletionTimestamp") is not None:
+    if is_terminating(pod):
         return False
     phase = as_dict(pod.get("status")).get("phase")
     return not (isinstance(phase, str) and phase in TERMINAL_PHASES)
