@@ -9,33 +9,50 @@ The answer is the one a node-by-node evaluation gives (property tests hold it to
 that, for the spread-only model and the default profile), but the work is done once
 per group of nodes that must get the same answer, so a decision over thousands of
 nodes stays cheap:
-- the filters' outcomes are remembered per pod spec and node generation; new ones
-  are judged once per group of nodes alike for every filter (pod-independent node
-  keys kept per node, NodeAffinity's by the classes of the labels it reads);
+- the filters' outcomes are remembered per pod spec, and judged again only for the
+  nodes the snapshot's journal says changed (an unchanged cluster costs no pass over
+  the nodes); new ones are judged once per group of nodes alike for every filter
+  (pod-independent node keys kept per node, NodeAffinity's by the classes of the
+  labels it reads, the combination kept while both are unchanged);
 - PodTopologySpread's Filter reads only the node's values for the constraints'
   keys, so it runs once per distinct set of values (a zone, not each node);
-- its Score likewise runs once per set of values (hostname by presence), and
-  one by one only for the nodes holding matching pods under a hostname
-  constraint;
+- each node gets a key (its filters' outcome and PodTopologySpread verdict): the
+  status maps, the feasible nodes and the reasons are worked out per key, and kept
+  with the pod spec while the outcomes and verdicts are the same (updated on the
+  moved nodes only when just they changed);
+- PodTopologySpread's Score likewise runs once per set of values (hostname by
+  presence), and one by one only for the nodes holding matching pods under a
+  hostname constraint;
 - every other score plugin runs once per class of nodes it cannot tell apart
   (_score_classes), raw scores remembered per class where they read only the node
   and a pod key, and NormalizeScore runs over the distinct raw scores;
-- nodes with the same outcome share one status map and one score map, and a node
-  whose maps did not change keeps its verdict object.
+- nodes with the same outcome share one status map and one score map; when the keys
+  and scores are those of the previous decision its verdicts are the answer, else
+  only the nodes whose verdict changed get a new one (_verdicts).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+from bisect import bisect_left, insort
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import add, attrgetter, is_not, mul, ne
+from itertools import compress, repeat
+from operator import add, mul, ne
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.memo import FilterMemo, adopt, memo_of
+from webhook.scheduler.framework.memo import (
+    FilterMemo,
+    NodeState,
+    adopt,
+    generations_of,
+    memo_of,
+    moved_since,
+)
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
@@ -59,6 +76,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME,
     SCHEDULE_ANYWAY,
     NodeInclusion,
+    PodConstraints,
     constraints_or_error,
     distribution,
     distribution_of,
@@ -209,79 +227,69 @@ def place(
     """
     fw = framework if framework is not None else framework_for(args)
     done = _filters(pod, snapshot, fw)
-    prepared, table, generations, shared = done.prepared, done.table, done.generations, done.shared
-    inclusion, pre, soft = done.inclusion, done.pre, done.soft
-    flags, feasible, statuses_of_node, reasons = (
-        done.flags,
-        done.feasible,
-        done.statuses_of_node,
-        done.reasons,
-    )
-    names = table.names
+    grouped, table, shared = done.grouped, done.table, done.shared
+    pre, soft = done.pre, done.soft
+    feasible = grouped.feasible
 
-    none: dict[str, int] = shared.share("no score", dict)
-    scores: list[dict[str, int]] = [none] * len(names)
-    totals: list[int] = [0] * len(names)
-    selected: str | None = None
-    tied: list[str] = []
+    scored: list[int] = []
+    rows: list[Any] | None = None
+    row_info: dict[Any, tuple[dict[str, int], int]] = {}
     error: str | None = None
     if feasible:
         spread_scores = None
         if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
-            spread_scores = score_classes(pod, snapshot, soft, table, feasible, inclusion)
-        ranked = _score(fw, prepared, snapshot, table, feasible, generations, spread_scores)
+            spread_scores = score_classes(pod, snapshot, soft, table, feasible, done.inclusion)
+        ranked = _score(fw, done.prepared, snapshot, table, feasible, spread_scores)
         if isinstance(ranked, str):
             error = ranked
         else:
-            order, rows, sums, full_rows = ranked
-            # Nodes with the same scores share one map, and so do later decisions (a
-            # verdict whose maps are the previous decision's is kept as it was).
-            maps = {
-                row: shared.share(("scores", order, full), _score_map, order, full)
+            order, rows, full_rows, sum_of = ranked
+            scored = feasible
+            # Nodes with the same scores share one map, and so do later decisions.
+            row_info = {
+                row: (shared.share(("scores", order, full), _score_map, order, full), sum_of[row])
                 for row, full in full_rows.items()
             }
-            if len(feasible) == len(names):
-                scores, totals = list(map(maps.__getitem__, rows)), sums
-            else:  # scatter onto the feasible positions, in C
-                deque(map(scores.__setitem__, feasible, map(maps.__getitem__, rows)), 0)
-                deque(map(totals.__setitem__, feasible, sums), 0)
-            best = max(sums)
-            tied = list(map(names.__getitem__, compress(feasible, map(best.__eq__, sums))))
-            selected = tied[0]  # nodes are in name order: ties go to the first by name
-
-    # A node whose status map and score map are the very ones of the previous
-    # decision keeps its verdict object (fewer objects made, less for the GC).
-    new = tuple.__new__
-    last = shared.last
-    if last is not None and last[0] is names:
-        _, last_statuses, last_scores, last_totals, verdicts = last
-        verdicts = list(verdicts)
-        changed = set(compress(range(len(names)), map(is_not, statuses_of_node, last_statuses)))
-        changed.update(compress(range(len(names)), map(is_not, scores, last_scores)))
-        changed.update(compress(range(len(names)), map(ne, totals, last_totals)))
-        for i in changed:
-            verdicts[i] = new(
-                NodeVerdict, (names[i], flags[i], statuses_of_node[i], scores[i], totals[i])
-            )
-    else:
-        verdicts = [
-            new(NodeVerdict, fields)
-            for fields in zip(names, flags, statuses_of_node, scores, totals, strict=True)
-        ]
-    shared.last = (names, statuses_of_node, scores, totals, verdicts)
+    last = _verdicts(table.names, grouped, scored, rows, row_info, shared)
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:
         spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
     return Placement(
         pod=pod_ref(pod),
-        nodes=list(verdicts),
-        selected_node=selected,
-        reasons=dict(sorted(reasons.items())),
+        nodes=list(last.verdicts),
+        selected_node=last.tied[0] if last.tied else None,
+        reasons=dict(grouped.reasons),
         distribution=spread_over,
-        tied_nodes=tied,
+        tied_nodes=list(last.tied),
         error=error,
     )
+
+
+class _Grouped(NamedTuple):
+    """The filter phase of one decision by classes of nodes: each node's key (its
+    filters' outcome and PodTopologySpread verdict), and per key what every node
+    holding it gets. Kept with the pod spec's outcomes (FilterMemo.derived) and
+    reused while what it was derived from is unchanged.
+
+    ids, of_node, slots, spread_key, filter_names: what it was derived from (the
+    outcome id per node, PodTopologySpread's node classes, the verdict slot of each
+    class, each slot's verdict, the profile's filter order); keys[i]: node i's key;
+    per_key: key -> (feasible, status map, the reasons its failures count under);
+    counts: key -> nodes holding it; feasible: the positions of the feasible nodes;
+    reasons: failure reason -> nodes, sorted.
+    """
+
+    ids: list[int]
+    of_node: list[int] | None
+    slots: list[int]
+    spread_key: tuple[Any, ...]
+    filter_names: tuple[str, ...]
+    keys: list[int]
+    per_key: dict[int, tuple[bool, dict[str, Status], tuple[str, ...]]]
+    counts: dict[int, int]
+    feasible: list[int]
+    reasons: dict[str, int]
 
 
 class _Filtered(NamedTuple):
@@ -289,15 +297,11 @@ class _Filtered(NamedTuple):
 
     prepared: PreparedFilters
     table: NodeTable
-    generations: Any
-    shared: Any
+    shared: FilterMemo
     inclusion: NodeInclusion
     pre: PreFilterState | Status
-    soft: Any
-    flags: list[bool]
-    feasible: list[int]
-    statuses_of_node: list[dict[str, Status]]
-    reasons: dict[str, int]
+    soft: PodConstraints | Status
+    grouped: _Grouped
 
 
 def _filters(pod: RawObj, snapshot: Snapshot, fw: Framework) -> _Filtered:
@@ -305,82 +309,335 @@ def _filters(pod: RawObj, snapshot: Snapshot, fw: Framework) -> _Filtered:
     args = fw.spread_args
     prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
-    names = table.names
-    outcome_ids, memo, generations = _filter_outcomes(prepared, snapshot, table)
-    outcomes = memo.outcomes
-    # Maps and verdicts are shared by every pod's decisions (status maps by content).
-    shared = memo_of(snapshot).shared
+    memo = memo_of(snapshot)
+    spec = memo.filter_verdicts(pod_inputs(prepared), all_passing(prepared))
+    ids = _filter_outcomes(prepared, snapshot, table, spec)
     inclusion = NodeInclusion(pod)
     if prepared.is_active("NodeAffinity"):
         # Node inclusion honours the same node affinity the NodeAffinity filter
         # checks: take its remembered verdicts rather than match every node again.
-        matches = [outcome["NodeAffinity"].ok for outcome in outcomes]
-        inclusion.know_affinity(table, list(map(matches.__getitem__, outcome_ids)))
+        inclusion.know_affinity(table, _affinity_matches(spec, ids))
     pre = pre_filter(pod, snapshot, args, inclusion)
     # Upstream parses ScheduleAnyway constraints only at PreScore, where a parse
     # error fails the whole cycle; checking now lets every verdict say so.
     soft = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
     spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
-    state: PreFilterState | None = None if isinstance(pre, Status) else pre
 
     # PodTopologySpread's Filter reads only the node's values for the constraints'
     # keys: judge each distinct set of values once.
-    spread: list[Status]
+    spread: list[Status] = [SUCCESS]
+    of_node: list[int] | None = None
+    slots: list[int] = []
     if not fw.spread_filter:
-        spread, keys = [SUCCESS], outcome_ids
+        pass
     elif spread_error is not None:
-        spread, keys = [spread_error], outcome_ids
-    elif state is None or not state.constraints:
-        spread, keys = [SUCCESS], outcome_ids
-    else:
-        hard_keys = filter_keys(state)
-        classes = memo_of(snapshot).node_classes(hard_keys, (False,) * len(hard_keys), table)
-        by_class = filter_classes(state, hard_keys, classes.values)
+        spread = [spread_error]
+    elif not isinstance(pre, Status) and pre.constraints:
+        hard_keys = filter_keys(pre)
+        classes = memo.node_classes(hard_keys, (False,) * len(hard_keys), table)
+        by_class = filter_classes(pre, hard_keys, classes.values)
         # The verdicts are a few shared Status objects: tell them apart by identity.
-        ids = list(map(id, by_class))
-        spread = list(dict(zip(ids, by_class, strict=True)).values())
-        slot = {id(status): i for i, status in enumerate(spread)}
-        codes = list(map(list(map(slot.__getitem__, ids)).__getitem__, classes.of_node))
-        width = len(spread)
-        if any(outcome_ids):
-            keys = list(map(add, map(width.__mul__, outcome_ids), codes))
-        else:  # every node passes the five filters (outcome 0)
-            keys = codes
+        identities = list(map(id, by_class))
+        spread = list(dict(zip(identities, by_class, strict=True)).values())
+        if len(spread) > 1:
+            slot = {id(status): i for i, status in enumerate(spread)}
+            slots = list(map(slot.__getitem__, identities))
+            of_node = classes.of_node
+    grouped = _grouped(fw, spec, memo.shared, ids, of_node, slots, spread)
+    return _Filtered(prepared, table, memo.shared, inclusion, pre, soft, grouped)
 
-    # One status map per (five filters' outcome, PodTopologySpread verdict): nodes
-    # sharing both share it, and so do later decisions.
+
+def _grouped(
+    fw: Framework,
+    spec: FilterMemo,
+    shared: FilterMemo,
+    ids: list[int],
+    of_node: list[int] | None,
+    slots: list[int],
+    spread: list[Status],
+) -> _Grouped:
+    """The filter phase's keys and what each key gets (see _Grouped): the spec's last
+    one when nothing it reads changed, updated on the moved nodes only when just they
+    did, else worked out afresh."""
+    spread_key = tuple((s.code, s.reason, s.parts) for s in spread)
+    last: _Grouped | None = spec.derived
+    if (
+        last is not None
+        and last.of_node is of_node
+        and last.spread_key == spread_key
+        and last.filter_names == fw.filter_names
+        and last.slots == slots
+    ):
+        if last.ids is ids:
+            return last
+        step = spec.step
+        if step is not None and step[0] is last.ids:
+            return _regrouped(last, ids, step[1], spec, shared, fw, spread)
     width = len(spread)
-    feasible_of: dict[int, bool] = {}
-    filters_of: dict[int, dict[str, Status]] = {}
-    reasons: dict[str, int] = {}
-    for key, count in Counter(keys).items():
-        o, c = divmod(key, width)
-        ok, statuses, failed = shared.share(
-            ("filters", fw.filter_names, _content(outcomes[o]), spread[c], spread[c].parts),
-            _merged,
-            fw,
-            outcomes[o],
-            spread[c],
-        )
-        for reason in failed:
-            reasons[reason] = reasons.get(reason, 0) + count
-        feasible_of[key], filters_of[key] = ok, statuses
-    flags = list(map(feasible_of.__getitem__, keys))
-    feasible = list(compress(range(len(names)), flags))
-    statuses_of_node = list(map(filters_of.__getitem__, keys))
-    return _Filtered(
-        prepared,
-        table,
-        generations,
-        shared,
-        inclusion,
-        pre,
-        soft,
-        flags,
+    keys: list[int]
+    if of_node is None:
+        keys = ids
+    elif any(ids):
+        keys = list(map(add, map(width.__mul__, ids), map(slots.__getitem__, of_node)))
+    else:  # every node passes the other filters (outcome 0)
+        keys = list(map(slots.__getitem__, of_node))
+    counts = dict(Counter(keys))
+    per_key = {key: _key_verdict(key, spec, shared, fw, spread) for key in counts}
+    feasible = _positions(keys, per_key)
+    made = _Grouped(
+        ids,
+        of_node,
+        slots,
+        spread_key,
+        fw.filter_names,
+        keys,
+        per_key,
+        counts,
         feasible,
-        statuses_of_node,
-        reasons,
+        _reasons(per_key, counts),
     )
+    spec.derived = made
+    return made
+
+
+def _regrouped(
+    last: _Grouped,
+    ids: list[int],
+    moved: list[int],
+    spec: FilterMemo,
+    shared: FilterMemo,
+    fw: Framework,
+    spread: list[Status],
+) -> _Grouped:
+    """`last` with the keys of the `moved` nodes worked out again (their outcome ids
+    changed; nothing else did)."""
+    width, of_node, slots = len(spread), last.of_node, last.slots
+    keys = list(last.keys)
+    counts = dict(last.counts)
+    per_key = dict(last.per_key)
+    feasible = last.feasible
+    for i in moved:
+        old = keys[i]
+        new = ids[i] * width + (slots[of_node[i]] if of_node is not None else 0)
+        if new == old:
+            continue
+        keys[i] = new
+        counts[old] -= 1
+        if not counts[old]:
+            del counts[old]
+            del per_key[old]
+        if new in counts:
+            counts[new] += 1
+        else:
+            counts[new] = 1
+            per_key[new] = _key_verdict(new, spec, shared, fw, spread)
+        was, now = last.per_key[old][0], per_key[new][0]
+        if was != now:
+            if feasible is last.feasible:
+                feasible = list(feasible)
+            if now:
+                insort(feasible, i)
+            else:
+                del feasible[bisect_left(feasible, i)]
+    made = last._replace(
+        ids=ids,
+        keys=keys,
+        per_key=per_key,
+        counts=counts,
+        feasible=feasible,
+        reasons=_reasons(per_key, counts),
+    )
+    spec.derived = made
+    return made
+
+
+def _key_verdict(
+    key: int, spec: FilterMemo, shared: FilterMemo, fw: Framework, spread: list[Status]
+) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
+    """(feasible, status map, failure reasons) of the nodes holding `key`: one status
+    map per (other filters' outcome, PodTopologySpread verdict), shared by every
+    decision of the snapshot."""
+    o, c = divmod(key, len(spread))
+    outcome = spec.outcomes[o]
+    result: tuple[bool, dict[str, Status], tuple[str, ...]] = shared.share(
+        ("filters", fw.filter_names, _content(outcome), spread[c], spread[c].parts),
+        _merged,
+        fw,
+        outcome,
+        spread[c],
+    )
+    return result
+
+
+def _positions(
+    keys: list[int], per_key: dict[int, tuple[bool, dict[str, Status], tuple[str, ...]]]
+) -> list[int]:
+    """The positions of the nodes whose key is feasible, ascending."""
+    ok = {key: v[0] for key, v in per_key.items()}
+    if all(ok.values()):
+        return list(range(len(keys)))
+    if not any(ok.values()):
+        return []
+    return list(compress(range(len(keys)), map(ok.__getitem__, keys)))
+
+
+def _reasons(
+    per_key: dict[int, tuple[bool, dict[str, Status], tuple[str, ...]]], counts: dict[int, int]
+) -> dict[str, int]:
+    """Failure reason -> nodes failing with it (a node failing two plugins counts under
+    both), sorted by reason."""
+    reasons: dict[str, int] = {}
+    for key, (_, _, failed) in per_key.items():
+        for reason in failed:
+            reasons[reason] = reasons.get(reason, 0) + counts[key]
+    return dict(sorted(reasons.items()))
+
+
+def _affinity_matches(spec: FilterMemo, ids: list[int]) -> list[bool]:
+    """Whether the NodeAffinity filter passes each node, from its remembered outcomes;
+    kept with the spec while `ids` is unchanged."""
+    hit = spec.shared.get("affinity")
+    if hit is not None and hit[0] is ids:
+        matches: list[bool] = hit[1]
+        return matches
+    passed = [outcome["NodeAffinity"].ok for outcome in spec.outcomes]
+    matches = list(map(passed.__getitem__, ids))
+    spec.shared["affinity"] = (ids, matches)
+    return matches
+
+
+class _Contents:
+    """Every distinct verdict content (feasible, status map, score map, sum) a
+    snapshot's decisions handed out, numbered, so each node's verdict can be told by
+    a small int and compared with the previous decision's in C. The maps are held
+    here, so the identities the numbers are keyed by are never reused while it lives;
+    past MAX_CONTENTS a new one starts (and the previous numbers mean nothing)."""
+
+    __slots__ = ("ids", "values", "_lock")
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[bool, int, int, int], int] = {}
+        self.values: list[tuple[bool, dict[str, Status], dict[str, int], int]] = []
+        self._lock = threading.Lock()
+
+    def number(
+        self, feasible: bool, filters: dict[str, Status], scores: dict[str, int], total: int
+    ) -> int:
+        key = (feasible, id(filters), id(scores), total)
+        hit = self.ids.get(key)
+        if hit is None:
+            with self._lock:
+                hit = self.ids.get(key)
+                if hit is None:
+                    self.values.append((feasible, filters, scores, total))
+                    hit = self.ids[key] = len(self.values) - 1
+        return hit
+
+
+MAX_CONTENTS = 4096
+
+
+class _Last(NamedTuple):
+    """The previous decision's verdicts and what they were built from (see
+    _verdicts): one per snapshot, whatever the pod."""
+
+    names: list[str]
+    keys: list[int]
+    per_key: dict[int, tuple[bool, dict[str, Status], tuple[str, ...]]]
+    scored: list[int]
+    rows: list[Any] | None
+    row_info: dict[Any, tuple[dict[str, int], int]]
+    contents: _Contents
+    numbers: list[int]
+    verdicts: list[NodeVerdict]
+    tied: list[str]
+
+
+def _verdicts(
+    names: list[str],
+    grouped: _Grouped,
+    scored: list[int],
+    rows: list[Any] | None,
+    row_info: dict[Any, tuple[dict[str, int], int]],
+    shared: FilterMemo,
+) -> _Last:
+    """Every node's verdict, and the tied best nodes.
+
+    scored: the positions of the nodes with scores (the feasible ones, none when
+    scoring failed); rows: each one's row of scores (None: the same for all);
+    row_info: row -> (score map, weighted sum).
+
+    A node whose status map, score map and sum are the very ones of the previous
+    decision keeps its verdict object (fewer objects made, less for the GC). When the
+    keys and rows are those of the previous decision, its list is the answer without
+    a pass over the nodes; else each node's verdict content is numbered (_Contents)
+    and the numbers compared with the previous ones in C.
+    """
+    last: _Last | None = shared.last
+    keys, per_key = grouped.keys, grouped.per_key
+    if (
+        last is not None
+        and last.names is names
+        and (last.keys is keys or last.keys == keys)
+        and all(last.per_key.get(key) is v for key, v in per_key.items())
+        and (last.scored is scored or last.scored == scored)
+        and (last.rows is rows or last.rows == rows)
+        and len(last.row_info) == len(row_info)
+        and all(_same_row(last.row_info.get(row), info) for row, info in row_info.items())
+    ):
+        made = last._replace(keys=keys, per_key=per_key, scored=scored, rows=rows)
+        shared.last = made = made._replace(row_info=row_info)
+        return made
+    contents: _Contents | None = shared.shared.get("contents")
+    if contents is None or len(contents.values) > MAX_CONTENTS:
+        contents = shared.shared["contents"] = _Contents()
+    none: dict[str, int] = shared.share("no score", dict)
+    numbered = {
+        key: contents.number(ok, statuses, none, 0) for key, (ok, statuses, _) in per_key.items()
+    }
+    numbers = list(map(numbered.__getitem__, keys))
+    best = max((total for _, total in row_info.values()), default=None)
+    tied: list[str] = []
+    if scored:
+        feasible_keys = [key for key, v in per_key.items() if v[0]]
+        number = contents.number
+        if len(feasible_keys) == 1:  # as always but for Success statuses with reasons
+            statuses = per_key[feasible_keys[0]][1]
+            of_row = {row: number(True, statuses, m, total) for row, (m, total) in row_info.items()}
+            at = repeat(of_row[()]) if rows is None else map(of_row.__getitem__, rows)
+        else:
+            pairs = list(zip(map(keys.__getitem__, scored), rows or repeat(()), strict=False))
+            of_pair = {
+                (key, row): number(per_key[key][0], per_key[key][1], *row_info[row])
+                for key, row in set(pairs)
+            }
+            at = map(of_pair.__getitem__, pairs)
+        deque(map(numbers.__setitem__, scored, at), 0)
+        if rows is None:
+            tied = list(map(names.__getitem__, scored))
+        else:
+            top = {row for row, (_, total) in row_info.items() if total == best}
+            tied = list(map(names.__getitem__, compress(scored, map(top.__contains__, rows))))
+    values = contents.values
+    new = tuple.__new__
+    if last is not None and last.names is names and last.contents is contents:
+        verdicts = list(last.verdicts)
+        for i in compress(range(len(names)), map(ne, numbers, last.numbers)):
+            verdicts[i] = new(NodeVerdict, (names[i], *values[numbers[i]]))
+    else:
+        verdicts = [
+            new(NodeVerdict, (name, *values[n])) for name, n in zip(names, numbers, strict=True)
+        ]
+    made = _Last(names, keys, per_key, scored, rows, row_info, contents, numbers, verdicts, tied)
+    shared.last = made
+    return made
+
+
+def _same_row(
+    was: tuple[dict[str, int], int] | None, now: tuple[dict[str, int], int]
+) -> bool:
+    """Whether a row's (score map, sum) is the very one it was (the map by identity)."""
+    return was is not None and was[0] is now[0] and was[1] == now[1]
 
 
 def feasible_nodes(
@@ -392,7 +649,7 @@ def feasible_nodes(
     fw = framework if framework is not None else framework_for(DEFAULT_ARGS)
     done = _filters(pod, snapshot, fw)
     names = done.table.names
-    return [names[i] for i in done.feasible]
+    return [names[i] for i in done.grouped.feasible]
 
 
 def _score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
@@ -406,13 +663,12 @@ def _score(
     snapshot: Snapshot,
     table: NodeTable,
     feasible: list[int],
-    generations: list[int],
     spread_scores: list[int] | None,
-) -> tuple[tuple[str, ...], list[Any], list[int], dict[Any, tuple[int, ...]]] | str:
+) -> tuple[tuple[str, ...], list[Any] | None, dict[Any, tuple[int, ...]], dict[Any, int]] | str:
     """Every score plugin's normalised score on each feasible node (positions of
     `table`): (the plugins scoring, in profile order; each node's row, a key for its
-    scores; each node's weighted sum; row -> the scores in that order); or the error
-    that fails the cycle.
+    scores, None when every node has the same (the row is then ()); row -> the scores
+    in that order; row -> its weighted sum); or the error that fails the cycle.
 
     Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
     weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
@@ -430,31 +686,39 @@ def _score(
             continue
         if not status.ok:
             return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        column = _column(plugin, state, pod, snapshot, table, feasible, generations)
+        column = _column(plugin, state, pod, snapshot, table, feasible)
         if isinstance(column, str):
             return column
         columns[plugin.name] = (weight, column)
     order = tuple(name for name in fw.score_names if name in columns)
     # A column giving every node the same score (a plugin nothing sets apart, as
     # TaintToleration on untainted nodes) stays out of the rows.
-    constant = {name: column[0] for name, (_, column) in columns.items() if len(set(column)) == 1}
+    constant = {
+        name: column[0]
+        for name, (_, column) in columns.items()
+        if column.count(column[0]) == len(column)
+    }
     varying = [name for name in order if name not in constant]
-    rows: list[Any]
+    rows: list[Any] | None
+    distinct: list[Any]
     if not varying:
-        rows = [()] * len(feasible)
+        rows, distinct = None, [()]
     elif len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
         rows = columns[varying[0]][1]
+        distinct = list(set(rows))
     else:
         rows = list(zip(*(columns[name][1] for name in varying), strict=True))
+        distinct = list(set(rows))
     full_rows: dict[Any, tuple[int, ...]] = {}
     sum_of: dict[Any, int] = {}
+    weights = [columns[name][0] for name in order]
     # One weighted sum and one row of every plugin's score per distinct row.
-    for row in set(rows):
+    for row in distinct:
         values = dict(constant)
         values.update(zip(varying, row if len(varying) != 1 else (row,), strict=True))
         full = full_rows[row] = tuple(values[name] for name in order)
-        sum_of[row] = sum(map(mul, (columns[name][0] for name in order), full))
-    return order, rows, list(map(sum_of.__getitem__, rows)), full_rows
+        sum_of[row] = sum(map(mul, weights, full))
+    return order, rows, full_rows, sum_of
 
 
 def _column(
@@ -464,7 +728,6 @@ def _column(
     snapshot: Snapshot,
     table: NodeTable,
     feasible: list[int],
-    generations: list[int],
     *,
     grouped: bool = True,
 ) -> list[int] | str:
@@ -476,7 +739,7 @@ def _column(
     read run on every node.
     """
     infos = table.infos
-    classes = _score_classes(plugin, state, pod, snapshot, table, generations) if grouped else None
+    classes = _score_classes(plugin, state, pod, snapshot, table) if grouped else None
     if classes is None:
         raws: list[int] = []
         for i in feasible:
@@ -485,24 +748,26 @@ def _column(
                 return f"running Score plugin {plugin.name!r}: {status.reason}"
             raws.append(value)
         return _normalized(plugin, state, pod, raws, table.names, feasible)
-    of_node, raw_of = classes
-    of_feasible = list(map(of_node.__getitem__, feasible))
+    of_node, unchanged, raw_of = classes
+    if len(feasible) == len(of_node):
+        of_feasible = of_node
+    else:
+        of_feasible = list(map(of_node.__getitem__, feasible))
     missing = set(of_feasible).difference(raw_of)
     if missing:
         # class -> its first feasible node (reversed, so the first write of each wins)
         first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
+        scored: dict[int, int] = {}
         for c in missing:
-            i = first[c]
-            value, status = plugin.score(state, pod, infos[i])
+            value, status = plugin.score(state, pod, infos[first[c]])
             if not status.ok:
                 return f"running Score plugin {plugin.name!r}: {status.reason}"
-            if infos[i].generation != generations[i]:
-                # The node changed meanwhile (a concurrent update): its score need not
-                # hold for the rest of its class.
-                return _column(
-                    plugin, state, pod, snapshot, table, feasible, generations, grouped=False
-                )
-            raw_of[c] = value
+            scored[c] = value
+        if not unchanged([first[c] for c in scored]):
+            # A node changed meanwhile (a concurrent update): its score need not hold
+            # for the rest of its class.
+            return _column(plugin, state, pod, snapshot, table, feasible, grouped=False)
+        raw_of.update(scored)
     raws = list(map(raw_of.__getitem__, of_feasible))
     return _normalized(plugin, state, pod, raws, table.names, feasible)
 
@@ -513,11 +778,11 @@ def _score_classes(
     pod: RawObj,
     snapshot: Snapshot,
     table: NodeTable,
-    generations: list[int],
-) -> tuple[list[int], dict[int, int]] | None:
-    """The class of each node of `table` for this plugin's Score and the raw scores of
-    the classes already known (for the caller to complete), or None when each node
-    must be scored on its own.
+) -> tuple[list[int], Callable[[list[int]], bool], dict[int, int]] | None:
+    """The class of each node of `table` for this plugin's Score, a check that nodes
+    (positions) are unchanged since their classes were read, and the raw scores of the
+    classes already known (for the caller to complete); or None when each node must
+    be scored on its own.
 
     Two ways to say what Score reads of a node: `score_node_key(node)`, the same for
     every pod (the node's taints, its resources, its images), with `score_key(state,
@@ -534,17 +799,37 @@ def _score_classes(
         key = key_of(state, pod)
         if key is not None:
             classes = memo.score_classes(plugin.name)
-            of_node = _classes(classes, table, generations, node_key_of)
-            if of_node is not None:
-                return of_node, memo.raw_by_class(plugin.name, key, classes)
+            kept = _classes(classes, snapshot, table, node_key_of)
+            if kept is not None:
+                raw_of = memo.raw_by_class(plugin.name, key, classes)
+                return kept.ids, functools.partial(_as_read, table, kept.generations), raw_of
     labels_of = getattr(plugin, "score_label_keys", None)
     keys = labels_of(state, pod) if labels_of is not None else None
     if keys is None:
         return None
+    mark = snapshot.journal_mark()
     try:
-        return memo.node_classes(keys, (False,) * len(keys), table).of_node, {}
+        of_node = memo.node_classes(keys, (False,) * len(keys), table).of_node
     except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
         return None
+    return of_node, functools.partial(_unchanged_since, snapshot, table, mark), {}
+
+
+def _as_read(table: NodeTable, generations: list[int], positions: list[int]) -> bool:
+    """Whether the nodes at `positions` still have the generations they were read at."""
+    infos = table.infos
+    return all(infos[i].generation == generations[i] for i in positions)
+
+
+def _unchanged_since(
+    snapshot: Snapshot, table: NodeTable, mark: tuple[int, int], positions: list[int]
+) -> bool:
+    """Whether no node at `positions` changed since `mark` (a journal_mark)."""
+    changed = snapshot.changed_since(mark)
+    if changed is None:
+        return False
+    names = table.names
+    return not any(names[i] in changed for i in positions)
 
 
 def _normalized(
@@ -600,19 +885,21 @@ def _merged(
 
 
 def _filter_outcomes(
-    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
-) -> tuple[list[int], FilterMemo, list[int]]:
-    """The filters' outcome for each node of `table`: (outcome index per node, the memo
-    holding the outcomes' status maps, each node's generation as read).
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, spec: FilterMemo
+) -> list[int]:
+    """The filters' outcome for each node of `table`, as indexes into `spec.outcomes`
+    (spec: the memo of the pod's filter inputs, Memo.filter_verdicts).
 
     The filters read only the node and a few fields of the pod (runtime.pod_inputs):
     their outcome for a node holds while the node is unchanged, for every pod
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
-    nodes whose generation moved. Inputs never seen are judged once per group
-    of nodes the filters cannot tell apart (equal plugin node keys, _alike).
+    nodes that changed (memo.moved_since: an unchanged cluster costs no pass over
+    the nodes). Inputs never seen are judged once per group of nodes the filters
+    cannot tell apart (equal plugin node keys, _alike). The list returned is the
+    very one of the last decision when nothing moved, so what is derived from it can
+    be kept by identity.
     """
-    memo = memo_of(snapshot).filter_verdicts(pod_inputs(prepared), all_passing(prepared))
 
     def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
         ids = [0] * len(infos)
@@ -620,23 +907,28 @@ def _filter_outcomes(
             if not ok:
                 statuses = run_filters(prepared, infos[i])
                 key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
-                ids[i] = memo.intern(key, statuses)
+                ids[i] = spec.intern(key, statuses)
         return ids
 
+    state = spec.state
+    mark = snapshot.journal_mark()
+    moved = moved_since(snapshot, table, state)
     infos = table.infos
-    generations = list(map(_generation, infos))
-    then_names, then_generations, ids = memo.state
-    if then_names is table.names:
-        if generations == then_generations:
-            return ids, memo, then_generations
-        moved = list(compress(range(len(generations)), map(ne, generations, then_generations)))
-        ids = list(ids)
+    if moved is not None:
+        if not moved:
+            if state.mark != mark:
+                spec.state = state._replace(mark=mark)
+            return state.ids
+        generations = list(state.generations)
+        for i in moved:
+            generations[i] = infos[i].generation
+        ids = list(state.ids)
         for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
             ids[i] = outcome
-    elif (groups := _alike(prepared, snapshot, table, generations)) is not None:
-        # Judge one member of each group of nodes the filters cannot tell apart:
-        # group -> its first node (reversed, so the first write of each group wins)
-        first = dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
+        spec.step = (state.ids, moved)
+    elif (alike := _alike(prepared, snapshot, table)) is not None:
+        groups, first, generations = alike
+        # Judge one member of each group of nodes the filters cannot tell apart.
         judged = judge([infos[i] for i in first.values()])
         outcome_of = dict(zip(first, judged, strict=True))
         ids = list(map(outcome_of.__getitem__, groups))
@@ -644,32 +936,36 @@ def _filter_outcomes(
             # A judged node changed meanwhile (a concurrent update): its verdict need
             # not hold for the rest of its group, which would keep it.
             ids = judge(infos)
+        spec.step = None
     else:
+        generations = generations_of(table)
         ids = judge(infos)
-    memo.state = (table.names, generations, ids)
-    return ids, memo, generations
+        spec.step = None
+    spec.state = NodeState(table.names, mark, generations, ids)
+    return ids
 
 
 def _alike(
-    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, generations: list[int]
-) -> list[int] | None:
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
+) -> tuple[list[int], dict[int, int], list[int]] | None:
     """Each node's group of nodes the filters cannot tell apart for this pod (equal
-    FilterPlugin.node_key of every active plugin), or None when nodes must be judged
+    FilterPlugin.node_key of every active plugin), the first node of each group, and
+    each node's generation as its group was read; or None when nodes must be judged
     one by one (a plugin reads the node's name).
 
     The keys that do not depend on the pod are remembered per node (_node_groups). Of
     the others, a plugin that names the node labels its key reads for this pod
     (`node_label_keys`: NodeAffinity's nodeSelector and required terms) is grouped by
     the node classes of those labels (Memo.node_classes, kept until a node's labels
-    change); only the rest are read node by node.
+    change), the combination kept while both are unchanged; only the rest are read
+    node by node.
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
-    groups = _node_groups(snapshot, table, generations, prepared, shared)
-    if groups is None:
+    kept = _node_groups(snapshot, table, prepared, shared)
+    if kept is None:
         return None
-    if not own:
-        return groups
+    groups, generations = kept.ids, kept.generations
     state, pod = prepared.state, prepared.pod
     label_keys: list[str] = []
     by_node: list[FilterPlugin] = []
@@ -680,34 +976,48 @@ def _alike(
             by_node.append(p)
         else:
             label_keys.extend(keys)
+    memo = memo_of(snapshot)
+    what = (tuple(p.name for p in shared), tuple(dict.fromkeys(label_keys)))
     try:
         if label_keys:
-            keys = tuple(dict.fromkeys(label_keys))
-            classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
+            keys = what[1]
+            classes = memo.node_classes(keys, (False,) * len(keys), table)
             width = len(classes.values)
-            groups = list(map(add, map(width.__mul__, groups), classes.of_node))
-        if not by_node:
-            return groups
-        infos = table.infos
-        columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
-        if any(None in column for column in columns):
-            return None
-        combined: dict[Any, int] = {}
-        keyed = zip(groups, *columns, strict=True)
-        return [combined.setdefault(key, len(combined)) for key in keyed]
+            labelled = groups
+
+            def combine() -> list[int]:
+                return list(map(add, map(width.__mul__, labelled), classes.of_node))
+
+            groups = memo.combined(("groups", what), (labelled, classes.of_node), combine)
+        if by_node:
+            infos = table.infos
+            columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
+            if any(None in column for column in columns):
+                return None
+            combined: dict[Any, int] = {}
+            keyed = zip(groups, *columns, strict=True)
+            groups = [combined.setdefault(key, len(combined)) for key in keyed]
+            return groups, _firsts(groups), generations
     except TypeError:  # a value that cannot be hashed: no Node decoded from JSON has one
         return None
+    final = groups
+    return groups, memo.combined(("first", what), (final,), lambda: _firsts(final)), generations
+
+
+def _firsts(groups: list[int]) -> dict[int, int]:
+    """Group -> the position of its first node (reversed, so the first write of each
+    group wins)."""
+    return dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
 
 
 def _node_groups(
     snapshot: Snapshot,
     table: NodeTable,
-    generations: list[int],
     prepared: PreparedFilters,
     plugins: tuple[FilterPlugin, ...],
-) -> list[int] | None:
+) -> NodeState | None:
     """The group of each node of `table` by the pod-independent node keys of `plugins`.
-    Regrouped only for nodes whose generation moved."""
+    Regrouped only for nodes that changed."""
     memo = memo_of(snapshot).node_groups(tuple(p.name for p in plugins))
     state, pod = prepared.state, prepared.pod
 
@@ -715,43 +1025,48 @@ def _node_groups(
         key = tuple(p.node_key(state, pod, info) for p in plugins)
         return None if None in key else key
 
-    return _classes(memo, table, generations, key_of)
+    return _classes(memo, snapshot, table, key_of)
 
 
 def _classes(
     memo: FilterMemo,
+    snapshot: Snapshot,
     table: NodeTable,
-    generations: list[int],
     key_of: Callable[[NodeInfoLike], Hashable | None],
-) -> list[int] | None:
+) -> NodeState | None:
     """The class of each node of `table` (nodes with equal `key_of(node)` share one), kept
-    in `memo` and worked out again only for nodes whose generation moved; None when a
-    node has no key."""
+    in `memo` and worked out again only for nodes that changed; None when a node has
+    no key. The state's ids list is the very one of the last call while no node moved."""
 
-    def group(i: int) -> int | None:
-        key = key_of(table.infos[i])
+    def group(info: NodeInfoLike) -> int | None:
+        key = key_of(info)
         if key is None:
             return None
         hit = memo.lookup(key)
         return hit if hit is not None else memo.intern(key, None)
 
-    then_names, then_generations, ids = memo.state
-    if then_names is not table.names:
-        fresh = [group(i) for i in range(len(generations))]
-    elif generations != then_generations:
-        fresh = list(ids)
-        for i in compress(range(len(generations)), map(ne, generations, then_generations)):
-            fresh[i] = group(i)
+    state = memo.state
+    mark = snapshot.journal_mark()
+    moved = moved_since(snapshot, table, state)
+    infos = table.infos
+    if moved is None:
+        generations = generations_of(table)
+        fresh = list(map(group, infos))
+    elif moved:
+        generations = list(state.generations)
+        fresh = list(state.ids)
+        for i in moved:
+            generations[i] = infos[i].generation
+            fresh[i] = group(infos[i])
     else:
-        return ids
+        if state.mark != mark:
+            memo.state = state = state._replace(mark=mark)
+        return state
     if None in fresh:
         return None
     ids = [i for i in fresh if i is not None]
-    memo.state = (table.names, generations, ids)
-    return ids
-
-
-_generation = attrgetter("generation")
+    memo.state = state = NodeState(table.names, mark, generations, ids)
+    return state
 
 
 @dataclass(frozen=True, slots=True)

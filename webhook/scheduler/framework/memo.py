@@ -12,8 +12,16 @@ a stale entry is never used:
 - the classes of nodes a score plugin cannot tell apart whatever the pod
   (`score_classes`), by node generation, and the raw score of each class per pod
   score key (`raw_by_class`);
+- lists combined from other kept lists (`combined`: the filters' node groups with
+  label classes, each group's first node), while those are the very same objects;
 - what decisions hand out again and again (`shared`: status and score maps, the
   previous decision's verdicts), whatever the pod.
+
+Whether something kept per node still holds is asked of the snapshot's journal of node
+changes (`moved_since`): a decision on an unchanged cluster reads no node to know it,
+and one after a few changes rereads only those nodes. A state taken against another
+snapshot (a simulation's copy) or older than the journal keeps falls back to comparing
+every node's generation.
 
 A simulation works on a copy of the snapshot; `adopt` gives the copy a copy of the
 original's Memo (copied nodes keep their generations, so what was learnt holds).
@@ -25,11 +33,23 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from itertools import compress
+from operator import attrgetter, ne
 from typing import Any, NamedTuple
 
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeTable, Snapshot
 
-__all__ = ["FilterMemo", "Memo", "NodeClasses", "adopt", "memo_of"]
+__all__ = [
+    "EMPTY_STATE",
+    "FilterMemo",
+    "Memo",
+    "NodeClasses",
+    "NodeState",
+    "adopt",
+    "generations_of",
+    "memo_of",
+    "moved_since",
+]
 
 # Topology key sets grouped at once; all are dropped on any Node change anyway.
 MAX_KEY_INDEXES = 64
@@ -43,6 +63,8 @@ MAX_NODE_GROUP_SETS = 32
 MAX_SCORE_KEYS = 64
 # Values a FilterMemo shares out before starting afresh.
 MAX_SHARED = 1024
+# Combinations of node groups and label classes (Memo.combined) kept at once.
+MAX_COMBINED = 16
 
 
 class NodeClasses(NamedTuple):
@@ -58,25 +80,82 @@ class NodeClasses(NamedTuple):
 
 
 
+class NodeState(NamedTuple):
+    """One value per node of a NodeTable, with what tells whether it still holds.
+
+    names: the NodeTable.names list it was taken against (compared by identity);
+    mark: Snapshot.journal_mark() taken before any node was read; generations[i]: the
+    generation of node i as read; ids[i]: its value. Replaced whole, never edited, so
+    a reader sees one consistent set.
+    """
+
+    names: list[str] | None
+    mark: tuple[int, int] | None
+    generations: list[int]
+    ids: list[int]
+
+
+EMPTY_STATE = NodeState(None, None, [], [])
+
+_generation = attrgetter("generation")
+
+
+def moved_since(snapshot: Snapshot, table: NodeTable, state: NodeState) -> list[int] | None:
+    """The positions in `table` of the nodes that changed since `state` was taken,
+    ascending ([] when none did); None when `state` is of another NodeTable (every
+    node must be read).
+
+    Asks the snapshot's journal first; a mark it cannot answer (another snapshot's,
+    or older than the journal keeps) falls back to comparing every node's generation.
+    """
+    if state.names is not table.names:
+        return None
+    changed = snapshot.changed_since(state.mark)
+    if changed is None:
+        generations = list(map(_generation, table.infos))
+        return list(compress(range(len(generations)), map(ne, generations, state.generations)))
+    if not changed:
+        return []
+    at = map(table.position.get, changed)
+    return sorted(p for p in at if p is not None)
+
+
+def generations_of(table: NodeTable) -> list[int]:
+    """Each node's generation, in table order."""
+    return list(map(_generation, table.infos))
+
+
 class FilterMemo:
     """Something judged per node and remembered across decisions while the node is
     unchanged: the five filters' outcomes for one pod spec, or the group of
     nodes the filters cannot tell apart (Memo.node_groups).
 
-    state: (the NodeTable.names list they were taken against, compared by
-    identity; generations[i], the generation of node i when judged; ids[i], its
-    outcome), replaced whole, never edited, so a reader sees one consistent set.
-    outcomes[k]: outcome k (outcomes[0] is `first`); they only grow.
-    shared: values the caller builds from outcomes and hands out again and again
-    (cleared past MAX_SHARED entries); last: the caller's previous answer, to
-    reuse what did not change (None at first).
+    state: a NodeState whose ids are the outcomes' indexes. outcomes[k]: outcome k
+    (outcomes[0] is `first`); they only grow. step: (the previous state's ids, the
+    positions that moved) when the last update judged only moved nodes, else None,
+    so what the caller derives from ids can be updated the same way. derived: what
+    the caller last derived from the ids (its own record). shared: values the caller
+    builds from outcomes and hands out again and again (cleared past MAX_SHARED
+    entries); last: the caller's previous answer, to reuse what did not change (None
+    at first).
     """
 
-    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
+    __slots__ = (
+        "state",
+        "outcomes",
+        "step",
+        "derived",
+        "shared",
+        "last",
+        "_lookup",
+        "_lock",
+    )
 
     def __init__(self, first: Any) -> None:
-        self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
+        self.state: NodeState = EMPTY_STATE
         self.outcomes: list[Any] = [first]
+        self.step: tuple[list[int], list[int]] | None = None
+        self.derived: Any = None
         self.shared: dict[Any, Any] = {}
         self.last: Any = None
         self._lookup: dict[Any, int] = {}
@@ -110,6 +189,8 @@ class FilterMemo:
         other = FilterMemo(None)
         with self._lock:
             other.state = self.state
+            other.step = self.step
+            other.derived = self.derived
             other.outcomes = list(self.outcomes)
             other.shared = dict(self.shared)
             other.last = self.last
@@ -132,6 +213,8 @@ class Memo:
         # (plugin name, pod score key) -> (the score_classes memo the classes are of,
         # class -> raw score)
         self._raw_by_class: OrderedDict[Any, tuple[FilterMemo, dict[int, int]]] = OrderedDict()
+        # what -> (the lists it was combined from, the combination): see combined()
+        self._combined: dict[Any, tuple[tuple[Any, ...], Any]] = {}
         # Status maps, score maps and the previous decision, shared by every pod.
         self.shared = FilterMemo(None)
         self._lock = threading.RLock()
@@ -223,6 +306,18 @@ class Memo:
                 self._raw_by_class.popitem(last=False)
             return raw
 
+    def combined(self, what: Any, parts: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """make() for `what`, kept while every one of `parts` (lists kept elsewhere, each
+        replaced whole on change, never edited) is the very object it was made from."""
+        hit = self._combined.get(what)
+        if hit is not None and all(map(_same, hit[0], parts)):
+            return hit[1]
+        value = make()
+        if len(self._combined) >= MAX_COMBINED:
+            self._combined = {}
+        self._combined[what] = (parts, value)
+        return value
+
     def copy_for(self, snapshot: Snapshot) -> Memo:
         """This memo's entries for a copy of its snapshot."""
         other = Memo(snapshot)
@@ -241,7 +336,12 @@ class Memo:
                 if id(classes) in copies and self._node_groups.get(("score", key[0])) is classes
             )
             other.shared = self.shared.copy()
+            other._combined = dict(self._combined)
         return other
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b
 
 
 _MEMOS: weakref.WeakKeyDictionary[Snapshot, Memo] = weakref.WeakKeyDictionary()
