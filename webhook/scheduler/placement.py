@@ -599,19 +599,12 @@ def _verdicts(
     best = max((total for _, total in row_info.values()), default=None)
     tied: list[str] = []
     if scored:
-        feasible_keys = [key for key, v in per_key.items() if v[0]]
+        # Every feasible node holds the one key of a plain pass (outcome 0 and
+        # PodTopologySpread's Success): the runtime tells passing nodes no further apart.
+        (statuses,) = [v[1] for v in per_key.values() if v[0]]
         number = contents.number
-        if len(feasible_keys) == 1:  # as always but for Success statuses with reasons
-            statuses = per_key[feasible_keys[0]][1]
-            of_row = {row: number(True, statuses, m, total) for row, (m, total) in row_info.items()}
-            at = repeat(of_row[()]) if rows is None else map(of_row.__getitem__, rows)
-        else:
-            pairs = list(zip(map(keys.__getitem__, scored), rows or repeat(()), strict=False))
-            of_pair = {
-                (key, row): number(per_key[key][0], per_key[key][1], *row_info[row])
-                for key, row in set(pairs)
-            }
-            at = map(of_pair.__getitem__, pairs)
+        of_row = {row: number(True, statuses, m, total) for row, (m, total) in row_info.items()}
+        at = repeat(of_row[()]) if rows is None else map(of_row.__getitem__, rows)
         deque(map(numbers.__setitem__, scored, at), 0)
         if rows is None:
             tied = list(map(names.__getitem__, scored))
