@@ -203,7 +203,9 @@ class Memo:
     """The caches of one Snapshot (see the module docstring)."""
 
     def __init__(self, snapshot: Snapshot) -> None:
-        self._snapshot = snapshot
+        # Weakly: the Memo is the value of a WeakKeyDictionary keyed by the snapshot,
+        # and a strong reference would keep the snapshot (a simulation's copy) alive.
+        self._snapshot_ref = weakref.ref(snapshot)
         # (keys, presence) -> (NodeTable.names, topology version, the classes)
         self._classes: dict[
             tuple[tuple[str, ...], tuple[bool, ...]], tuple[list[str], int, NodeClasses]
@@ -218,6 +220,13 @@ class Memo:
         # Status maps, score maps and the previous decision, shared by every pod.
         self.shared = FilterMemo(None)
         self._lock = threading.RLock()
+
+    @property
+    def _snapshot(self) -> Snapshot:
+        snapshot = self._snapshot_ref()
+        if snapshot is None:  # only a caller holding a Memo past its snapshot gets here
+            raise ReferenceError("the snapshot of this Memo is gone")
+        return snapshot
 
     def node_classes(
         self, keys: tuple[str, ...], presence: tuple[bool, ...], table: NodeTable
