@@ -155,9 +155,7 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         raise ConfigError(f"audit: must be a mapping, got {section!r}")
     unknown = sorted(str(k) for k in section if k not in _AUDIT_KEYS)
     if unknown:
-        raise ConfigError(
-            f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})"
-        )
+        raise ConfigError(f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})")
     interval = section.get("intervalSeconds", AUDIT_DEFAULT_INTERVAL)
     if interval is None:
         interval = AUDIT_DEFAULT_INTERVAL
@@ -305,9 +303,7 @@ def load_scheduler_config(path: str | Path) -> RawObj:
     return doc
 
 
-def load_settings(
-    path: str | Path | None, scheduler_config: str | Path | None = None
-) -> Settings:
+def load_settings(path: str | Path | None, scheduler_config: str | Path | None = None) -> Settings:
     """Read a config file (YAML) and, when given, a KubeSchedulerConfiguration file
     (--scheduler-config, which replaces the config's schedulerConfiguration key);
     None gives the defaults."""

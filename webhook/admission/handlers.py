@@ -46,7 +46,6 @@ __all__ = [
 log = logging.getLogger("topospread.admission")
 
 
-
 def _constraints_path(obj: RawObj) -> str:
     template = pod_template(obj)
     spec = template.spec_path if template is not None else "spec"
@@ -102,9 +101,7 @@ def review_object(
     warnings: list[str] = []
     failed = False
     try:
-        errors = validate_object(
-            obj, old=old, server_version=ctx.server_version, merge=not stored
-        )
+        errors = validate_object(obj, old=old, server_version=ctx.server_version, merge=not stored)
     except Exception:
         log.exception("validation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
         warnings.append(_internal_warning(obj, "validated"))

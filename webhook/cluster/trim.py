@@ -133,9 +133,7 @@ def _host_ports(ports: Any) -> list[RawObj]:
     """The ports that claim a host port (NodePorts reads hostPort, hostIP, protocol)."""
     if not isinstance(ports, list):
         return []
-    return [
-        _picked(p, _PORT_FIELDS) for p in ports if isinstance(p, dict) and p.get("hostPort")
-    ]
+    return [_picked(p, _PORT_FIELDS) for p in ports if isinstance(p, dict) and p.get("hostPort")]
 
 
 def _container(container: Any, init: bool) -> Any:
@@ -332,9 +330,7 @@ def _images(images: Any) -> list[RawObj]:
         if not isinstance(image, dict):
             continue
         names = image.get("names")
-        kept: RawObj = {
-            "names": [_intern(n) for n in names] if isinstance(names, list) else names
-        }
+        kept: RawObj = {"names": [_intern(n) for n in names] if isinstance(names, list) else names}
         if image.get("sizeBytes") is not None:
             kept["sizeBytes"] = image["sizeBytes"]
         out.append(kept)
@@ -398,8 +394,9 @@ def _persistent_volume_claim(obj: RawObj, out: RawObj) -> None:
     owners = meta.get("ownerReferences") if isinstance(meta, dict) else None
     if isinstance(owners, list):
         # An ephemeral volume's claim must be controlled by its pod (VolumeBinding).
-        controller = [_picked(o, _OWNER_FIELDS) for o in owners
-                      if isinstance(o, dict) and o.get("controller")]
+        controller = [
+            _picked(o, _OWNER_FIELDS) for o in owners if isinstance(o, dict) and o.get("controller")
+        ]
         if controller:
             out["metadata"]["ownerReferences"] = controller
     spec = obj.get("spec")

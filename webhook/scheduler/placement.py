@@ -27,7 +27,7 @@ nodes stays cheap:
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import add, attrgetter, is_not, mul, ne
@@ -35,11 +35,11 @@ from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.budget import CHUNK, OutOfTime, checkpoint, spent
 from webhook.scheduler.framework.memo import FilterMemo, adopt, memo_of
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
-    passes,
     passing,
     pod_inputs,
     run_filters,
@@ -71,7 +71,6 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_classes,
     filter_keys,
-    filter_node,
     pre_filter,
 )
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
@@ -609,44 +608,103 @@ def _filter_outcomes(
     their outcome for a node holds while the node is unchanged, for every pod
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
-    nodes whose generation moved. Inputs never seen are judged once per group
-    of nodes the filters cannot tell apart (equal plugin node keys, _alike).
+    nodes whose generation moved, found from the snapshot's journal of changed nodes
+    (every generation is compared only when the journal cannot say). Inputs never
+    seen are judged once per group of nodes the filters cannot tell apart (equal
+    plugin node keys, _alike).
+
+    Under a time budget (framework.budget) the judging stops when the budget runs
+    out: what was judged is remembered (the rest marked unjudged) and OutOfTime is
+    raised, so a later call carries on from there.
     """
     memo = memo_of(snapshot).filter_verdicts(pod_inputs(prepared), all_passing(prepared))
 
-    def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
+    def judge(infos: Sequence[NodeInfoLike]) -> tuple[list[int], int]:
+        """(each node's outcome index, how many of `infos` were judged: all unless
+        the time budget ran out first, budget.spent() being asked between chunks)."""
         ids = [0] * len(infos)
-        for i, ok in enumerate(passing(prepared, infos)):
-            if not ok:
-                statuses = run_filters(prepared, infos[i])
-                key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
-                ids[i] = memo.intern(key, statuses)
-        return ids
+        for start in range(0, len(infos), CHUNK):
+            if spent():
+                return ids, start
+            chunk = infos[start : start + CHUNK]
+            for i, ok in enumerate(passing(prepared, chunk), start):
+                if not ok:
+                    statuses = run_filters(prepared, infos[i])
+                    key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
+                    ids[i] = memo.intern(key, statuses)
+        return ids, len(infos)
+
+    def keep_partial(ids: list[int], unjudged: Iterable[int]) -> None:
+        """Remember what was judged before the budget ran out, the other nodes
+        marked as never judged (a generation no node has), and give up."""
+        kept = list(generations)
+        for i in unjudged:
+            kept[i] = _UNJUDGED
+        memo.state = (table.names, kept, ids)
+        raise OutOfTime
 
     infos = table.infos
-    generations = list(map(_generation, infos))
-    then_names, then_generations, ids = memo.state
-    if then_names is table.names:
-        if generations == then_generations:
+    # Taken before any generation is read: a change made while reading is seen next time.
+    mark = snapshot.journal_mark()
+    state = memo.state
+    then_names, then_generations, ids = state
+    known = memo.mark
+    changed = (
+        snapshot.changed_since(known[1])
+        if known is not None and known[0] is state and then_names is table.names
+        else None
+    )
+    if changed is not None:
+        # Only the nodes the snapshot's journal names can have moved.
+        if not changed:
             return ids, memo, then_generations
-        moved = list(compress(range(len(generations)), map(ne, generations, then_generations)))
+        position = table.position
+        generations = list(then_generations)
+        moved = []
+        for at in sorted(a for a in map(position.get, changed) if a is not None):
+            generations[at] = infos[at].generation
+            if generations[at] != then_generations[at]:
+                moved.append(at)
+    else:
+        generations = list(map(_generation, infos))
+        moved = (
+            list(compress(range(len(generations)), map(ne, generations, then_generations)))
+            if then_names is table.names
+            else []
+        )
+    if then_names is table.names:
+        if not moved:
+            memo.mark = (state, mark)
+            return ids, memo, then_generations
         ids = list(ids)
-        for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
+        judged, done = judge([infos[i] for i in moved])
+        for i, outcome in zip(moved[:done], judged, strict=False):
             ids[i] = outcome
+        if done < len(moved):
+            keep_partial(ids, moved[done:])
     elif (groups := _alike(prepared, snapshot, table, generations)) is not None:
         # Judge one member of each group of nodes the filters cannot tell apart:
         # group -> its first node (reversed, so the first write of each group wins)
         first = dict(zip(reversed(groups), range(len(groups) - 1, -1, -1), strict=True))
-        judged = judge([infos[i] for i in first.values()])
-        outcome_of = dict(zip(first, judged, strict=True))
-        ids = list(map(outcome_of.__getitem__, groups))
+        judged, done = judge([infos[i] for i in first.values()])
+        outcome_of = dict(zip(list(first)[:done], judged, strict=False))
         if any(infos[i].generation != generations[i] for i in first.values()):
             # A judged node changed meanwhile (a concurrent update): its verdict need
             # not hold for the rest of its group, which would keep it.
-            ids = judge(infos)
+            ids, done = judge(infos)
+            if done < len(infos):
+                keep_partial(ids, range(done, len(infos)))
+        elif done < len(first):
+            ids = [outcome_of.get(g, 0) for g in groups]
+            keep_partial(ids, (i for i, g in enumerate(groups) if g not in outcome_of))
+        else:
+            ids = list(map(outcome_of.__getitem__, groups))
     else:
-        ids = judge(infos)
-    memo.state = (table.names, generations, ids)
+        ids, done = judge(infos)
+        if done < len(infos):
+            keep_partial(ids, range(done, len(infos)))
+    memo.state = state = (table.names, generations, ids)
+    memo.mark = (state, mark)
     return ids, memo, generations
 
 
@@ -752,6 +810,10 @@ def _classes(
 
 
 _generation = attrgetter("generation")
+# The generation recorded for a node whose outcome was not worked out (the budget ran
+# out first): node generations count up from 1, so it never matches and the node is
+# judged at the next call.
+_UNJUDGED = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -777,27 +839,44 @@ def explain(
 ) -> Unschedulable | None:
     """Whether the pod's spreading is what leaves it no node.
 
-    None when some node passes every filter (the walk stops at the first one, the
-    usual case and a cheap one), when no node passes the other filters (spreading is
-    not the cause), or when the pod has no DoNotSchedule constraint (nor a default
-    one) or constraints PreFilter refuses (validation reports those).
+    None when some node passes every filter, when no node passes the other filters
+    (spreading is not the cause), or when the pod has no DoNotSchedule constraint
+    (nor a default one) or constraints PreFilter refuses (validation reports those).
+
+    Kept cheap for the /validate foresight on a big cluster: the other filters'
+    outcomes come from what earlier decisions remembered (_filter_outcomes: only
+    nodes that changed are judged again), the constraints' counts from the
+    snapshot's per-selector indexes, and Filter runs once per node class. Under
+    a time budget (framework.budget.within) it raises OutOfTime when the budget
+    runs out; the outcomes judged so far are kept for the next call.
     """
     fw = framework if framework is not None else framework_for(args)
     if not fw.spread_filter:
         return None
-    state = pre_filter(pod, snapshot, fw.spread_args)
+    prepared = fw.filters.prepare(pod, snapshot)
+    checkpoint()
+    table = snapshot.node_table()
+    outcome_ids, memo, _ = _filter_outcomes(prepared, snapshot, table)
+    # Outcome 0: every other filter passes.
+    others_pass = list(map((0).__eq__, outcome_ids))
+    if not any(others_pass):
+        return None
+    checkpoint()
+    inclusion = NodeInclusion(pod)
+    if prepared.is_active("NodeAffinity"):
+        matches = [outcome["NodeAffinity"].ok for outcome in memo.outcomes]
+        inclusion.know_affinity(table, list(map(matches.__getitem__, outcome_ids)))
+    state = pre_filter(pod, snapshot, fw.spread_args, inclusion)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return None
-    prepared = fw.filters.prepare(pod, snapshot)
-    candidates = []
-    for info in list(snapshot.nodes.values()):
-        if not passes(prepared, info):
-            continue
-        if filter_node(state, info).ok:
-            return None
-        candidates.append(info)
-    if not candidates:
+    checkpoint()
+    keys = filter_keys(state)
+    classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
+    verdicts = filter_classes(state, keys, classes.values)
+    candidate_classes = set(compress(classes.of_node, others_pass))
+    if any(verdicts[k].ok for k in candidate_classes):
         return None
+    candidates = list(compress(table.infos, others_pass))
     return Unschedulable(len(candidates), blocked_constraints(state, candidates))
 
 

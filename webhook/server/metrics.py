@@ -70,7 +70,20 @@ log = logging.getLogger("topospread.metrics")
 # kube-apiserver waits 10 s for a webhook by default (30 s at most); our reviews take
 # about a millisecond, so the buckets are fine at the low end.
 LATENCY_BUCKETS = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
 )
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -388,9 +401,7 @@ class CertificateExpiry:
     between is read in its newer state.
     """
 
-    def __init__(
-        self, reloader: CertReloader, *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, reloader: CertReloader, *, clock: Callable[[], float] = time.time) -> None:
         self.reloader = reloader
         self._clock = clock
         self._generation: int | None = None

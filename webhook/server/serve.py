@@ -300,7 +300,8 @@ def cli_serve(args: argparse.Namespace) -> int:
     logs.configure(level)
     _metrics_dir()
     where = (
-        "the live cluster" if args.kubeconfig or args.in_cluster
+        "the live cluster"
+        if args.kubeconfig or args.in_cluster
         else str(args.snapshot or f"the demo snapshot {demo_snapshot_path()}")
     )
     log.info(

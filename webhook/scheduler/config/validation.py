@@ -110,9 +110,7 @@ def _at(path: str, child: str) -> str:
     return f"{path}.{child}" if path else child
 
 
-def _validate_function_shape(
-    shape: Sequence[UtilizationShapePoint], path: str
-) -> list[FieldError]:
+def _validate_function_shape(shape: Sequence[UtilizationShapePoint], path: str) -> list[FieldError]:
     """Port of validation_pluginargs.go: validateFunctionShape."""
     if not shape:
         return [required(path, "at least one point must be specified")]
@@ -267,8 +265,13 @@ def validate_node_affinity_args(args: NodeAffinityArgs, path: str = "") -> list[
     base = _at(path, "addedAffinity")
     req = added.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is not None and not isinstance(req, Mapping):
-        errs.append(invalid(f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-                            JSONValue(req), MUST_BE_OBJECT))
+        errs.append(
+            invalid(
+                f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+                JSONValue(req),
+                MUST_BE_OBJECT,
+            )
+        )
     preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution")
     for i, term in enumerate(preferred if isinstance(preferred, list) else []):
         p = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"

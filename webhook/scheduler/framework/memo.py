@@ -57,7 +57,6 @@ class NodeClasses(NamedTuple):
     values: list[ClassValues]
 
 
-
 class FilterMemo:
     """Something judged per node and remembered across decisions while the node is
     unchanged: the five filters' outcomes for one pod spec, or the group of
@@ -72,13 +71,16 @@ class FilterMemo:
     reuse what did not change (None at first).
     """
 
-    __slots__ = ("state", "outcomes", "shared", "last", "_lookup", "_lock")
+    __slots__ = ("state", "outcomes", "shared", "last", "mark", "_lookup", "_lock")
 
     def __init__(self, first: Any) -> None:
         self.state: tuple[list[str] | None, list[int], list[int]] = (None, [], [])
         self.outcomes: list[Any] = [first]
         self.shared: dict[Any, Any] = {}
         self.last: Any = None
+        # (the state it belongs to, the Snapshot.journal_mark() taken before that state
+        # was read): a caller may then re-read only the nodes changed since.
+        self.mark: tuple[Any, tuple[int, int]] | None = None
         self._lookup: dict[Any, int] = {}
         self._lock = threading.Lock()
 
@@ -115,7 +117,6 @@ class FilterMemo:
             other.last = self.last
             other._lookup = dict(self._lookup)
         return other
-
 
 
 class Memo:
@@ -232,9 +233,7 @@ class Memo:
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
             copies = {id(memo): memo.copy() for memo in self._node_groups.values()}
-            other._node_groups = {
-                sig: copies[id(memo)] for sig, memo in self._node_groups.items()
-            }
+            other._node_groups = {sig: copies[id(memo)] for sig, memo in self._node_groups.items()}
             other._raw_by_class = OrderedDict(
                 (key, (copies[id(classes)], dict(raw)))
                 for key, (classes, raw) in self._raw_by_class.items()

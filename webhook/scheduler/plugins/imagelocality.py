@@ -59,9 +59,7 @@ __all__ = [
 
 PLUGIN_NAME = "ImageLocality"
 PRE_SCORE_STATE_KEY = "PreScore" + PLUGIN_NAME
-MISSING_STATE = Status(
-    Code.ERROR, f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found'
-)
+MISSING_STATE = Status(Code.ERROR, f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
 
 MB = 1024 * 1024
 # The bounds of the image score range: a reasonable size range for compressed
