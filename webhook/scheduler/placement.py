@@ -89,6 +89,7 @@ __all__ = [
     "place",
     "pod_ref",
     "simulate",
+    "warm",
 ]
 
 
@@ -878,6 +879,21 @@ def explain(
         return None
     candidates = list(compress(table.infos, others_pass))
     return Unschedulable(len(candidates), blocked_constraints(state, candidates))
+
+
+def warm(snapshot: Snapshot, framework: Framework) -> None:
+    """Build what every decision of `framework` reads whatever the pod: the node
+    table, the nodes' pod-independent filter groups and what the filters index of
+    the existing pods (InterPodAffinity's terms), by running the filters once for a
+    pod that asks for nothing. Later decisions keep them up to date node by node."""
+    blank: RawObj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "topospread-warm-up", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "warm-up"}]},
+    }
+    prepared = framework.filters.prepare(blank, snapshot)
+    _filter_outcomes(prepared, snapshot, snapshot.node_table())
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:

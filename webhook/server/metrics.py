@@ -169,6 +169,16 @@ class Metrics:
             ["endpoint", "kind"],
             registry=self._own,
         )
+        self.foresight = Counter(
+            "topospread_foresight",
+            "Unschedulable foresight looks at created Pods with a DoNotSchedule constraint, "
+            "by outcome: checked, blocked, skipped (the answer could change nothing, or no "
+            "cluster state), over_budget (gave up at policy.foresightBudgetMilliseconds), "
+            "error.",
+            ["outcome"],
+            registry=self._own,
+        )
+        self._foresight_children: dict[str, Any] = {}
         # livemin: the server is synced when every live worker is.
         self.source_synced = Gauge(
             "topospread_cluster_state_synced",
@@ -212,6 +222,13 @@ class Metrics:
         if child is None:
             child = self._review_children[key] = self.review_seconds.labels(*key)
         child.observe(seconds)
+        if answer.foresight is not None:
+            looked = self._foresight_children.get(answer.foresight)
+            if looked is None:
+                looked = self._foresight_children[answer.foresight] = self.foresight.labels(
+                    answer.foresight
+                )
+            looked.inc()
         response = answer.doc.get("response") if review is not None else None
         if not isinstance(response, dict):
             return
