@@ -675,10 +675,12 @@ def _interrupted(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop_after:
 
 def _check_explain(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop: int | None) -> None:
     """explain() and the feasible nodes (the filter outcomes explain leaves behind)
-    equal the node-by-node references, each also right after a look that ran out of
+    equal the node-by-node references, each also right after looks that ran out of
     budget after `stop` clock readings."""
     feasible = [v.name for v in reference_place(pod, snap, fw.spread_args, fw).nodes if v.feasible]
     if stop is not None:
+        # Twice: the second look resumes from what the first left, and stops too.
+        _interrupted(pod, snap, fw, stop)
         _interrupted(pod, snap, fw, stop)
     assert feasible_nodes(pod, snap, framework=fw) == feasible
     if stop is not None:

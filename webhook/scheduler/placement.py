@@ -678,11 +678,29 @@ def _filter_outcomes(
             memo.mark = (state, mark)
             return ids, memo, then_generations
         ids = list(ids)
-        judged, done = judge([infos[i] for i in moved])
-        for i, outcome in zip(moved[:done], judged, strict=False):
-            ids[i] = outcome
-        if done < len(moved):
-            keep_partial(ids, moved[done:])
+        groups = _alike(prepared, snapshot, table, generations) if len(moved) > CHUNK else None
+        if groups is not None:
+            # Many nodes to judge again (a look that ran out of budget, a wave of
+            # changes): one member of each group among them, as below.
+            first: dict[int, int] = {}
+            for i in moved:
+                first.setdefault(groups[i], i)
+            judged, done = judge([infos[i] for i in first.values()])
+            if any(infos[i].generation != generations[i] for i in first.values()):
+                groups = None  # a judged node changed meanwhile: judge one by one
+            else:
+                outcome_of = dict(zip(list(first)[:done], judged, strict=False))
+                unjudged = [i for i in moved if groups[i] not in outcome_of]
+                for i in moved:
+                    ids[i] = outcome_of.get(groups[i], ids[i])
+                if unjudged:
+                    keep_partial(ids, unjudged)
+        if groups is None:
+            judged, done = judge([infos[i] for i in moved])
+            for i, outcome in zip(moved[:done], judged, strict=False):
+                ids[i] = outcome
+            if done < len(moved):
+                keep_partial(ids, moved[done:])
     elif (groups := _alike(prepared, snapshot, table, generations)) is not None:
         # Judge one member of each group of nodes the filters cannot tell apart:
         # group -> its first node (reversed, so the first write of each group wins)
@@ -885,14 +903,28 @@ def warm(snapshot: Snapshot, framework: Framework) -> None:
     """Build what every decision of `framework` reads whatever the pod: the node
     table, the nodes' pod-independent filter groups and what the filters index of
     the existing pods (InterPodAffinity's terms), by running the filters once for a
-    pod that asks for nothing. Later decisions keep them up to date node by node."""
-    blank: RawObj = {
+    typical pod. Later decisions keep them up to date node by node."""
+    # A pod as most are: requests, and the tolerations kube-apiserver adds to every pod
+    # (the filters that look at those are the ones whose node groups get built).
+    typical: RawObj = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "topospread-warm-up", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "warm-up"}]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "warm-up",
+                    "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}},
+                }
+            ],
+            "tolerations": [
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+            ],
+        },
     }
-    prepared = framework.filters.prepare(blank, snapshot)
+    prepared = framework.filters.prepare(typical, snapshot)
     _filter_outcomes(prepared, snapshot, snapshot.node_table())
 
 
