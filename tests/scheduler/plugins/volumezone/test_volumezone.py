@@ -121,6 +121,11 @@ def unresolvable(reason: str) -> Status:
     return Status(Code.UNRESOLVABLE, reason)
 
 
+def refused(name: str, claim: str, labels: dict[str, str], reason: str) -> Any:
+    """A row whose PreFilter refuses the pod (UnschedulableAndUnresolvable)."""
+    return case(name, claim, labels, unresolvable(reason), None)
+
+
 BETA_WEST1_A = {BETA_ZONE: "us-west1-a", **USELESS}
 
 
@@ -185,13 +190,13 @@ def test_multi_zone(
     CASE_ARGS,
     [
         case("label zone failure domain matched", "PVC_1", TEST_NODE, SUCCESS, SUCCESS),
-        case("unbound volume empty storage class", "PVC_EmptySC", TEST_NODE,
-             unresolvable("PersistentVolumeClaim had no pv name and storageClass name"), None),
+        refused("unbound volume empty storage class", "PVC_EmptySC", TEST_NODE,
+                "PersistentVolumeClaim had no pv name and storageClass name"),
         # The informer lister's message (upstream's fake one says "storageclasses").
-        case("unbound volume no storage class", "PVC_NoSC", TEST_NODE,
-             unresolvable('storageclass.storage.k8s.io "Class_0" not found'), None),
-        case("unbound volume immediate binding mode", "PVC_ImmediateSC", TEST_NODE,
-             unresolvable('VolumeBindingMode not set for StorageClass "Class_Immediate"'), None),
+        refused("unbound volume no storage class", "PVC_NoSC", TEST_NODE,
+                'storageclass.storage.k8s.io "Class_0" not found'),
+        refused("unbound volume immediate binding mode", "PVC_ImmediateSC", TEST_NODE,
+                'VolumeBindingMode not set for StorageClass "Class_Immediate"'),
         case("unbound volume wait binding mode", "PVC_WaitSC", TEST_NODE, SKIP, None),
     ],
 )
@@ -220,12 +225,12 @@ ZONE_X = {ZONE: "x"}
 @pytest.mark.parametrize(
     CASE_ARGS,
     [
-        case("unbound claim of an Immediate class", "PVC_Immediate", ZONE_X,
-             unresolvable("PersistentVolume had no name"), None),
-        case("claim bound to a missing PV", "PVC_4", ZONE_X,
-             unresolvable('persistentvolume "Vol_not_exist" not found'), None),
-        case("missing claim", "PVC_none", ZONE_X,
-             unresolvable('persistentvolumeclaim "PVC_none" not found'), None),
+        refused("unbound claim of an Immediate class", "PVC_Immediate", ZONE_X,
+                "PersistentVolume had no name"),
+        refused("claim bound to a missing PV", "PVC_4", ZONE_X,
+                'persistentvolume "Vol_not_exist" not found'),
+        refused("missing claim", "PVC_none", ZONE_X,
+                'persistentvolumeclaim "PVC_none" not found'),
         case("an empty zone label is ignored, the region still counts", "PVC_empty",
              {ZONE: "us-west1-a", REGION: "us-west1"}, SUCCESS, SUCCESS),
         case("a zone list with an empty member is ignored", "PVC_gap", {ZONE: "elsewhere"},
