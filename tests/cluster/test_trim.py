@@ -466,10 +466,10 @@ CASES: list[tuple[str, str, str, list[RawObj], RawObj]] = [
         with_claim(pod("incoming"), "data"),
     ),
     (
-        "class without a provisioner cannot provision",
+        # Without its provisioner the class provisions nothing (as kubernetes.io/no-provisioner).
+        "class whose provisioner provisions",
         "StorageClass", "provisioner",
-        [*NODES, storage_class("wffc", mode="WaitForFirstConsumer",
-                               provisioner="kubernetes.io/no-provisioner"),
+        [*NODES, storage_class("wffc", mode="WaitForFirstConsumer", provisioner=DRIVER),
          pvc("data", storage_class="wffc")],
         with_claim(pod("incoming"), "data"),
     ),
