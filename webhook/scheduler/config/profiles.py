@@ -128,6 +128,8 @@ def _resource_specs(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
 
 
 def _shape(raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
+    if raw is not None and not isinstance(raw, list):
+        raise _DecodeError(f"{path}: must be a list, got {raw!r}")
     points = []
     for i, item in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(item, dict):

@@ -226,8 +226,13 @@ def validate_default_preemption_args(args: DefaultPreemptionArgs, path: str = ""
 
 
 def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> list[str]:
-    """Port of validation_pluginargs.go: ValidateVolumeBindingArgs (StorageCapacityScoring
-    off, its default)."""
+    """kube-scheduler's ValidateVolumeBindingArgs, as rendered error strings.
+
+    Port of validation_pluginargs.go: ValidateVolumeBindingArgsWithOptions with
+    StorageCapacityScoring on (its default since v1.37): a timeout of 0 or more, and a
+    shape of at least one point, utilization strictly ascending within 0..100, score
+    within 0..10.
+    """
     errs: list[FieldError] = []
     if args.bind_timeout_seconds < 0:
         errs.append(
@@ -237,15 +242,7 @@ def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> lis
                 "invalid BindTimeoutSeconds, should not be a negative value",
             )
         )
-    if args.shape is not None:
-        errs.append(
-            invalid(
-                _at(path, "shape"),
-                [{"utilization": p.utilization, "score": p.score} for p in args.shape],
-                "unexpected field `shape`, remove it or turn on the feature gate "
-                "StorageCapacityScoring",
-            )
-        )
+    errs.extend(_validate_function_shape(args.shape or (), _at(path, "shape")))
     return list(dict.fromkeys(e.error() for e in errs))
 
 

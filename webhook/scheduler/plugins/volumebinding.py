@@ -4,48 +4,50 @@ well do the volumes it would bind fit there?
 Port of kube-scheduler's volumebinding/{volume_binding,binder,scorer}.go and
 pv_helpers.go FindMatchingVolume (v1.37, the newest release read):
 - PreFilter looks up every claim of the pod (persistentVolumeClaim and ephemeral
-  volumes) and rejects the pod outright when one is missing, being deleted, not
-  controlled by its pod (ephemeral), or unbound with Immediate binding; it sorts
-  the rest into bound claims and unbound WaitForFirstConsumer ones.
+  volumes) and rejects the pod outright when one is missing, Lost (its status.phase:
+  bound to a PV that no longer exists), being deleted, not controlled by its pod
+  (ephemeral), or unbound with Immediate binding; it sorts the rest into bound
+  claims and unbound WaitForFirstConsumer ones. A claim is bound once the PV
+  controller has finished with it: spec.volumeName and the
+  pv.kubernetes.io/bind-completed annotation; a claim naming a volume without that
+  annotation (pre-bound by hand) counts as unbound Immediate, whatever its class.
 - Filter checks each bound claim's PV (it exists; its node affinity matches the
-  node's labels) and, whatever that gave, looks for the unbound claims, smallest
-  request first, a distinct available PV of their class on the node (static
-  binding), or else whether their StorageClass may provision there (it names a
-  provisioner other than kubernetes.io/no-provisioner and its allowedTopologies
-  admit the node); the reasons come in upstream's order.
+  node's labels) and, whatever that gave, the unbound claims: one carrying the
+  volume.kubernetes.io/selected-node annotation (a provisioning already started)
+  fits only the node it names, and any other node fails at once; the others look,
+  smallest request first, for a distinct available PV of their class on the node
+  (static binding); the claims left (selected-node ones first) need their
+  StorageClass to provision there (a provisioner other than
+  kubernetes.io/no-provisioner, allowedTopologies admitting the node). The reasons
+  come in upstream's order.
 - Score: the StorageCapacityScoring gate is Beta and on by default since v1.37, so
   upstream's PreScore never skips: a node where the pod's unbound claims would bind
-  to static PVs scores, per storage class, the broken-linear shape at the share of
-  the PVs' capacity the claims request (averaged over classes, rounded); every other
-  node scores 0. The default shape (VolumeBindingArgs without one) prefers the least
-  utilised node: 100 at 0 %, 0 at 100 %. A pod without unbound
+  to static PVs scores, per storage class, the broken-linear shape of the profile's
+  VolumeBindingArgs at the share of the PVs' capacity the claims request (averaged
+  over classes, rounded); every other node scores 0. The default shape prefers the
+  least utilised node: 100 at 0 %, 0 at 100 %. A pod without unbound
   WaitForFirstConsumer claims, 0 on every node, skips PreScore here.
 
 CAVEAT: not modelled: CSIStorageCapacity (the check "node(s) did not have enough
 free storage" and the dynamic-provisioning half of the score, which therefore
-scores 0); the binder's assume cache of volumes bound in flight; the
-volume.kubernetes.io/selected-node fast path, the pv.kubernetes.io/bind-completed
-annotation that tells a bound claim from a pre-bound one (any claim with
-spec.volumeName counts as bound) and a claim's status.phase Lost, as the cluster
-trim keeps none of them; volumeAttributesClassName matching; in-tree PVs
-translated to CSI for the node affinity check; the PreFilterResult that narrows
-the nodes to those named by bound local PVs (those nodes fail Filter here with
-the node affinity reason instead). A profile's VolumeBindingArgs shape does not
-reach the plugin yet (the registry builds it without args): profiles score with the
-default shape.
+scores 0); the binder's assume cache of volumes bound in flight;
+volumeAttributesClassName matching; in-tree PVs translated to CSI for the node
+affinity check; the PreFilterResult that narrows the nodes to those named by bound
+local PVs (those nodes fail Filter here with the node affinity reason instead).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from webhook.api.kube import RawObj, as_dict
 from webhook.api.kube import spec as spec_of
 from webhook.api.labels import compile_selector
 from webhook.api.resources import parse_quantity, unit_value
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
+from webhook.scheduler.config.validation import validate_volume_binding_args
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -76,7 +78,8 @@ from webhook.scheduler.plugins.volumeutil import (
 )
 
 __all__ = [
-    "DEFAULT_SHAPE",
+    "ANN_BIND_COMPLETED",
+    "ANN_SELECTED_NODE",
     "ERR_REASON_BIND_CONFLICT",
     "ERR_REASON_NODE_CONFLICT",
     "ERR_REASON_NOT_ENOUGH_SPACE",
@@ -98,12 +101,12 @@ ERR_REASON_PV_NOT_EXIST: Final = (
 UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
 MISSING_STATE: Final = Status(Code.ERROR, f'reading "{STATE_KEY}" from cycleState: not found')
-# SetDefaults_VolumeBindingArgs with StorageCapacityScoring on: prefer the node with
-# the most room (config units, 0..MAX_CUSTOM_PRIORITY_SCORE).
-DEFAULT_SHAPE: Final = (
-    UtilizationShapePoint(0, MAX_CUSTOM_PRIORITY_SCORE),
-    UtilizationShapePoint(100, 0),
-)
+# Set by the PV controller once it has bound a claim (volume.AnnBindCompleted).
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
+# The node a claim's provisioning was started for (volume.AnnSelectedNode).
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+CLAIM_LOST: Final = "Lost"
+DEFAULT_ARGS: Final = VolumeBindingArgs()
 _MAX_UTILIZATION: Final = 100
 
 # A node's score from each storage class's (requested, capacity) in bytes.
@@ -115,13 +118,47 @@ class PodVolumeClaims:
     """PreFilter's sorting of the pod's claims (binder.go PodVolumeClaims), with the
     snapshot they were read from.
 
-    bound: claims with spec.volumeName set; delayed: unbound claims whose class binds
-    WaitForFirstConsumer. An unbound Immediate claim never gets here (PreFilter fails).
+    bound: claims fully bound (is_fully_bound); delayed: unbound claims naming no volume
+    whose class binds WaitForFirstConsumer. An unbound Immediate claim (or a pre-bound
+    one) never gets here (PreFilter fails).
     """
 
     bound: tuple[RawObj, ...]
     delayed: tuple[RawObj, ...]
     snapshot: Snapshot
+
+
+def _annotations(obj: RawObj) -> dict[str, Any]:
+    return as_dict(as_dict(obj.get("metadata")).get("annotations"))
+
+
+def is_fully_bound(pvc: RawObj) -> bool:
+    """Port of binder.go: isPVCFullyBound: the claim names its volume and carries the
+    bind-completed annotation (whatever its value)."""
+    return bool(spec_of(pvc).get("volumeName")) and ANN_BIND_COMPLETED in _annotations(pvc)
+
+
+def _claim_problem(pod: RawObj, name: str, ephemeral: bool, pvc: RawObj | None) -> str | None:
+    """Why the pod cannot have the claim `name` (None when it can).
+
+    Port of volume_binding.go: podHasPVCs (one volume, in its order): missing, Lost,
+    being deleted, an ephemeral volume's claim not controlled by the pod.
+    """
+    if pvc is None:
+        if ephemeral:
+            return (
+                "waiting for ephemeral volume controller to create the "
+                f'persistentvolumeclaim "{name}"'
+            )
+        return not_found("persistentvolumeclaim", name)
+    if as_dict(pvc.get("status")).get("phase") == CLAIM_LOST:
+        volume = spec_of(pvc).get("volumeName") or ""
+        return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
+    if as_dict(pvc.get("metadata")).get("deletionTimestamp") is not None:
+        return f'persistentvolumeclaim "{name}" is being deleted'
+    if ephemeral and not owned_by(pvc, pod):
+        return not_owner(pvc, pod)
+    return None
 
 
 def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
@@ -133,31 +170,23 @@ def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
     found: list[RawObj] = []
     for _vol, name, ephemeral in claims:
         pvc = claim_of(pod, name, snapshot)
-        if pvc is None:
-            if ephemeral:
-                msg = (
-                    "waiting for ephemeral volume controller to create the "
-                    f'persistentvolumeclaim "{name}"'
-                )
-            else:
-                msg = not_found("persistentvolumeclaim", name)
-            return Status(Code.UNRESOLVABLE, msg)
-        if as_dict(pvc.get("metadata")).get("deletionTimestamp") is not None:
-            return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{name}" is being deleted')
-        if ephemeral and not owned_by(pvc, pod):
-            return Status(Code.UNRESOLVABLE, not_owner(pvc, pod))
-        found.append(pvc)
+        problem = _claim_problem(pod, name, ephemeral, pvc)
+        if problem is not None:
+            return Status(Code.UNRESOLVABLE, problem)
+        if pvc is not None:
+            found.append(pvc)
     bound: list[RawObj] = []
     delayed: list[RawObj] = []
     immediate: list[RawObj] = []
     for pvc in found:
-        if spec_of(pvc).get("volumeName"):
+        if is_fully_bound(pvc):
             bound.append(pvc)
             continue
         delay = is_delay_binding(pvc, snapshot)
         if isinstance(delay, str):
             return Status(Code.ERROR, delay)
-        (delayed if delay else immediate).append(pvc)
+        # A pre-bound claim (volumeName without bind-completed) counts as Immediate.
+        (delayed if delay and not spec_of(pvc).get("volumeName") else immediate).append(pvc)
     if immediate:
         return Status(Code.UNRESOLVABLE, UNBOUND_IMMEDIATE)
     state[STATE_KEY] = PodVolumeClaims(tuple(bound), tuple(delayed), snapshot)
@@ -203,7 +232,7 @@ def _bound_to(pv_spec: RawObj, pvc: RawObj) -> bool:
 
 def find_matching_volume(
     pvc: RawObj,
-    labels: dict[str, str],
+    labels: Mapping[str, str],
     volumes: Sequence[RawObj],
     excluded: frozenset[str] | set[str] = frozenset(),
 ) -> RawObj | None:
@@ -256,7 +285,7 @@ def find_matching_volume(
     return best
 
 
-def allowed_topologies_match(sc: RawObj, labels: dict[str, str]) -> bool:
+def allowed_topologies_match(sc: RawObj, labels: Mapping[str, str]) -> bool:
     """Port of helpers.go: MatchTopologySelectorTerms. No terms match every node; a term
     matches when it has expressions and the node carries every key with one of the
     listed values (a term without expressions matches nothing)."""
@@ -285,7 +314,7 @@ class PodVolumes:
 
 
 def _check_provisions(
-    claims: Sequence[RawObj], labels: dict[str, str], snapshot: Snapshot
+    claims: Sequence[RawObj], labels: Mapping[str, str], snapshot: Snapshot
 ) -> bool | Status:
     """Port of binder.go: checkVolumeProvisions (without the capacity check): whether
     every claim's class may provision on the node, or the error status."""
@@ -306,12 +335,45 @@ def _check_provisions(
     return True
 
 
-def find_pod_volumes(claims: PodVolumeClaims, labels: dict[str, str]) -> PodVolumes | Status:
-    """The node's verdict for the pod's claims, or the error status.
+def _match_static(
+    claims: Sequence[RawObj], labels: Mapping[str, str], snapshot: Snapshot
+) -> tuple[list[tuple[RawObj, RawObj]], list[RawObj]]:
+    """The static bindings (claim, PV) the claims get on a node with these labels, and
+    the claims left without a PV.
 
-    Port of binder.go: FindPodVolumes with checkBoundClaims and findMatchingVolumes:
-    the bound claims' PVs are checked first, then the unbound claims are matched
-    whatever that gave, so a node may get both reasons.
+    Port of binder.go: findMatchingVolumes: smallest request first, each claim takes a
+    distinct PV of its class (FindMatchingVolume).
+    """
+    by_class: dict[str, list[RawObj]] = {}
+    chosen: set[str] = set()
+    bindings: list[tuple[RawObj, RawObj]] = []
+    unmatched: list[RawObj] = []
+    for pvc in sorted(claims, key=_storage_request):
+        cls = claim_class(pvc)
+        volumes = by_class.get(cls)
+        if volumes is None:
+            listed = snapshot.listed("PersistentVolume")
+            volumes = by_class[cls] = [pv for pv in listed if claim_class(pv) == cls]
+        pv = find_matching_volume(pvc, labels, volumes, chosen)
+        if pv is None:
+            unmatched.append(pvc)
+            continue
+        chosen.add(_name(pv))
+        bindings.append((pvc, pv))
+    return bindings, unmatched
+
+
+def find_pod_volumes(
+    claims: PodVolumeClaims, node_name: str, labels: Mapping[str, str]
+) -> PodVolumes | Status:
+    """The verdict of the node `node_name` (with these labels) for the pod's claims, or
+    the error status.
+
+    Port of binder.go: FindPodVolumes with checkBoundClaims: the bound claims' PVs are
+    checked first, then the unbound claims whatever that gave, so a node may get both
+    reasons. An unbound claim whose selected-node annotation names another node fails
+    the node at once (no static binding or provisioning is looked at); one naming this
+    node is provisioned here, before the claims no PV matched.
     """
     snapshot = claims.snapshot
     bound_ok, pvs_found, unbound_ok = True, True, True
@@ -325,27 +387,30 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: dict[str, str]) -> PodVolu
             break
     bindings: list[tuple[RawObj, RawObj]] = []
     if claims.delayed:
-        by_class: dict[str, list[RawObj]] = {}
-        chosen: set[str] = set()
         to_provision: list[RawObj] = []
-        for pvc in sorted(claims.delayed, key=_storage_request):
-            cls = claim_class(pvc)
-            volumes = by_class.get(cls)
-            if volumes is None:
-                listed = snapshot.listed("PersistentVolume")
-                volumes = by_class[cls] = [pv for pv in listed if claim_class(pv) == cls]
-            pv = find_matching_volume(pvc, labels, volumes, chosen)
-            if pv is None:
+        to_match: list[RawObj] = []
+        for pvc in claims.delayed:
+            annotations = _annotations(pvc)
+            if ANN_SELECTED_NODE not in annotations:
+                to_match.append(pvc)
+            elif annotations[ANN_SELECTED_NODE] == node_name:
                 to_provision.append(pvc)
-                unbound_ok = False
-                continue
-            chosen.add(_name(pv))
-            bindings.append((pvc, pv))
+            else:
+                return PodVolumes(_reasons(bound_ok, False, pvs_found), ())
+        if to_match:
+            bindings, unmatched = _match_static(to_match, labels, snapshot)
+            unbound_ok = not unmatched
+            to_provision.extend(unmatched)
         if to_provision:
             provisionable = _check_provisions(to_provision, labels, snapshot)
             if isinstance(provisionable, Status):
                 return provisionable
             unbound_ok = provisionable
+    return PodVolumes(_reasons(bound_ok, unbound_ok, pvs_found), tuple(bindings))
+
+
+def _reasons(bound_ok: bool, unbound_ok: bool, pvs_found: bool) -> tuple[str, ...]:
+    """FindPodVolumes' reasons, in its order."""
     reasons = []
     if not bound_ok:
         reasons.append(ERR_REASON_NODE_CONFLICT)
@@ -353,7 +418,7 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: dict[str, str]) -> PodVolu
         reasons.append(ERR_REASON_BIND_CONFLICT)
     if not pvs_found:
         reasons.append(ERR_REASON_PV_NOT_EXIST)
-    return PodVolumes(tuple(reasons), tuple(bindings))
+    return tuple(reasons)
 
 
 def filter_node(state: CycleState, node: NodeInfo) -> Status:
@@ -361,7 +426,7 @@ def filter_node(state: CycleState, node: NodeInfo) -> Status:
     claims = state.get(STATE_KEY)
     if not isinstance(claims, PodVolumeClaims):
         return MISSING_STATE
-    found = find_pod_volumes(claims, node.labels)
+    found = find_pod_volumes(claims, node.name, node.labels)
     if isinstance(found, Status):
         return found
     return Status.of(Code.UNRESOLVABLE, found.reasons) if found.reasons else SUCCESS
@@ -405,13 +470,17 @@ class VolumeBinding:
     reads: ClassVar[Reads] = Reads(
         kinds=("PersistentVolumeClaim", "PersistentVolume", "StorageClass"),
         pod_fields=("metadata.name", "metadata.namespace", "metadata.uid", "spec.volumes"),
-        node_fields=("metadata.labels",),
+        node_fields=("metadata.labels", "name"),
     )
 
-    def __init__(self, args: VolumeBindingArgs | None = None) -> None:
-        """Port of volume_binding.go: New (the scorer, StorageCapacityScoring on)."""
-        shape = args.shape if args is not None and args.shape else DEFAULT_SHAPE
-        self._scorer = build_scorer(shape)
+    def __init__(self, args: VolumeBindingArgs = DEFAULT_ARGS) -> None:
+        """Port of volume_binding.go: New (args validated, the scorer built from their
+        shape, StorageCapacityScoring on). Raises ValueError on invalid args."""
+        problems = validate_volume_binding_args(args)
+        if problems or not args.shape:
+            raise ValueError("; ".join(problems))
+        self.args = args
+        self._scorer = build_scorer(args.shape)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
         return pre_filter(state, pod, snapshot)
@@ -421,7 +490,8 @@ class VolumeBinding:
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         """Each node on its own: Filter reads all of the node's labels, which its
-        hostname label alone usually sets apart."""
+        hostname label alone usually sets apart, and its name (a claim's selected
+        node)."""
         return None
 
     def pre_score(
@@ -443,7 +513,7 @@ class VolumeBinding:
         claims = state.get(STATE_KEY)
         if not isinstance(claims, PodVolumeClaims) or not claims.delayed:
             return 0, SUCCESS
-        found = find_pod_volumes(claims, node.labels)
+        found = find_pod_volumes(claims, node.name, node.labels)
         if isinstance(found, Status):
             return 0, found
         classes: dict[str, tuple[int, int]] = {}

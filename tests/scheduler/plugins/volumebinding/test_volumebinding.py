@@ -1,12 +1,10 @@
 """VolumeBinding, from upstream's volumebinding/volume_binding_test.go (TestVolumeBinding)
 and binder_test.go (TestFindPodVolumesWithoutProvisioning,
 TestFindPodVolumesWithProvisioning), case by case, plus pv_helpers.go
-FindMatchingVolume's order.
+FindMatchingVolume's order, the selected-node fast path, and a profile's
+VolumeBindingArgs shape deciding where a pod goes.
 
-Left out, as not modelled (the plugin's docstring says why): "pv not found claim
-lost" (a claim's status.phase), "prebound-pvc" and "one-prebound,one-unbound" (the
-bind-completed annotation that tells a pre-bound claim from a bound one),
-"one-binding,one-selected-node" (the selected-node annotation), the binder tables'
+Left out, as not modelled (the plugin's docstring says why): the binder tables'
 "CSIDriver with capacity tracking" runs (CSIStorageCapacity),
 TestFindPodVolumesWithCSIMigration (in-tree PVs translated to CSI), and the
 AssumePodVolumes / BindPodVolumes / queueing-hint tests (the binder's cache, the
@@ -22,9 +20,11 @@ from typing import Any
 import pytest
 
 from tests.builders import make_pod, node, pv, pvc, storage_class, with_claim, with_volume
+from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -33,6 +33,7 @@ from webhook.scheduler.plugins.volumebinding import (
     VolumeBinding,
     find_pod_volumes,
 )
+from webhook.scheduler.profile import build
 
 RawObj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
@@ -41,6 +42,7 @@ REGION = "topology.kubernetes.io/region"
 BIND = Status(Code.UNRESOLVABLE, ERR_REASON_BIND_CONFLICT)
 NODE_CONFLICT = Status(Code.UNRESOLVABLE, ERR_REASON_NODE_CONFLICT)
 PV_NOT_EXIST = Status(Code.UNRESOLVABLE, ERR_REASON_PV_NOT_EXIST)
+BOTH_CONFLICTS = Status.of(Code.UNRESOLVABLE, [ERR_REASON_NODE_CONFLICT, ERR_REASON_BIND_CONFLICT])
 # The shape upstream's table scores with (defaultShapePoint: best fit, 0 at 0 %).
 TEST_SHAPE = VolumeBindingArgs(300, (UtilizationShapePoint(0, 0), UtilizationShapePoint(100, 10)))
 
@@ -95,7 +97,7 @@ def run(
     """(PreFilter status, each node's Filter status, each node's score or None when
     PreScore skips); Filter and scores only after a successful PreFilter."""
     snapshot = Snapshot.from_objects([*nodes, *objs])
-    plugin = VolumeBinding(args)
+    plugin = VolumeBinding() if args is None else VolumeBinding(args)
     state = CycleState()
     pre = plugin.pre_filter(state, p, snapshot)
     if not pre.ok:
@@ -212,13 +214,7 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
                 make_pv("pv-a", "wait-sc", foo=["bar"]),
             ],
             None,
-            (
-                SUCCESS,
-                {"node-a": Status.of(
-                    Code.UNRESOLVABLE, [ERR_REASON_NODE_CONFLICT, ERR_REASON_BIND_CONFLICT]
-                )},
-                {"node-a": 0},
-            ),
+            (SUCCESS, {"node-a": BOTH_CONFLICTS}, {"node-a": 0}),
             id="bound and unbound unsatisfied",
         ),
         pytest.param(
@@ -230,6 +226,19 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             pod_with("pvc-a"), NODE_A, [pvc("pvc-a", volume="pv-a", storage_class="wait-sc")],
             None, (SUCCESS, {"node-a": PV_NOT_EXIST}, None),
             id="pv not found",
+        ),
+        pytest.param(
+            pod_with("pvc-a"), NODE_A,
+            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc", phase="Lost")], None,
+            (
+                Status(
+                    Code.UNRESOLVABLE,
+                    'persistentvolumeclaim "pvc-a" bound to non-existent persistentvolume "pv-a"',
+                ),
+                {},
+                None,
+            ),
+            id="pv not found claim lost",
         ),
         pytest.param(
             pod_with("pvc-a"), ABC,
@@ -303,6 +312,44 @@ def test_volume_binding(
     assert run(p, nodes, [*CLASSES, *objs], args) == want
 
 
+MOST_ALLOCATED = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+
+
+@pytest.mark.parametrize(
+    ("args", "want_node", "want_scores"),
+    [
+        pytest.param(None, "node-a", {"node-a": 75, "node-b": 50},
+                     id="default shape: the node with the most room left"),
+        pytest.param({"shape": MOST_ALLOCATED}, "node-b", {"node-a": 25, "node-b": 50},
+                     id="a profile's shape preferring the fullest volumes"),
+        pytest.param(
+            {"shape": [{"utilization": 0, "score": 5}, {"utilization": 100, "score": 5}]},
+            "node-a", {"node-a": 50, "node-b": 50},
+            id="a flat shape: a tie, the first by name",
+        ),
+    ],
+)
+def test_the_profile_shape_decides_the_node(
+    args: dict[str, Any] | None, want_node: str, want_scores: dict[str, int]
+) -> None:
+    """The whole profile places a pod whose 50Gi claim would bind to node-a's 200Gi PV
+    (25 % used) or node-b's 100Gi one (50 %): the two nodes differ in nothing else, so
+    the VolumeBindingArgs shape of the profile decides."""
+    config = {"profiles": [{"pluginConfig": [{"name": "VolumeBinding", "args": args}]}]}
+    profiles, errors = resolve_configuration(config)
+    assert errors == []
+    objs = [
+        WAIT_SC,
+        pvc("pvc-a", storage_class="wait-sc", size="50Gi"),
+        make_pv("pv-a", "wait-sc", "200Gi", **host("node-a")),
+        make_pv("pv-b", "wait-sc", "100Gi", **host("node-b")),
+    ]
+    snapshot = Snapshot.from_objects([make_node("node-a"), make_node("node-b"), *objs])
+    placement = place(pod_with("pvc-a"), snapshot, framework=build(profiles[0]))
+    assert placement.selected_node == want_node
+    assert {n.name: n.scores["VolumeBinding"] for n in placement.nodes} == want_scores
+
+
 def test_default_shape_prefers_the_node_with_the_most_room() -> None:
     """v1.37 defaults: StorageCapacityScoring on, shape 100 at 0 % and 0 at 100 %: the
     200Gi PVs of node-a (25 % used) beat the 100Gi ones of node-b (50 %)."""
@@ -331,9 +378,21 @@ BINDER_CLASSES = [
 ]
 
 
-def binder_pvc(name: str, size: str, cls: str, bound_to: str = "") -> RawObj:
-    """makeTestPVC: namespace testns, uid pvc-uid, Filesystem; bound when `bound_to`."""
-    out = pvc(name, volume=bound_to, storage_class=cls, size=size, ns="testns")
+def binder_pvc(
+    name: str,
+    size: str,
+    cls: str,
+    bound_to: str = "",
+    *,
+    prebound: bool = False,
+    selected_node: str | None = None,
+) -> RawObj:
+    """makeTestPVC: namespace testns, uid pvc-uid, Filesystem; bound when `bound_to`
+    (pvcBound; prebound: pvcPrebound), selected_node (pvcSelectedNode)."""
+    out = pvc(
+        name, volume=bound_to, storage_class=cls, size=size, ns="testns", prebound=prebound,
+        selected_node=selected_node,
+    )
     out["metadata"]["uid"] = "pvc-uid"
     out["spec"]["volumeMode"] = "Filesystem"
     return out
@@ -362,10 +421,16 @@ IMMEDIATE_BOUND = binder_pvc("immediate-bound-pvc", "1G", "immediateClass", "pv-
 PROVISIONED = binder_pvc("provisioned-pvc", "1Gi", "waitClassWithProvisioner")
 NO_PROVISIONER = binder_pvc("no-provisioner-pvc", "1Gi", "waitClass")
 TOPO_MISMATCH = binder_pvc("topo-mismatch-pvc", "1Gi", "topoMismatchClass")
+PREBOUND = binder_pvc("prebound-pvc", "1G", "waitClass", "pv-node1a", prebound=True)
+# pvcSelectedNode: provisioning already started for node1.
+SELECTED_NODE = binder_pvc(
+    "provisioned-pvc", "1Gi", "waitClassWithProvisioner", selected_node="node1"
+)
 PV_NODE1A = binder_pv("pv-node1a", "node1", "5G", "waitClass")
 PV_NODE1B = binder_pv("pv-node1b", "node1", "10G", "waitClass")
 PV_NODE2 = binder_pv("pv-node2", "node2", "1G", "waitClass")
 PV_BOUND = binder_pv("pv-bound", "node1", "1G", "waitClass", BOUND)
+PV_NODE1A_BOUND = binder_pv("pv-node1a", "node1", "5G", "waitClass", UNBOUND)
 PV_BOUND_IMMEDIATE = binder_pv(
     "pv-bound-immediate", "node1", "1G", "immediateClass", IMMEDIATE_BOUND
 )
@@ -413,7 +478,7 @@ def binder_run(p: RawObj, objs: list[RawObj]) -> BinderResult:
         return pre, None, []
     claims = state["PreFilterVolumeBinding"]
     assert isinstance(claims, PodVolumeClaims)
-    found = find_pod_volumes(claims, NODE1["metadata"]["labels"])
+    found = find_pod_volumes(claims, "node1", NODE1["metadata"]["labels"])
     assert not isinstance(found, Status)
     bindings = [(c["metadata"]["name"], v["metadata"]["name"]) for c, v in found.static_bindings]
     return pre, plugin.filter(state, p, snapshot.nodes["node1"]), bindings
@@ -438,6 +503,10 @@ BINDER_ARGS = ("p", "objs", "want")
         pytest.param(binder_pod(BOUND), [BOUND, PV_BOUND], (SUCCESS, SUCCESS, []), id="bound-pvc"),
         pytest.param(
             binder_pod(BOUND), [BOUND], (SUCCESS, PV_NOT_EXIST, []), id="bound-pvc,pv-not-exists"
+        ),
+        pytest.param(
+            binder_pod(PREBOUND), [PREBOUND, PV_NODE1A_BOUND], (UNBOUND_IMMEDIATE, None, []),
+            id="prebound-pvc",
         ),
         pytest.param(
             binder_pod(UNBOUND), [UNBOUND, PV_NODE2, PV_NODE1A, PV_NODE1B],
@@ -471,6 +540,11 @@ BINDER_ARGS = ("p", "objs", "want")
         pytest.param(
             binder_pod(UNBOUND, BOUND), [UNBOUND, BOUND, PV_BOUND, PV_NODE2], (SUCCESS, BIND, []),
             id="one-bound,one-unbound,no-match",
+        ),
+        pytest.param(
+            binder_pod(UNBOUND, PREBOUND), [UNBOUND, PREBOUND, PV_NODE1A, PV_NODE1B],
+            (UNBOUND_IMMEDIATE, None, []),
+            id="one-prebound,one-unbound",
         ),
         pytest.param(
             binder_pod(IMMEDIATE_BOUND), [IMMEDIATE_BOUND, PV_BOUND_IMMEDIATE],
@@ -557,6 +631,11 @@ def test_find_pod_volumes_without_provisioning(
             id="one-bound,one-provisioned",
         ),
         pytest.param(
+            binder_pod(BOUND, SELECTED_NODE), [BOUND, SELECTED_NODE, PV_BOUND],
+            (SUCCESS, SUCCESS, []),
+            id="one-binding,one-selected-node",
+        ),
+        pytest.param(
             binder_pod(IMMEDIATE_UNBOUND), [IMMEDIATE_UNBOUND], (UNBOUND_IMMEDIATE, None, []),
             id="immediate-unbound-pvc",
         ),
@@ -580,6 +659,46 @@ def test_find_pod_volumes_with_provisioning(
     p: RawObj, objs: list[RawObj], want: BinderResult
 ) -> None:
     """Upstream TestFindPodVolumesWithProvisioning (its "no CSIDriver" run)."""
+    assert binder_run(p, objs) == want
+
+
+# ---- binder.go FindPodVolumes: the volume.kubernetes.io/selected-node fast path ----
+ELSEWHERE = binder_pvc(
+    "provisioned-pvc", "1Gi", "waitClassWithProvisioner", selected_node="node2"
+)
+NOT_HERE = binder_pvc("topo-mismatch-pvc", "1Gi", "topoMismatchClass", selected_node="node1")
+
+
+def claims_case(
+    claims: tuple[RawObj, ...], pvs: tuple[RawObj, ...], want: BinderResult, case_id: str
+) -> Any:
+    """A binder row whose pod has exactly `claims`, each in the cluster, with `pvs`."""
+    return pytest.param(binder_pod(*claims), [*claims, *pvs], want, id=case_id)
+
+
+@pytest.mark.parametrize(
+    BINDER_ARGS,
+    [
+        claims_case((ELSEWHERE,), (), (SUCCESS, BIND, []),
+                    "a claim provisioned for another node fails this one"),
+        claims_case((UNBOUND, ELSEWHERE), (PV_NODE1A,), (SUCCESS, BIND, []),
+                    "the node fails at once: no static binding is looked for"),
+        claims_case((IMMEDIATE_BOUND, ELSEWHERE), (PV_BOUND_IMMEDIATE_NODE2,),
+                    (SUCCESS, BOTH_CONFLICTS, []), "the bound claims' verdict is kept"),
+        claims_case((UNBOUND, SELECTED_NODE), (PV_NODE1A,),
+                    (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
+                    "a claim provisioned for this node beside a static binding"),
+        claims_case((NOT_HERE,), (), (SUCCESS, BIND, []),
+                    "a claim selected for this node still needs its class to provision here"),
+        claims_case((SELECTED_NODE,),
+                    (binder_pv("pv-node1a", "node1", "5G", "waitClassWithProvisioner"),),
+                    (SUCCESS, SUCCESS, []), "a claim selected for this node takes no static PV"),
+    ],
+)
+def test_find_pod_volumes_selected_node(p: RawObj, objs: list[RawObj], want: BinderResult) -> None:
+    """An unbound claim carrying the selected-node annotation is being provisioned for
+    that node: any other node fails at once with the bind conflict; on that node it
+    is provisioned (its class must still allow the node), never bound to a static PV."""
     assert binder_run(p, objs) == want
 
 
