@@ -2,6 +2,17 @@
 
     .venv/bin/python bench/bench_load.py [--duration 10] [--rates 100,500,1000]
                                          [--variants] [--json OUT]
+                                         [--big also|only|no] [--big-nodes 5000]
+                                         [--big-pods 150000] [--big-runs 3]
+
+The default run: the realistic review at fixed rates and at saturation (below), then
+the big-cluster phase: the realistic review sent one after the other over one
+keep-alive connection, under policy.denyUnschedulable (so the unschedulable
+foresight looks at every created Pod), to a server on the demo snapshot and to one
+on a generated 5,000-node / 150,000-pod snapshot, once as it is (some node fits) and
+once requesting more cpu than any node has free; median and p99 latency of each of
+--big-runs runs, the foresight outcomes counted by the server, and the memory of the
+replica (RSS and PSS of the gunicorn master and workers) at that size.
 
 Starts the real server, `topospread serve` over TLS with certificates made by
 `topospread certs` in a temporary directory, on 127.0.0.1 and a free port, as a
@@ -41,6 +52,7 @@ import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess  # nosec B404  # runs our own server and wrk, fixed argument lists
 import sys
 import tempfile
@@ -271,8 +283,9 @@ def realistic_pod() -> dict[str, Any]:
     }
 
 
-def realistic_review() -> bytes:
-    """The AdmissionReview kube-apiserver sends for realistic_pod (CREATE, with userInfo)."""
+def realistic_review(pod: dict[str, Any] | None = None) -> bytes:
+    """The AdmissionReview kube-apiserver sends for realistic_pod (CREATE, with userInfo),
+    or for `pod` when given."""
     doc = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -289,7 +302,7 @@ def realistic_review() -> bytes:
                          "groups": ["system:serviceaccounts",
                                     "system:serviceaccounts:kube-system",
                                     "system:authenticated"]},
-            "object": realistic_pod(),
+            "object": pod if pod is not None else realistic_pod(),
             "oldObject": None,
             "dryRun": False,
             "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
@@ -368,15 +381,23 @@ class Server:
 
 
 def start_server(
-    kind: str, cert_dir: str, workdir: Path, workers: int, worker_class: str, threads: int
+    kind: str,
+    cert_dir: str,
+    workdir: Path,
+    workers: int,
+    worker_class: str,
+    threads: int,
+    extra: tuple[str, ...] = (),
+    ready_within: float = 60.0,
 ) -> Server:
-    """`topospread serve` (kind "webhook") or the floor app on the same stack (kind "floor")."""
+    """`topospread serve` (kind "webhook", `extra` added to its arguments) or the floor
+    app on the same stack (kind "floor")."""
     port = free_port()
     bind = f"{HOST}:{port}"
     name = f"{kind}-{worker_class}-w{workers}-t{threads}"
     if kind == "webhook":
         argv = [sys.executable, "-c", _SERVE, worker_class, str(threads), "serve"]
-        argv += ["--cert-dir", cert_dir, "--bind", bind, "--workers", str(workers)]
+        argv += ["--cert-dir", cert_dir, "--bind", bind, "--workers", str(workers), *extra]
     else:
         argv = [sys.executable, "-c", _FLOOR, cert_dir, bind, str(workers), worker_class]
         argv += [str(threads)]
@@ -388,7 +409,7 @@ def start_server(
     server = Server(name, proc, port, log)
     ctx = client_context(os.path.join(cert_dir, "ca.crt"))
     path = "/readyz" if kind == "webhook" else "/"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"{name} exited: see {log}\n{log.read_text()[-2000:]}")
@@ -402,7 +423,7 @@ def start_server(
                 return server
         time.sleep(0.2)
     server.stop()
-    raise SystemExit(f"{name} not ready after 60 s: see {log}")
+    raise SystemExit(f"{name} not ready after {ready_within:.0f} s: see {log}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -761,6 +782,140 @@ def bench_realistic(
     return phases
 
 
+# ---------------------------------------------------------------------------------------
+# Foresight on a big cluster: sequential reviews over one keep-alive connection
+
+# The config of the big-cluster phase: under the deny policy every created Pod is looked
+# at, the ReplicaSet's replicas of the realistic review included (without it their
+# warning would have no reader and foresight would not run for them).
+_DENY_CONFIG = "policy:\n  denyUnschedulable: true\n"
+
+
+def _memory_kib(pid: int, field: str) -> int:
+    """A /proc/<pid>/smaps_rollup field (Rss, Pss) in KiB; 0 when unreadable."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def replica_memory(pid: int) -> dict[str, float]:
+    """MiB the serving processes (gunicorn master and workers) hold: RSS summed (counts
+    pages the workers share with the master once per process) and PSS summed (shared
+    pages split between their sharers: what the replica costs the node)."""
+    pids = [pid, *_children(pid)]
+    return {
+        "processes": len(pids),
+        "rss_mib": sum(_memory_kib(p, "Rss") for p in pids) / 1024,
+        "pss_mib": sum(_memory_kib(p, "Pss") for p in pids) / 1024,
+    }
+
+
+def sequential(port: int, ca_file: str, body: bytes, n: int) -> tuple[list[float], int]:
+    """POST `body` to /validate n times over one keep-alive connection, one after the
+    other: (latencies in ms, answers that were not an allowed 200)."""
+    conn = http.client.HTTPSConnection(HOST, port, context=client_context(ca_file), timeout=30)
+    headers = {"Content-Type": "application/json"}
+    latencies, bad = [], 0
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            conn.request("POST", "/validate", body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            latencies.append((time.perf_counter() - t0) * 1000)
+            if resp.status != 200 or json.loads(data)["response"]["allowed"] is not True:
+                bad += 1
+    finally:
+        conn.close()
+    return latencies, bad
+
+
+def foresight_counts(port: int, ca_file: str) -> dict[str, float]:
+    """topospread_foresight_total by outcome, from the server's /metrics."""
+    conn = http.client.HTTPSConnection(HOST, port, context=client_context(ca_file), timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("topospread_foresight_total{"):
+            label, value = line.rsplit(" ", 1)
+            counts[label.split('"')[1]] = float(value)
+    return counts
+
+
+def big_snapshot(workdir: Path, nodes: int, pods: int) -> Path:
+    """bench_scheduling's generated cluster: `nodes` nodes of 64 cpu in 3 zones, `pods`
+    bound pods of 100m each spread at random (about 30 per node at the defaults)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_scheduling import write_snapshot
+
+    path = workdir / f"cluster-{nodes}-{pods}.json"
+    write_snapshot(path, nodes, pods)
+    return path
+
+
+def bench_big(
+    args: argparse.Namespace, cert_dir: str, workdir: Path, workers: int, threads: int
+) -> list[dict[str, Any]]:
+    """The realistic review on /validate, sequentially over one keep-alive connection, on
+    the demo snapshot and on a generated big one, with the deny policy on (foresight
+    looks at every created Pod): as it is (some node fits) and requesting 63.5 cpu, more
+    than any node of the big cluster has free (every node out of capacity; on the demo
+    snapshot no node has that much either)."""
+    config = workdir / "deny.yaml"
+    config.write_text(_DENY_CONFIG)
+    ca_file = os.path.join(cert_dir, "ca.crt")
+    fits = realistic_pod()
+    full = realistic_pod()
+    full["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "63500m"
+    cases = [("some node fits", realistic_review(fits)), ("no node fits", realistic_review(full))]
+    print(f"generating {args.big_nodes} nodes / {args.big_pods} pods ...", flush=True)
+    big = big_snapshot(workdir, args.big_nodes, args.big_pods)
+    rows: list[dict[str, Any]] = []
+    print(f"{'snapshot':<16} {'case':<16} {'median ms':>9} {'p99 ms':>8} {'bad':>4}  "
+          "foresight / memory", flush=True)  # fmt: skip
+    for label, snapshot in (("demo", None), (f"{args.big_nodes} nodes", big)):
+        extra = ("--config", str(config))
+        if snapshot is not None:
+            extra += ("--snapshot", str(snapshot))
+        started = time.monotonic()
+        server = start_server(
+            "webhook", cert_dir, workdir, workers, "default", threads, extra, ready_within=600
+        )
+        ready = time.monotonic() - started
+        try:
+            for case, body in cases:
+                sequential(server.port, ca_file, body, 20)  # warm-up, not reported
+                runs = []
+                for _ in range(args.big_runs):
+                    latencies, bad = sequential(server.port, ca_file, body, args.big_reviews)
+                    latencies.sort()
+                    runs.append((percentile(latencies, 50), percentile(latencies, 99), bad))
+                median = statistics.median(r[0] for r in runs)
+                p99 = statistics.median(r[1] for r in runs)
+                bad = sum(r[2] for r in runs)
+                row = {"snapshot": label, "case": case, "median_ms": median, "p99_ms": p99,
+                       "bad": bad, "runs": [r[:2] for r in runs],
+                       "load": os.getloadavg()[0]}  # fmt: skip
+                rows.append(row)
+                print(f"{label:<16} {case:<16} {median:>9.2f} {p99:>8.2f} {bad:>4}  "
+                      f"runs {', '.join(f'{m:.2f}' for m, _, _ in runs)}; "
+                      f"load avg {row['load']:.2f}", flush=True)  # fmt: skip
+            memory = replica_memory(server.proc.pid)
+            counts = foresight_counts(server.port, ca_file)
+            rows.append({"snapshot": label, "memory": memory, "foresight": counts,
+                         "ready_s": ready})  # fmt: skip
+            print(f"{label:<16} ready in {ready:.1f} s; foresight {counts}; "
+                  f"{memory['processes']} processes, RSS {memory['rss_mib']:.0f} MiB, "
+                  f"PSS {memory['pss_mib']:.0f} MiB", flush=True)  # fmt: skip
+        finally:
+            server.stop()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
@@ -784,6 +939,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="req/s of the realistic review on /validate")
     parser.add_argument("--mutate-rates", default="500",
                         help="req/s of the realistic review on /mutate")
+    parser.add_argument("--big", choices=("also", "only", "no"), default="also",
+                        help="the sequential phase on a generated big snapshot")
+    parser.add_argument("--big-nodes", type=int, default=5000)
+    parser.add_argument("--big-pods", type=int, default=150_000)
+    parser.add_argument("--big-reviews", type=int, default=300,
+                        help="sequential reviews per run and case")
+    parser.add_argument("--big-runs", type=int, default=3)
     args = parser.parse_args(argv)
     args.validate_rates = [float(r) for r in args.validate_rates.split(",") if r]
     args.mutate_rates = [float(r) for r in args.mutate_rates.split(",") if r]
@@ -817,9 +979,13 @@ def main(argv: list[str] | None = None) -> int:
         phases: list[Phase] = []
         if not args.mix:
             print(f"realistic review: {len(realistic_review())} bytes", flush=True)
-            phases += bench_realistic(args, cert_dir, workdir, workers, threads)
+            if args.big != "only":
+                phases += bench_realistic(args, cert_dir, workdir, workers, threads)
+            big = bench_big(args, cert_dir, workdir, workers, threads) if args.big != "no" else []
             if args.json:
-                Path(args.json).write_text(json.dumps([asdict(p) for p in phases], indent=1))
+                Path(args.json).write_text(
+                    json.dumps({"phases": [asdict(p) for p in phases], "big": big}, indent=1)
+                )
             print(f"load average {os.getloadavg()[0]:.2f} at end", flush=True)
             return 0
         common = (args, cert_dir, workdir, mix, script)

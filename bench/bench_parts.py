@@ -35,6 +35,7 @@ from webhook.admission.context import ReviewContext  # noqa: E402
 from webhook.admission.handlers import answer_review  # noqa: E402
 from webhook.admission.review import _too_deep  # noqa: E402
 from webhook.cluster.source import FileSource  # noqa: E402
+from webhook.config import Settings  # noqa: E402
 from webhook.server import logs  # noqa: E402
 from webhook.server.app import create_app  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
@@ -77,8 +78,20 @@ def main() -> int:
     no_state = part("review without cluster state (parse, rules, warnings)",
                     lambda: answer_review(body, "validate", bare))
     full = per_call(lambda: answer_review(body, "validate", with_state), args.runs)
-    results.append(("foresight (demo snapshot): review with state less without",
+    results.append(("foresight (demo snapshot): review with state less without "
+                    "(a ReplicaSet's replica: not looked at without the deny policy)",
                     full - no_state))
+    deny = Settings(deny_unschedulable=True)
+    denying = per_call(
+        lambda: answer_review(body, "validate", ReviewContext(settings=deny,
+                                                              snapshot=source.snapshot())),
+        args.runs,
+    )
+    no_state_deny = per_call(
+        lambda: answer_review(body, "validate", ReviewContext(settings=deny)), args.runs
+    )
+    results.append(("foresight (demo snapshot) under policy.denyUnschedulable, which looks "
+                    "at every created Pod: with state less without", denying - no_state_deny))
     part("response encoding (json.dumps)",
          lambda: json.dumps(answer.doc, separators=(",", ":"), ensure_ascii=False).encode())
     part("metrics (observe_review + count_request, multiprocess files)",

@@ -388,22 +388,36 @@ def pvc(
     modes: list[str] | None = None,
     size: str = "1Gi",
     ns: str = "default",
+    prebound: bool = False,
+    selected_node: str | None = None,
+    phase: str | None = None,
 ) -> RawObj:
-    """A PersistentVolumeClaim, bound when `volume` names a PV."""
+    """A PersistentVolumeClaim, bound when `volume` names a PV: spec.volumeName and the
+    pv.kubernetes.io/bind-completed annotation, as the PV controller leaves a bound
+    claim (prebound=True: spec.volumeName alone, a claim pre-bound by hand);
+    selected_node: the volume.kubernetes.io/selected-node annotation; phase:
+    status.phase."""
     spec: RawObj = {
         "accessModes": modes or ["ReadWriteOnce"],
         "resources": {"requests": {"storage": size}},
     }
+    meta: RawObj = {"name": name, "namespace": ns}
+    annotations: dict[str, str] = {}
     if volume:
         spec["volumeName"] = volume
+        if not prebound:
+            annotations["pv.kubernetes.io/bind-completed"] = "yes"
+    if selected_node is not None:
+        annotations["volume.kubernetes.io/selected-node"] = selected_node
+    if annotations:
+        meta["annotations"] = annotations
     if storage_class is not None:
         spec["storageClassName"] = storage_class
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-    }
+    out: RawObj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+                   "spec": spec}
+    if phase is not None:
+        out["status"] = {"phase": phase}
+    return out
 
 
 def pv(

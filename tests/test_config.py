@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from webhook.config import (
+    FORESIGHT_DEFAULT_BUDGET_MS,
+    FORESIGHT_MAX_BUDGET_MS,
     SCHEDULER_CONFIG_KEY,
     Settings,
     default_profiles,
@@ -85,8 +87,10 @@ VALID: list[tuple[str, dict[str, Any], dict[str, tuple[tuple[str, ...], dict[str
             },
         ),
         {
-            "default-scheduler": (default_profiles()[0].enabled("filter"),
-                                  dict(default_profiles()[0].score_weights)),
+            "default-scheduler": (
+                default_profiles()[0].enabled("filter"),
+                dict(default_profiles()[0].score_weights),
+            ),
             "images": (default_profiles()[0].enabled("filter"), {"ImageLocality": 5}),
         },
     ),
@@ -108,9 +112,7 @@ VALID: list[tuple[str, dict[str, Any], dict[str, tuple[tuple[str, ...], dict[str
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "cfg", "want"), VALID, ids=[case[0] for case in VALID]
-)
+@pytest.mark.parametrize(("name", "cfg", "want"), VALID, ids=[case[0] for case in VALID])
 @pytest.mark.parametrize("where", ["key", "flag"])
 def test_valid_configuration_resolves_each_profile(
     tmp_path: Path,
@@ -134,9 +136,12 @@ def test_profile_for_follows_the_scheduler_name() -> None:
     """A pod's spec.schedulerName picks its profile; "" is default-scheduler; a name no
     profile has is None (another scheduler's pod)."""
     settings = settings_from_dict(
-        {SCHEDULER_CONFIG_KEY: ksc({"schedulerName": "default-scheduler"},
-                                   {"schedulerName": "only-affinity",
-                                    "plugins": ONLY_NODE_AFFINITY})}
+        {
+            SCHEDULER_CONFIG_KEY: ksc(
+                {"schedulerName": "default-scheduler"},
+                {"schedulerName": "only-affinity", "plugins": ONLY_NODE_AFFINITY},
+            )
+        }
     )
     default, only = settings.scheduler
     assert settings.profile_for("default-scheduler") is default
@@ -171,8 +176,21 @@ def test_plugin_args_come_with_upstream_defaults() -> None:
 INVALID: list[tuple[str, Any, str]] = [
     (
         "invalid resource weight",
-        ksc({"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
-            "type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 101}]}}}]}),
+        ksc(
+            {
+                "pluginConfig": [
+                    {
+                        "name": "NodeResourcesFit",
+                        "args": {
+                            "scoringStrategy": {
+                                "type": "LeastAllocated",
+                                "resources": [{"name": "cpu", "weight": 101}],
+                            }
+                        },
+                    }
+                ]
+            }
+        ),
         "scoringStrategy.resources[0].weight: Invalid value: 101: "
         "resource weight of cpu not in valid range (0, 100]",
     ),
@@ -198,8 +216,9 @@ INVALID: list[tuple[str, Any, str]] = [
     ),
     (
         "hardPodAffinityWeight out of range",
-        ksc({"pluginConfig": [{"name": "InterPodAffinity",
-                               "args": {"hardPodAffinityWeight": 101}}]}),
+        ksc(
+            {"pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 101}}]}
+        ),
         "profiles[0].pluginConfig[0].args.hardPodAffinityWeight: Invalid value: 101: "
         "not in valid range [0-100]",
     ),
@@ -230,8 +249,11 @@ def test_invalid_configuration_is_refused_with_the_scheduler_message(
     ("text", "message"),
     [
         pytest.param("profiles: []\n", "Object 'Kind' is missing", id="no kind"),
-        pytest.param("kind: KubeSchedulerConfiguration\n", "Object 'apiVersion' is missing",
-                     id="no apiVersion"),
+        pytest.param(
+            "kind: KubeSchedulerConfiguration\n",
+            "Object 'apiVersion' is missing",
+            id="no apiVersion",
+        ),
         pytest.param("- a\n", "must be a KubeSchedulerConfiguration object", id="a list"),
         pytest.param("kind: [\n", "is not valid YAML", id="broken YAML"),
         pytest.param(
@@ -261,10 +283,14 @@ def test_missing_scheduler_config_file_is_refused(tmp_path: Path) -> None:
 def test_the_flag_wins_over_the_config_key(tmp_path: Path) -> None:
     """With both, the --scheduler-config file is the configuration; the key is not read
     (not even validated: the flag replaces it)."""
-    config = write(tmp_path, "config.yaml", {
-        SCHEDULER_CONFIG_KEY: ksc({"schedulerName": "from-key"}, {"schedulerName": "from-key"}),
-        "injectDefaults": False,
-    })
+    config = write(
+        tmp_path,
+        "config.yaml",
+        {
+            SCHEDULER_CONFIG_KEY: ksc({"schedulerName": "from-key"}, {"schedulerName": "from-key"}),
+            "injectDefaults": False,
+        },
+    )
     flag = write(tmp_path, "sched.yaml", ksc({"schedulerName": "from-flag"}))
     settings = load_settings(config, flag)
     assert [p.scheduler_name for p in settings.scheduler] == ["from-flag"]
@@ -283,9 +309,12 @@ SPREAD_KEY: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Spr
     ),
     (
         "the key reaches every profile of the inline configuration",
-        {"podTopologySpread": LIST_ZONE,
-         SCHEDULER_CONFIG_KEY: ksc({"schedulerName": "default-scheduler"},
-                                   {"schedulerName": "b"})},
+        {
+            "podTopologySpread": LIST_ZONE,
+            SCHEDULER_CONFIG_KEY: ksc(
+                {"schedulerName": "default-scheduler"}, {"schedulerName": "b"}
+            ),
+        },
         None,
         {"default-scheduler": LIST_ZONE_ARGS, "b": LIST_ZONE_ARGS},
     ),
@@ -335,8 +364,10 @@ def test_pod_topology_spread_key_is_a_plugin_config_entry(
 
 def test_pod_topology_spread_key_keeps_its_own_messages() -> None:
     """An invalid podTopologySpread key is refused naming the key, as before."""
-    bad = {"defaultingType": "List", "defaultConstraints": [
-        {**ZONE_DEFAULT, "labelSelector": {"matchLabels": {"a": "b"}}}]}
+    bad = {
+        "defaultingType": "List",
+        "defaultConstraints": [{**ZONE_DEFAULT, "labelSelector": {"matchLabels": {"a": "b"}}}],
+    }
     with pytest.raises(ConfigError, match=r"^podTopologySpread: .*defaultConstraints\[0\]"):
         settings_from_dict({"podTopologySpread": bad})
     with pytest.raises(ConfigError, match="must be a mapping"):
@@ -350,3 +381,27 @@ def test_settings_do_not_change_the_raw_document() -> None:
     settings = settings_from_dict(raw)
     assert settings.raw[SCHEDULER_CONFIG_KEY] == ksc({"schedulerName": "a"})
     assert "pluginConfig" not in cfg["profiles"][0]
+
+
+@pytest.mark.parametrize(
+    ("policy", "budget"),
+    [
+        ({}, FORESIGHT_DEFAULT_BUDGET_MS),
+        ({"foresightBudgetMilliseconds": None}, FORESIGHT_DEFAULT_BUDGET_MS),
+        ({"foresightBudgetMilliseconds": 0}, 0),
+        ({"foresightBudgetMilliseconds": 1}, 1),
+        ({"foresightBudgetMilliseconds": FORESIGHT_MAX_BUDGET_MS}, FORESIGHT_MAX_BUDGET_MS),
+    ],
+)
+def test_foresight_budget_is_read_from_policy(policy: dict[str, Any], budget: int) -> None:
+    assert settings_from_dict({"policy": policy}).foresight_budget_ms == budget
+
+
+@pytest.mark.parametrize("value", [-1, FORESIGHT_MAX_BUDGET_MS + 1, 2.5, True, "25", "25ms"])
+def test_foresight_budget_out_of_range_is_refused(value: Any) -> None:
+    message = (
+        r"^policy\.foresightBudgetMilliseconds: must be a whole number of milliseconds from 0 "
+        rf"\(no unschedulable foresight\) to {FORESIGHT_MAX_BUDGET_MS}, got "
+    )
+    with pytest.raises(ConfigError, match=message):
+        settings_from_dict({"policy": {"foresightBudgetMilliseconds": value}})

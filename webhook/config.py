@@ -81,6 +81,8 @@ def default_profiles() -> tuple[ResolvedProfile, ...]:
 
 
 AUDIT_DEFAULT_INTERVAL = 300
+FORESIGHT_DEFAULT_BUDGET_MS = 25
+FORESIGHT_MAX_BUDGET_MS = 10_000
 _AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports")
 
 
@@ -105,6 +107,9 @@ class Settings:
     inject_defaults: bool = True
     match_label_keys_merge: MergeMode = "auto"
     deny_unschedulable: bool = False
+    # policy.foresightBudgetMilliseconds: the time the unschedulable foresight may take
+    # per review before it gives up (0: never look).
+    foresight_budget_ms: int = FORESIGHT_DEFAULT_BUDGET_MS
     # None: every namespace; else a metav1.LabelSelector over Namespace labels.
     inject_namespace_selector: RawObj | None = None
     audit: AuditSettings = field(default_factory=AuditSettings)
@@ -155,9 +160,7 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         raise ConfigError(f"audit: must be a mapping, got {section!r}")
     unknown = sorted(str(k) for k in section if k not in _AUDIT_KEYS)
     if unknown:
-        raise ConfigError(
-            f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})"
-        )
+        raise ConfigError(f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})")
     interval = section.get("intervalSeconds", AUDIT_DEFAULT_INTERVAL)
     if interval is None:
         interval = AUDIT_DEFAULT_INTERVAL
@@ -171,6 +174,24 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         policy_reports=_bool(section, "policyReports", False, "audit."),
         include_soft=_bool(section, "includeSoft", False, "audit."),
     )
+
+
+def _foresight_budget(policy: Mapping[str, Any]) -> int:
+    """policy.foresightBudgetMilliseconds: whole milliseconds, 0 (no foresight) to
+    FORESIGHT_MAX_BUDGET_MS (well inside kube-apiserver's webhook timeout)."""
+    value = policy.get("foresightBudgetMilliseconds", FORESIGHT_DEFAULT_BUDGET_MS)
+    if value is None:
+        return FORESIGHT_DEFAULT_BUDGET_MS
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= FORESIGHT_MAX_BUDGET_MS
+    ):
+        raise ConfigError(
+            "policy.foresightBudgetMilliseconds: must be a whole number of milliseconds "
+            f"from 0 (no unschedulable foresight) to {FORESIGHT_MAX_BUDGET_MS}, got {value!r}"
+        )
+    return value
 
 
 def _spread_args(raw: Mapping[str, Any]) -> RawObj | None:
@@ -273,6 +294,7 @@ def settings_from_dict(
         inject_defaults=_bool(raw, "injectDefaults", True),
         match_label_keys_merge=mode,
         deny_unschedulable=_bool(policy, "denyUnschedulable", False, "policy."),
+        foresight_budget_ms=_foresight_budget(policy),
         inject_namespace_selector=ns_selector,
         audit=_audit(raw),
         raw=raw,
@@ -305,9 +327,7 @@ def load_scheduler_config(path: str | Path) -> RawObj:
     return doc
 
 
-def load_settings(
-    path: str | Path | None, scheduler_config: str | Path | None = None
-) -> Settings:
+def load_settings(path: str | Path | None, scheduler_config: str | Path | None = None) -> Settings:
     """Read a config file (YAML) and, when given, a KubeSchedulerConfiguration file
     (--scheduler-config, which replaces the config's schedulerConfiguration key);
     None gives the defaults."""

@@ -86,30 +86,54 @@ CASES = [
     # (name, cluster, pod, expected warnings)
     ("constraint leaves no node", SKEWED, web(dns()), [SKEWED_TEXT]),
     # 2 + 1 - 0 = 3: maxSkew 2 still rules a1 out, maxSkew 3 lets it in.
-    ("maxSkew 2 still rules out", SKEWED, web(dns(2)),
-     [SKEWED_TEXT.replace("maxSkew 1", "maxSkew 2")]),
+    (
+        "maxSkew 2 still rules out",
+        SKEWED,
+        web(dns(2)),
+        [SKEWED_TEXT.replace("maxSkew 1", "maxSkew 2")],
+    ),
     ("maxSkew 3 leaves a node", SKEWED, web(dns(3)), []),
     ("a node is free", [node("a1", "a"), node("b1", "b"), *pods("a1", 2)], web(dns()), []),
-    ("ScheduleAnyway never rules out",  SKEWED, web(sa()), []),
-    ("second constraint named by its own index", SKEWED, web(sa(), dns()),
-     [SKEWED_TEXT.replace("[0]", "[1]")]),
-    ("every node fails another filter: not the constraint's doing",
-     [node("a1", "a", tainted=True), node("b1", "b", tainted=True), *pods("a1", 2)],
-     web(dns()), []),
+    ("ScheduleAnyway never rules out", SKEWED, web(sa()), []),
+    (
+        "second constraint named by its own index",
+        SKEWED,
+        web(sa(), dns()),
+        [SKEWED_TEXT.replace("[0]", "[1]")],
+    ),
+    (
+        "every node fails another filter: not the constraint's doing",
+        [node("a1", "a", tainted=True), node("b1", "b", tainted=True), *pods("a1", 2)],
+        web(dns()),
+        [],
+    ),
     ("no node at all", [], web(dns()), []),
-    ("candidate lacking the key (missing required label)",
-     [node("a1", "a", tainted=True), node("n0"), *pods("a1", 2)], web(dns()),
-     [f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters; "
-      "matching pods per domain: a=2"]),
+    (
+        "candidate lacking the key (missing required label)",
+        [node("a1", "a", tainted=True), node("n0"), *pods("a1", 2)],
+        web(dns()),
+        [
+            f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters; "
+            "matching pods per domain: a=2"
+        ],
+    ),
     # a1(a)[1] b1(b, tainted)[1]: min would be 1 (a1 passes: 1 + 1 - 1 = 1), but two
     # eligible domains < minDomains 3 make it 0: 1 + 1 - 0 = 2 > 1.
-    ("minDomains makes the minimum 0",
-     [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 1), *pods("b1", 1)],
-     web(dns(minDomains=3)),
-     [f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters "
-      "(2 eligible domain(s) < minDomains 3); matching pods per domain: a=1, b=1"]),
-    ("same cluster without minDomains", [node("a1", "a"), node("b1", "b", tainted=True),
-                                         *pods("a1", 1), *pods("b1", 1)], web(dns()), []),
+    (
+        "minDomains makes the minimum 0",
+        [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 1), *pods("b1", 1)],
+        web(dns(minDomains=3)),
+        [
+            f"spec.topologySpreadConstraints[0]: {HEAD} 1 of 1 node(s) passing the other filters "
+            "(2 eligible domain(s) < minDomains 3); matching pods per domain: a=1, b=1"
+        ],
+    ),
+    (
+        "same cluster without minDomains",
+        [node("a1", "a"), node("b1", "b", tainted=True), *pods("a1", 1), *pods("b1", 1)],
+        web(dns()),
+        [],
+    ),
 ]
 
 
@@ -138,8 +162,13 @@ def test_denied_under_policy_with_forbidden() -> None:
         "details": {
             "name": "web",
             "kind": "pods",
-            "causes": [{"reason": "FieldValueForbidden",
-                        "field": "spec.topologySpreadConstraints[0]", "message": cause}],
+            "causes": [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": "spec.topologySpreadConstraints[0]",
+                    "message": cause,
+                }
+            ],
         },
         "code": 403,
     }
@@ -179,8 +208,12 @@ def test_default_constraint_named_by_its_config_path() -> None:
             },
         }
     )
-    service = {"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": WEB}}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": WEB},
+    }
     pod = make_pod().name("web").labels(WEB).obj()
     response = validate([*SKEWED, service], pod, settings)
     path = "podTopologySpread.defaultConstraints"
@@ -199,8 +232,9 @@ def test_default_constraint_named_by_its_config_path() -> None:
 def test_only_pod_create_is_foreseen(obj: RawObj, operation: str) -> None:
     """Templates and updates are not placed (see docs/admission.md)."""
     old = obj if operation == "UPDATE" else None
-    response = validate(SKEWED, obj, Settings(deny_unschedulable=True),
-                        operation=operation, old=old)
+    response = validate(
+        SKEWED, obj, Settings(deny_unschedulable=True), operation=operation, old=old
+    )
     assert response["allowed"] is True
     assert "warnings" not in response
 
@@ -219,7 +253,8 @@ class BrokenSnapshot:
 def test_model_raising_allows_with_a_warning() -> None:
     """A model failure never denies: allowed, and the warning says the check did not run."""
     ctx = ReviewContext(
-        settings=Settings(deny_unschedulable=True), server_version=(1, 34),
+        settings=Settings(deny_unschedulable=True),
+        server_version=(1, 34),
         snapshot=BrokenSnapshot(),
     )
     answer = answer_review(json.dumps(review(web(dns()))).encode(), "validate", ctx)
@@ -234,9 +269,14 @@ def test_model_raising_allows_with_a_warning() -> None:
 def test_long_domain_lists_are_cut_to_256_runes() -> None:
     """300 domains do not fit in one warning: the least loaded come first, the rest counted."""
     blocked = Blocked(
-        path="spec.topologySpreadConstraints[0]", topology_key=ZONE, max_skew=1, rejected=300,
-        candidates=300, domains={f"zone-{i:03d}": 5 for i in range(300)} | {"zone-x": 0},
-        global_min=0, min_domains=1,
+        path="spec.topologySpreadConstraints[0]",
+        topology_key=ZONE,
+        max_skew=1,
+        rejected=300,
+        candidates=300,
+        domains={f"zone-{i:03d}": 5 for i in range(300)} | {"zone-x": 0},
+        global_min=0,
+        min_domains=1,
     )
     text = blocked.text()
     assert len(text) <= 256
@@ -255,8 +295,104 @@ def test_pod_bound_at_creation_is_not_foreseen() -> None:
 def test_crowded_domains_come_first() -> None:
     """The domains the pod is ruled out of lead (most pods first), then the emptiest."""
     blocked = Blocked(
-        path="spec.topologySpreadConstraints[0]", topology_key=ZONE, max_skew=1, rejected=2,
-        candidates=2, domains={"a": 3, "b": 0, "c": 4, "d": 1}, global_min=0, min_domains=1,
+        path="spec.topologySpreadConstraints[0]",
+        topology_key=ZONE,
+        max_skew=1,
+        rejected=2,
+        candidates=2,
+        domains={"a": 3, "b": 0, "c": 4, "d": 1},
+        global_min=0,
+        min_domains=1,
         crowded=("a", "c"),
     )
     assert blocked.text().endswith("matching pods per domain: c=4, a=3, b=0, d=1")
+
+
+def replica() -> RawObj:
+    """web(dns()) as a ReplicaSet creates it: a controller ownerReference."""
+    return (
+        make_pod().name("web").labels(WEB).owner("ReplicaSet", "web-5d4f8").constraints([dns()])
+    ).obj()
+
+
+def answered(cluster: list[RawObj] | None, obj: RawObj, settings: Settings) -> Any:
+    ctx = ReviewContext(
+        settings=settings,
+        server_version=(1, 34),
+        snapshot=Snapshot.from_objects(cluster) if cluster is not None else None,
+    )
+    return answer_review(json.dumps(review(obj)).encode(), "validate", ctx)
+
+
+@pytest.mark.parametrize(
+    ("name", "cluster", "obj", "settings", "outcome", "warnings"),
+    [
+        ("blocked: warned", SKEWED, web(dns()), Settings(), "blocked", [SKEWED_TEXT]),
+        ("a node fits", [node("a1", "a"), node("b1", "b")], web(dns()), Settings(), "checked",
+         None),
+        ("no node passes the other filters: nothing to say",
+         [node("a1", "a", tainted=True)], web(dns()), Settings(), "checked", None),
+        # Its warning would reach only the ReplicaSet controller.
+        ("a controller's replica without the deny policy: not looked at", SKEWED, replica(),
+         Settings(), "skipped", None),
+        ("a controller's replica under the deny policy: looked at", SKEWED, replica(),
+         Settings(deny_unschedulable=True), "blocked", None),
+        ("an ownerReference that is not a controller's: looked at", SKEWED,
+         make_pod().name("web").labels(WEB).owner("ConfigMap", "cm", controller=False)
+         .constraints([dns()]).obj(), Settings(), "blocked", [SKEWED_TEXT]),
+        ("budget 0 turns foresight off", SKEWED, web(dns()),
+         Settings(deny_unschedulable=True, foresight_budget_ms=0), "skipped", None),
+        ("no cluster state", None, web(dns()), Settings(), "skipped", None),
+        ("no DoNotSchedule constraint: not counted", SKEWED, web(sa()), Settings(), None, None),
+        ("not a Pod: not counted", SKEWED, workload("Deployment", web(dns())), Settings(), None,
+         None),
+    ],
+)  # fmt: skip
+def test_outcome_of_each_look(
+    name: str,
+    cluster: list[RawObj] | None,
+    obj: RawObj,
+    settings: Settings,
+    outcome: str | None,
+    warnings: list[str] | None,
+) -> None:
+    """How each look ends (topospread_foresight_total's outcome) and what it answers."""
+    answer = answered(cluster, obj, settings)
+    assert answer.foresight == outcome
+    assert answer.doc["response"].get("warnings") == warnings
+    assert answer.doc["response"]["allowed"] is (
+        not (settings.deny_unschedulable and outcome == "blocked")
+    )
+
+
+def test_gives_up_at_its_budget_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past policy.foresightBudgetMilliseconds the look stops: allowed, a warning says the
+    check did not finish, never a denial; the next look carries on from where it stopped."""
+    from webhook.scheduler.framework import budget
+
+    clock = iter(range(0, 10**9, 1))  # each reading: one second later
+    monkeypatch.setattr(budget, "_clock", lambda: next(clock))
+    settings = Settings(deny_unschedulable=True, foresight_budget_ms=1000)
+    answer = answered(SKEWED, web(dns()), settings)
+    assert answer.foresight == "over_budget"
+    assert answer.doc["response"]["allowed"] is True
+    assert answer.doc["response"]["warnings"] == [
+        "spec.topologySpreadConstraints: not checked for schedulability by topospread: the "
+        "check did not finish within its 1000 ms budget"
+    ]
+    assert answer.decision == "allowed"
+    monkeypatch.setattr(budget, "_clock", lambda: 0)  # time stands still: no budget runs out
+    assert answered(SKEWED, web(dns()), settings).foresight == "blocked"
+
+
+def test_metrics_count_each_outcome() -> None:
+    """topospread_foresight_total{outcome} counts the looks /validate made."""
+    snapshot = Snapshot.from_objects(SKEWED)
+    app = create_app(Settings(), source=StaticSource(snapshot, (1, 34)))
+    with app.test_client() as client:
+        for obj in (web(dns()), web(dns()), replica(), web(sa())):
+            client.post("/validate", json=review(obj))
+        text = client.get("/metrics").get_data(as_text=True)
+    assert 'topospread_foresight_total{outcome="blocked"} 2.0' in text
+    assert 'topospread_foresight_total{outcome="skipped"} 1.0' in text
+    assert 'outcome="checked"' not in text

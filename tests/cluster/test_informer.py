@@ -563,3 +563,41 @@ def test_events_and_relists_keep_the_real_snapshot_equal_to_a_fresh_one(
     server.delete(node("n3"))
     server.delete(service("web"))
     check()
+
+
+def test_prime_runs_once_on_the_whole_state_before_synced(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """`prime` sees every kind's first list applied, while synced() still says False
+    (no review reads the state meanwhile), and runs once, not again on a relist."""
+    seed(server)
+    seen: list[tuple[bool, dict[str, int]]] = []
+
+    def prime(snap: Any) -> None:
+        seen.append((source.synced(), {k: len(v) for k, v in snap.state().items()}))
+
+    source = make_source(prime=prime)
+    source.start()
+    wait_until(source.synced, "the first full sync")
+    assert seen == [(False, {k: len(v) for k, v in fresh_state(server).items()})]
+    server.hold_watches("Pod")
+    server.add(pod("p9"))
+    server.compact("Pod")
+    server.release_watches("Pod")
+    assert_converges(source, server)
+    assert source.counts()["relists"] == 1
+    assert len(seen) == 1
+
+
+def test_a_failing_prime_is_logged_and_the_source_syncs(
+    server: FakeApiServer, make_source: Callable[..., LiveSource], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model that cannot be primed is slower, not broken: synced all the same."""
+    seed(server)
+
+    def prime(snap: Any) -> None:
+        raise RuntimeError("boom")
+
+    source = started(make_source, prime=prime)
+    assert_converges(source, server)
+    assert "priming the cluster state failed" in caplog.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -175,14 +176,15 @@ def trimmed(objects: list[RawObj]) -> list[RawObj]:
 
 
 def without(objects: list[RawObj], kind: str, path: str) -> list[RawObj]:
-    """Copies of `objects` with `path` ("spec.volumes", "spec.containers[].ports")
-    deleted from every object of `kind`."""
+    """Copies of `objects` with `path` ("spec.volumes", "spec.containers[].ports",
+    "metadata.annotations[a.b/c]" for a key holding dots) deleted from every object of
+    `kind`."""
     out = copy.deepcopy(objects)
 
     def drop(node: Any, parts: list[str]) -> None:
         head, *rest = parts
         many = head.endswith("[]")
-        key = head.removesuffix("[]")
+        key = head[1:-1] if head.startswith("[") else head.removesuffix("[]")
         if not isinstance(node, dict) or key not in node:
             return
         if not rest:
@@ -193,9 +195,10 @@ def without(objects: list[RawObj], kind: str, path: str) -> list[RawObj]:
         else:
             drop(node[key], rest)
 
+    parts = re.findall(r"\[[^\]]+\]|[^.\[]+(?:\[\])?", path)
     for obj in out:
         if obj["kind"] == kind:
-            drop(obj, path.split("."))
+            drop(obj, parts)
     return out
 
 
@@ -247,6 +250,8 @@ def deleting(claim: RawObj) -> RawObj:
     return claim
 
 
+# The claim "data", bound to a PV of zone a.
+BOUND_IN_ZONE_A = [*NODES, pvc("data", volume="pv-a"), pv("pv-a", node_in=(ZONE, ["a"]))]
 IMAGE = "registry.example/big:1"
 INCOMING_WEB = pod("incoming", labels=WEB)
 
@@ -340,8 +345,7 @@ CASES: list[tuple[str, str, str, list[RawObj], RawObj]] = [
     # ---- PersistentVolume
     (
         "bound PV node affinity",
-        "PersistentVolume", "spec.nodeAffinity",
-        [*NODES, pvc("data", volume="pv-a"), pv("pv-a", node_in=(ZONE, ["a"]))],
+        "PersistentVolume", "spec.nodeAffinity", BOUND_IN_ZONE_A,
         with_claim(pod("incoming"), "data"),
     ),
     (
@@ -410,6 +414,24 @@ CASES: list[tuple[str, str, str, list[RawObj], RawObj]] = [
         with_claim(pod("incoming"), "data"),
     ),
     (
+        "bound claim's bind-completed annotation (without it: pre-bound, not bound)",
+        "PersistentVolumeClaim", "metadata.annotations[pv.kubernetes.io/bind-completed]",
+        BOUND_IN_ZONE_A, with_claim(pod("incoming"), "data"),
+    ),
+    (
+        "claim's selected node",
+        "PersistentVolumeClaim", "metadata.annotations[volume.kubernetes.io/selected-node]",
+        [*NODES, storage_class("wffc", mode="WaitForFirstConsumer"),
+         pvc("data", storage_class="wffc", selected_node="n2")],
+        with_claim(pod("incoming"), "data"),
+    ),
+    (
+        "claim Lost: its PV is gone",
+        "PersistentVolumeClaim", "status.phase",
+        [*NODES, pvc("data", volume="pv-gone", phase="Lost")],
+        with_claim(pod("incoming"), "data"),
+    ),
+    (
         "claim's storage class binds WaitForFirstConsumer",
         "PersistentVolumeClaim", "spec.storageClassName",
         [*NODES, storage_class("wffc", mode="WaitForFirstConsumer", zones=["b"]),
@@ -466,10 +488,10 @@ CASES: list[tuple[str, str, str, list[RawObj], RawObj]] = [
         with_claim(pod("incoming"), "data"),
     ),
     (
-        "class without a provisioner cannot provision",
+        # Without its provisioner the class provisions nothing (as kubernetes.io/no-provisioner).
+        "class whose provisioner provisions",
         "StorageClass", "provisioner",
-        [*NODES, storage_class("wffc", mode="WaitForFirstConsumer",
-                               provisioner="kubernetes.io/no-provisioner"),
+        [*NODES, storage_class("wffc", mode="WaitForFirstConsumer", provisioner=DRIVER),
          pvc("data", storage_class="wffc")],
         with_claim(pod("incoming"), "data"),
     ),
@@ -564,12 +586,22 @@ def test_trim_persistent_volume_claim() -> None:
     full["spec"]["volumeMode"] = "Block"
     full["spec"]["resources"]["limits"] = {"storage": "9Gi"}
     full["status"]["capacity"] = {"storage": "5Gi"}
+    full["status"]["accessModes"] = ["ReadWriteOncePod"]
+    full["metadata"]["annotations"].update({
+        "volume.kubernetes.io/selected-node": "n1",
+        "volume.kubernetes.io/storage-provisioner": DRIVER,
+        "pv.kubernetes.io/bound-by-controller": "yes",
+    })
     assert trim(full) == {
         "kind": "PersistentVolumeClaim",
         "apiVersion": "v1",
         "metadata": {
             "name": "data", "namespace": "default", "uid": "uid-data", "resourceVersion": "7",
             "deletionTimestamp": "2026-01-02T00:00:00Z",
+            "annotations": {
+                "pv.kubernetes.io/bind-completed": "yes",
+                "volume.kubernetes.io/selected-node": "n1",
+            },
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "controller": True}
             ],
@@ -582,6 +614,7 @@ def test_trim_persistent_volume_claim() -> None:
             "selector": {"matchLabels": {"tier": "gold"}},
             "resources": {"requests": {"storage": "5Gi"}},
         },
+        "status": {"phase": "Bound"},
     }
 
 

@@ -6,12 +6,15 @@
 - place() (which judges groups of alike nodes once and remembers filter
   outcomes across decisions) gives, node for node, what running every filter
   on every node and scoring the feasible ones one by one gives, before and
-  after the cluster changes.
+  after the cluster changes;
+- explain() (the /validate foresight) says what a node-by-node look says, also
+  after looks that ran out of their time budget partway.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,13 +32,16 @@ from tests.builders import (
     with_affinity,
 )
 from tests.scheduler.frameworks import spread_only
+from webhook.scheduler import placement
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework import budget
 from webhook.scheduler.framework.runtime import run_filters
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Code, Status
 from webhook.scheduler.placement import (
     NodeVerdict,
     Placement,
+    explain,
     feasible_nodes,
     framework_for,
     place,
@@ -48,7 +54,12 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     constraints_or_error,
     distribution,
 )
-from webhook.scheduler.plugins.podtopologyspread.filtering import filter_node, pre_filter
+from webhook.scheduler.plugins.podtopologyspread.explain import blocked_constraints
+from webhook.scheduler.plugins.podtopologyspread.filtering import (
+    PreFilterState,
+    filter_node,
+    pre_filter,
+)
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
 from webhook.scheduler.profile import Framework, default_framework
 
@@ -569,6 +580,23 @@ profile_incoming_st = st.fixed_dictionaries(
 )
 
 
+def _profile_cluster(nodes: list[Any], residents: list[Any]) -> list[dict[str, Any]]:
+    """The Nodes of profile_node_st specs and the Pods of profile_resident_st ones."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, cpu, term) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        if cpu:
+            b = b.requests(cpu=cpu)
+        resident = (b.terminating() if terminating else b).obj()
+        if term:
+            anti, key, weight = term
+            with_affinity(
+                resident, "In", "app", key, ["a"], anti=anti, required=False, weight=weight
+            )
+        objs.append(resident)
+    return objs
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(profile_node_st, min_size=1, max_size=8),
@@ -586,18 +614,7 @@ def test_default_profile_equals_one_node_at_a_time(
     plugin run on every node, for the first decision, after each change to the
     cluster, and for a second pod decided in between (its own remembered verdicts
     and scores)."""
-    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
-    for j, (idx, ns, labels, terminating, cpu, term) in enumerate(residents):
-        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
-        if cpu:
-            b = b.requests(cpu=cpu)
-        resident = (b.terminating() if terminating else b).obj()
-        if term:
-            anti, key, weight = term
-            with_affinity(
-                resident, "In", "app", key, ["a"], anti=anti, required=False, weight=weight
-            )
-        objs.append(resident)
+    objs = _profile_cluster(nodes, residents)
     args = SpreadArgs()
     if defaults == "List":
         args = SpreadArgs(
@@ -617,3 +634,80 @@ def test_default_profile_equals_one_node_at_a_time(
         check(pod)
         if n == 0:
             check(_incoming(second))
+
+
+def reference_explain(
+    pod: dict[str, Any], snap: Snapshot, fw: Framework
+) -> tuple[int, list[Any]] | None:
+    """explain() the straightforward way: every other filter on every node, then
+    PodTopologySpread's PreFilter (node inclusion worked out node by node) and Filter
+    on the nodes left. (candidates, blocked constraints), None when nothing to say."""
+    pre = pre_filter(pod, snap, fw.spread_args)
+    if not isinstance(pre, PreFilterState) or not pre.constraints:
+        return None
+    prepared = fw.filters.prepare(pod, snap)
+    candidates = []
+    for name in sorted(snap.nodes):
+        info = snap.nodes[name]
+        if all(s.ok for s in run_filters(prepared, info).values()):
+            if filter_node(pre, info).ok:
+                return None
+            candidates.append(info)
+    if not candidates:
+        return None
+    return len(candidates), blocked_constraints(pre, candidates)
+
+
+def _interrupted(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop_after: int) -> None:
+    """explain() under a budget spent after `stop_after` clock readings, judging one
+    node per chunk: it stops partway, leaving what it judged behind."""
+    ticks = iter(range(10**6))
+    with (
+        mock.patch.object(budget, "_clock", lambda: next(ticks)),
+        mock.patch.object(placement, "CHUNK", 1),
+    ):
+        try:
+            with budget.within(stop_after):
+                explain(pod, snap, framework=fw)
+        except budget.OutOfTime:
+            pass
+
+
+def _check_explain(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop: int | None) -> None:
+    """explain() and the feasible nodes (the filter outcomes explain leaves behind)
+    equal the node-by-node references, each also right after looks that ran out of
+    budget after `stop` clock readings."""
+    feasible = [v.name for v in reference_place(pod, snap, fw.spread_args, fw).nodes if v.feasible]
+    if stop is not None:
+        # Twice: the second look resumes from what the first left, and stops too.
+        _interrupted(pod, snap, fw, stop)
+        _interrupted(pod, snap, fw, stop)
+    assert feasible_nodes(pod, snap, framework=fw) == feasible
+    if stop is not None:
+        _interrupted(pod, snap, fw, stop)
+    why = explain(pod, snap, framework=fw)
+    got = None if why is None else (why.candidates, why.blocked)
+    assert got == reference_explain(pod, snap, fw)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    profile_incoming_st,
+    st.lists(change_st, max_size=4),
+    st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=5, max_size=5),
+)
+def test_explain_equals_one_node_at_a_time(nodes, residents, incoming, changes, stops) -> None:
+    """The foresight's explain() (remembered filter outcomes, changed nodes read from
+    the snapshot's journal, PodTopologySpread once per node class) says what the
+    node-by-node reference says, for the first look and after each change to the
+    cluster, also when earlier looks ran out of budget partway."""
+    objs = _profile_cluster(nodes, residents)
+    fw = default_framework()
+    snap = Snapshot.from_objects(objs)
+    pod = _incoming(incoming)
+    _check_explain(pod, snap, fw, stops[0])
+    for n, change in enumerate(changes):
+        _apply_change(snap, nodes, pod, n, change, "NoSchedule")
+        _check_explain(pod, snap, fw, stops[n + 1])

@@ -6,6 +6,7 @@ gets a 5xx.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from flask.testing import FlaskClient
 from tests.builders import DNS, ZONE, RawObj, make_pod, review, selector
 from webhook.admission.review import MAX_BODY_BYTES, MAX_DEPTH
 from webhook.cluster.source import StaticSource
+from webhook.config import Settings
+from webhook.server import serve
 from webhook.server.app import EXTENSION, create_app
 
 UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
@@ -325,3 +328,18 @@ def test_snapshot_is_read_under_the_source_lock() -> None:
     client = create_app(source=Watching(SnapshotStub())).test_client()  # type: ignore[arg-type]
     client.post("/mutate", json=pod_review())
     assert events == ["read"]
+
+
+def test_a_snapshot_file_is_primed_before_the_workers_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """serve loads --snapshot in the master and primes the model on it there, so every
+    forked worker shares the built indexes and no first review pays for them."""
+    primed: list[tuple[Any, Settings]] = []
+    monkeypatch.setattr(serve, "prime", lambda snap, settings: primed.append((snap, settings)))
+    monkeypatch.setattr(serve.gc, "freeze", lambda: None)
+    settings = Settings()
+    args = argparse.Namespace(snapshot=None, kubeconfig=None, in_cluster=False)
+    source = serve._source(args, settings)
+    assert primed == [(source.snapshot(), settings)]
+    assert source.snapshot() is not None

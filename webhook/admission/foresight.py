@@ -14,8 +14,16 @@ Only Pods at CREATE: a workload's template would be checked against a state that
 will have changed by the time its pods exist, with replicas placed one after the
 other; docs/admission.md says so.
 
+Only where the answer can change something: under policy.denyUnschedulable every
+such Pod is checked (the answer may deny it); without it the answer is a warning,
+which reaches only the client that sent the request, so a Pod a controller creates
+(a controller ownerReference: a ReplicaSet's, a Job's, a StatefulSet's replicas) is
+not checked, its warning having nobody to read it.
+
 Never blocks on its own trouble: without a snapshot nothing is checked; when the
-model raises, a warning says the check did not run.
+model raises, a warning says the check did not run; past its time budget
+(policy.foresightBudgetMilliseconds) it gives up, saying so in a warning, and
+the model keeps what it worked out for the next review.
 """
 
 from __future__ import annotations
@@ -24,13 +32,23 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_created
+from webhook.api.kube import RawObj, as_created, as_dict, meta
 from webhook.config import Settings
-from webhook.scheduler.placement import explain
+from webhook.scheduler.framework.budget import OutOfTime, within
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.placement import explain, warm
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
 
-__all__ = ["Blocked", "Foresight", "blocked_constraints", "denial_status", "foresee"]
+__all__ = [
+    "OUTCOMES",
+    "Blocked",
+    "Foresight",
+    "blocked_constraints",
+    "denial_status",
+    "foresee",
+    "prime",
+]
 
 log = logging.getLogger("topospread.foresight")
 
@@ -79,13 +97,23 @@ class Blocked(ConstraintBlock):
         return head + (", ".join([*shown, f"+{more} more"] if more else shown) or "none")
 
 
+# What one look ended in (topospread_foresight_total's label): checked (some node
+# takes the pod, or none passes the other filters: nothing to say), blocked (its
+# DoNotSchedule constraints leave it no node), skipped (its answer could change
+# nothing, or there is no cluster state), over_budget, error.
+OUTCOMES = ("checked", "blocked", "skipped", "over_budget", "error")
+
+
 @dataclass(frozen=True)
 class Foresight:
-    """What /validate adds: warnings, or a denial Status when the policy denies."""
+    """What /validate adds: warnings, or a denial Status when the policy denies; and
+    how the look ended (an OUTCOMES value), None when the object is not a Pod
+    foresight looks at."""
 
     warnings: list[str] = field(default_factory=list)
     denial: RawObj | None = None
     failed: bool = False
+    outcome: str | None = None
 
 
 def _dns_paths(pod: RawObj, count: int) -> list[str]:
@@ -116,6 +144,15 @@ def _has_hard_constraint(pod: RawObj, settings: Settings) -> bool:
     if not isinstance(own, list) or not own:
         own = list(defaults_for_args(settings.spread))
     return any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in own)
+
+
+def _answer_matters(pod: RawObj, settings: Settings) -> bool:
+    """Whether the answer can change anything: a denial can; a warning only when a
+    client that shows it sent the pod, not a controller creating its replicas."""
+    if settings.deny_unschedulable:
+        return True
+    refs = meta(pod).get("ownerReferences")
+    return not (isinstance(refs, list) and any(as_dict(r).get("controller") is True for r in refs))
 
 
 def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
@@ -163,10 +200,23 @@ def foresee(
     pod: RawObj, snapshot: Any, settings: Settings, *, name: str = "", namespace: str = ""
 ) -> Foresight:
     """Warnings (or a denial) for a Pod being created. Never raises."""
-    if snapshot is None or pod.get("kind") != "Pod" or not _has_hard_constraint(pod, settings):
+    if pod.get("kind") != "Pod" or not _has_hard_constraint(pod, settings):
         return Foresight()
+    budget = settings.foresight_budget_ms
+    if snapshot is None or budget == 0 or not _answer_matters(pod, settings):
+        return Foresight(outcome="skipped")
     try:
-        blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+        with within(budget / 1000):
+            blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+    except OutOfTime:
+        log.info("unschedulable foresight for pod %r gave up after %d ms", name, budget)
+        return Foresight(
+            [
+                "spec.topologySpreadConstraints: not checked for schedulability by topospread: "
+                f"the check did not finish within its {budget} ms budget"
+            ],
+            outcome="over_budget",
+        )
     except Exception:
         log.exception("unschedulable foresight failed for pod %r", name)
         return Foresight(
@@ -175,9 +225,21 @@ def foresee(
                 "because of an internal error in the cluster model"
             ],
             failed=True,
+            outcome="error",
         )
     if not blocked:
-        return Foresight()
+        return Foresight(outcome="checked")
     if settings.deny_unschedulable:
-        return Foresight(denial=denial_status(name, blocked))
-    return Foresight([b.text() for b in blocked])
+        return Foresight(denial=denial_status(name, blocked), outcome="blocked")
+    return Foresight([b.text() for b in blocked], outcome="blocked")
+
+
+def prime(snapshot: Snapshot, settings: Settings) -> None:
+    """Build, before the first review, what the model reads for every pod whatever the
+    pod (placement.warm, for each scheduler profile of `settings`), so the first
+    reviews do not spend their budget on it. Called where the state is built: a
+    snapshot file before the workers fork, a live source before it reports synced."""
+    for profile in settings.scheduler:
+        framework = settings.framework_for({"spec": {"schedulerName": profile.scheduler_name}})
+        if framework is not None:
+            warm(snapshot, framework)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from webhook.admission.context import MutationContext, MutationResult, ReviewContext
 from webhook.admission.foresight import foresee
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("topospread.admission")
-
 
 
 def _constraints_path(obj: RawObj) -> str:
@@ -102,9 +102,7 @@ def review_object(
     warnings: list[str] = []
     failed = False
     try:
-        errors = validate_object(
-            obj, old=old, server_version=ctx.server_version, merge=not stored
-        )
+        errors = validate_object(obj, old=old, server_version=ctx.server_version, merge=not stored)
     except Exception:
         log.exception("validation failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
         warnings.append(_internal_warning(obj, "validated"))
@@ -116,14 +114,23 @@ def review_object(
     return Verdict(errors, warnings, failed)
 
 
-def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
+class Handled(NamedTuple):
+    """What a handler answers: the AdmissionReview, whether something failed, and how
+    the unschedulable foresight ended (None when it did not look)."""
+
+    doc: RawObj
+    failed: bool
+    foresight: str | None = None
+
+
+def _validate(review: Review, ctx: ReviewContext) -> Handled:
     if not _reviewed(review):
-        return allowed_response(review), False
+        return Handled(allowed_response(review), False)
     obj = _with_kind(review)
     old = review.old if review.operation == "UPDATE" else None
     verdict = review_object(obj, ctx, old=old)
     if verdict.errors:
-        return denied_response(review, verdict.errors, verdict.warnings), verdict.failed
+        return Handled(denied_response(review, verdict.errors, verdict.warnings), verdict.failed)
     if review.operation == "CREATE" and review.kind == "Pod" and not review.group:
         # Unschedulable foresight (foresight.py): warns, or denies by policy.
         name = object_name(review.obj, review.name)
@@ -134,9 +141,10 @@ def _validate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
             kept = limit_warnings(verdict.warnings)
             if kept:
                 response["warnings"] = kept
-            return _envelope(review, response), failed
-        return allowed_response(review, [*verdict.warnings, *seen.warnings]), failed
-    return allowed_response(review, verdict.warnings), verdict.failed
+            return Handled(_envelope(review, response), failed, seen.outcome)
+        doc = allowed_response(review, [*verdict.warnings, *seen.warnings])
+        return Handled(doc, failed, seen.outcome)
+    return Handled(allowed_response(review, verdict.warnings), verdict.failed)
 
 
 def mutate_reviewed(
@@ -168,9 +176,9 @@ def mutate_reviewed(
         return MutationResult([], [_internal_warning(obj, "mutated")], obj, failed=True)
 
 
-def _mutate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
+def _mutate(review: Review, ctx: ReviewContext) -> Handled:
     if not _reviewed(review):
-        return allowed_response(review), False
+        return Handled(allowed_response(review), False)
     result = mutate_reviewed(
         _with_kind(review),
         ctx,
@@ -179,11 +187,10 @@ def _mutate(review: Review, ctx: ReviewContext) -> tuple[RawObj, bool]:
         dry_run=review.dry_run,
         old=review.old if review.operation == "UPDATE" else None,
     )
-    return allowed_response(review, result.warnings, result.patch), result.failed
+    return Handled(allowed_response(review, result.warnings, result.patch), result.failed)
 
 
-# Each handler answers a parsed review: the AdmissionReview and whether something failed.
-_HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
+_HANDLERS: dict[str, Callable[[Review, ReviewContext], Handled]] = {
     "validate": _validate,
     "mutate": _mutate,
 }
@@ -192,13 +199,15 @@ _HANDLERS: dict[str, Callable[[Review, ReviewContext], tuple[RawObj, bool]]] = {
 @dataclass(frozen=True)
 class Answer:
     """An answered review: HTTP status, JSON document, and the decision for metrics
-    (allowed, denied, patched, malformed or internal_error), and the parsed review
-    (None when the body was malformed) for metrics and request logs."""
+    (allowed, denied, patched, malformed or internal_error), the parsed review
+    (None when the body was malformed) for metrics and request logs, and how the
+    unschedulable foresight ended (foresight.OUTCOMES; None when it did not look)."""
 
     status: int
     doc: RawObj
     decision: str
     review: Review | None = None
+    foresight: str | None = None
 
 
 def _decision(doc: RawObj, failed: bool) -> str:
@@ -224,12 +233,12 @@ def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answ
         log.exception("unexpected failure parsing an AdmissionReview")
         return Answer(400, error_status(400, "malformed AdmissionReview"), "malformed")
     try:
-        doc, failed = _HANDLERS[operation](review, ctx)
+        doc, failed, foresight = _HANDLERS[operation](review, ctx)
     except Exception:
         log.exception("unexpected failure answering review %s", review.uid)
         warning = "topospread: internal error; the request was allowed unchecked"
         return Answer(200, allowed_response(review, [warning]), "internal_error", review)
-    return Answer(200, doc, _decision(doc, failed), review)
+    return Answer(200, doc, _decision(doc, failed), review, foresight)
 
 
 def handle_review(body: bytes, operation: Operation, ctx: ReviewContext) -> tuple[int, RawObj]:

@@ -110,5 +110,3 @@ def inject_defaults(pod: RawObj, ctx: MutationContext) -> list[str]:
     if constraints:
         pod["spec"]["topologySpreadConstraints"] = constraints
     return []
-
-

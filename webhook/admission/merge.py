@@ -29,6 +29,7 @@ SELECTOR_MERGE_SINCE = (1, 34)
 
 MergeForm = Literal["none", "keep-keys", "move-keys"]
 
+
 def merge_form(mode: str, server_version: tuple[int, int] | None) -> MergeForm:
     """How the webhook merges matchLabelKeys for this mode and API server.
 
@@ -168,5 +169,3 @@ def merge_match_label_keys(pod: RawObj, ctx: MutationContext) -> list[str]:
             "to the cluster)"
         ]
     return []
-
-

@@ -39,8 +39,6 @@ from webhook.validation.rules import validate_object
 __all__ = ["EDITED_PARTS", "STEPS", "mutate", "mutate_object"]
 
 
-
-
 # ---------------------------------------------------------------------------------------
 # What the API server does after the mutating webhooks
 

@@ -354,5 +354,3 @@ def denied_response(
     if kept:
         response["warnings"] = kept
     return _envelope(review, response)
-
-

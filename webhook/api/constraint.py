@@ -58,7 +58,6 @@ class _Bad:
 BAD = _Bad()
 
 
-
 def _int32(value: Any, path: str, errs: list[FieldError]) -> Any:
     """Decode an int32 field; None stays None (the caller picks Go's zero value or nil)."""
     if value is None:
@@ -150,8 +149,6 @@ def decode_constraints(
     return errs, decoded
 
 
-
-
 def match_label_requirements(
     keys: Iterable[Any], labels: Mapping[str, Any]
 ) -> list[tuple[str, str]]:
@@ -159,11 +156,7 @@ def match_label_requirements(
 
     Keys the pod lacks are skipped (they narrow nothing), as upstream skips them.
     """
-    return [
-        (k, labels[k])
-        for k in keys
-        if isinstance(k, str) and isinstance(labels.get(k), str)
-    ]
+    return [(k, labels[k]) for k in keys if isinstance(k, str) and isinstance(labels.get(k), str)]
 
 
 def apply_match_label_keys(selector: Any, keys: Any, labels: Mapping[str, Any]) -> Any:
@@ -203,5 +196,3 @@ def unique_pair(c: DecodedConstraint | None) -> tuple[str, str] | None:
     if c is None or c.topology_key is BAD or c.when is BAD:
         return None
     return (c.topology_key, c.when)
-
-

@@ -498,6 +498,7 @@ def find_untolerated_taint(
 
 # ---- why a selector does not parse ---------------------------------------------------
 
+
 def _requirement_errors(key: Any, operator: str, values: Any) -> list[FieldError]:
     """Port of apimachinery labels.go: NewRequirement (its validation, in its order)."""
     errs: list[FieldError] = []

@@ -284,9 +284,7 @@ class PolicyReportWriter:
                 timeout=urllib3.Timeout(connect=min(conn.timeout, 10.0), read=conn.timeout),
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _Unreachable(
-                _OPERATIONS[method], f"{method} {conn.host}{path}: {exc}"
-            ) from exc
+            raise _Unreachable(_OPERATIONS[method], f"{method} {conn.host}{path}: {exc}") from exc
         try:
             parsed = json.loads(response.data) if response.data else None
         except ValueError:

@@ -98,8 +98,7 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     """The config's audit section with the flags that override it."""
     if args.plan or args.without_nodes is not None:
         raise InputError(
-            "--watch audits the current state: --plan and --without-nodes are for a "
-            "one-shot audit"
+            "--watch audits the current state: --plan and --without-nodes are for a one-shot audit"
         )
     audit = settings.audit
     interval = args.interval_seconds

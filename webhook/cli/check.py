@@ -53,6 +53,7 @@ __all__ = ["Checker", "check_documents", "cli_check", "run_check"]
 
 log = logging.getLogger("topospread.check")
 
+
 class Checker:
     """Validates objects against one Target; holds what every object shares."""
 

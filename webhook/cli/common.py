@@ -229,9 +229,7 @@ def load_target(
     Raises ConfigError / InputError (exit 2), ClusterError when the cluster is
     unreachable (exit 2 with a clear message).
     """
-    settings = load_settings(
-        getattr(args, "config", None), getattr(args, "scheduler_config", None)
-    )
+    settings = load_settings(getattr(args, "config", None), getattr(args, "scheduler_config", None))
     config = cli_config(settings.raw)
     version: tuple[int, int] | None = getattr(args, "server_version", None)
     snapshot = None

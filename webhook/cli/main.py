@@ -211,8 +211,7 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         "--metrics-bind",
         metavar="HOST:PORT",
         default="127.0.0.1:9090",
-        help="with --watch: serve /metrics and /healthz here, plain HTTP (default "
-        "127.0.0.1:9090)",
+        help="with --watch: serve /metrics and /healthz here, plain HTTP (default 127.0.0.1:9090)",
     )
     watch.add_argument(
         "--interval-seconds",

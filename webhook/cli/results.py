@@ -243,5 +243,3 @@ class Report:
             f"nothing to check in {where}: {len(self.results)} object(s) of kinds without a "
             f"pod template ({', '.join(kinds)}) were skipped"
         )
-
-

@@ -202,6 +202,9 @@ class LiveSource:
     kubeconfig path (None = the default ~/.kube/config or $KUBECONFIG).
     Configuration is loaded here (a bad kubeconfig fails fast with
     ConfigError); the connection pool and threads are created by start().
+    `prime`, when given, is run once on the state when the first list of every
+    kind is in, before the source reports synced (the server builds the model's
+    pod-independent indexes there, so its first reviews do not).
     """
 
     def __init__(
@@ -221,8 +224,10 @@ class LiveSource:
         backoff_cap: float = 30.0,
         version_refresh: float = 600.0,
         snapshot_factory: SnapshotFactory | None = None,
+        prime: Callable[[Snapshot], None] | None = None,
     ) -> None:
         self._api = api_client
+        self._prime = prime
         self._owns_api = api_client is None
         if api_client is None and configuration is None:
             configuration = _load_configuration(kubeconfig, context, in_cluster)
@@ -480,6 +485,8 @@ class LiveSource:
             for key in [k for k in store if k not in seen]:
                 self._delete(resource.kind, _stub(resource.kind, key))
             first_sync = not self.synced()
+            if first_sync and self._listed | {resource.kind} == self._kinds():
+                self._prime_state()
             self._listed.add(resource.kind)
             if first_sync and self.synced():
                 # The snapshot is now millions of long-lived, acyclic objects: move them out of
@@ -487,6 +494,19 @@ class LiveSource:
                 # a placement decision's p99 is the collector's (docs/performance.md).
                 gc.freeze()
         return rv
+
+    def _kinds(self) -> set[str]:
+        return {r.kind for r in self._resources}
+
+    def _prime_state(self) -> None:
+        """Run `prime` on the state, complete but not yet reported synced (so no
+        review reads it meanwhile); its failure is logged, never fatal."""
+        if self._prime is None or self._snapshot is None:
+            return
+        try:
+            self._prime(self._snapshot)
+        except Exception:  # noqa: BLE001 - a cold model is slower, not wrong
+            log.exception("priming the cluster state failed")
 
     def _watch(self, resource: Resource, cursor: _Cursor) -> None:
         """Watch from cursor.rv until the stream ends, moving the cursor past every

@@ -28,9 +28,9 @@ plugin reads each field):
                   csi.{driver, volumeHandle}, the in-tree disk sources' identifying
                   fields}, status.phase
     PersistentVolumeClaim   metadata.{deletionTimestamp, ownerReferences (controller
-                  fields), the beta storage-class annotation}, spec.{volumeName,
-                  storageClassName, accessModes, volumeMode, resources.requests.storage,
-                  selector}
+                  fields), the annotations: beta storage-class, bind-completed,
+                  selected-node}, spec.{volumeName, storageClassName, accessModes,
+                  volumeMode, resources.requests.storage, selector}, status.phase
     StorageClass  provisioner, volumeBindingMode, allowedTopologies
     CSINode       spec.drivers[].{name, nodeID, allocatable.count, topologyKeys}
 
@@ -66,6 +66,13 @@ _META_FIELDS = ("name", "namespace", "uid", "resourceVersion")
 _RESIZE_CONDITION = "PodResizePending"
 # storage helpers GetPersistentVolumeClass / GetPersistentVolumeClaimClass read it first.
 _BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+# A claim's annotations VolumeBinding reads: its class, whether the PV controller has
+# finished binding it, and the node its provisioning was started for.
+_CLAIM_ANNOTATIONS = (
+    _BETA_CLASS_ANNOTATION,
+    "pv.kubernetes.io/bind-completed",
+    "volume.kubernetes.io/selected-node",
+)
 
 # Volume source -> the fields of it a plugin reads: the claim a volume names
 # (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits: claimName; an
@@ -133,9 +140,7 @@ def _host_ports(ports: Any) -> list[RawObj]:
     """The ports that claim a host port (NodePorts reads hostPort, hostIP, protocol)."""
     if not isinstance(ports, list):
         return []
-    return [
-        _picked(p, _PORT_FIELDS) for p in ports if isinstance(p, dict) and p.get("hostPort")
-    ]
+    return [_picked(p, _PORT_FIELDS) for p in ports if isinstance(p, dict) and p.get("hostPort")]
 
 
 def _container(container: Any, init: bool) -> Any:
@@ -332,21 +337,27 @@ def _images(images: Any) -> list[RawObj]:
         if not isinstance(image, dict):
             continue
         names = image.get("names")
-        kept: RawObj = {
-            "names": [_intern(n) for n in names] if isinstance(names, list) else names
-        }
+        kept: RawObj = {"names": [_intern(n) for n in names] if isinstance(names, list) else names}
         if image.get("sizeBytes") is not None:
             kept["sizeBytes"] = image["sizeBytes"]
         out.append(kept)
     return out
 
 
-def _class_annotation(meta: Any, out: RawObj) -> None:
+def _annotations(meta: Any, out: RawObj, keys: tuple[str, ...]) -> None:
+    """Keep these annotations (those present, whatever their value)."""
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    if isinstance(annotations, dict) and annotations.get(_BETA_CLASS_ANNOTATION) is not None:
-        out["metadata"]["annotations"] = {
-            _BETA_CLASS_ANNOTATION: _intern(annotations[_BETA_CLASS_ANNOTATION])
-        }
+    if not isinstance(annotations, dict):
+        return
+    kept = {k: _intern(annotations[k]) for k in keys if annotations.get(k) is not None}
+    if kept:
+        out["metadata"]["annotations"] = kept
+
+
+def _phase(obj: RawObj, out: RawObj) -> None:
+    status = obj.get("status")
+    if isinstance(status, dict) and status.get("phase") is not None:
+        out["status"] = {"phase": _intern(status["phase"])}
 
 
 def _deletion(meta: Any, out: RawObj) -> None:
@@ -366,7 +377,7 @@ def _persistent_volume(obj: RawObj, out: RawObj) -> None:
     if isinstance(meta, dict) and meta.get("labels"):
         out["metadata"]["labels"] = _interned_map(meta["labels"])
     _deletion(meta, out)
-    _class_annotation(meta, out)
+    _annotations(meta, out, (_BETA_CLASS_ANNOTATION,))
     spec = obj.get("spec")
     new_spec: RawObj = {}
     if isinstance(spec, dict):
@@ -386,20 +397,19 @@ def _persistent_volume(obj: RawObj, out: RawObj) -> None:
             if isinstance(spec.get(source), dict):
                 new_spec[source] = _picked(spec[source], VOLUME_SOURCES[source])
     out["spec"] = new_spec
-    status = obj.get("status")
-    if isinstance(status, dict) and status.get("phase") is not None:
-        out["status"] = {"phase": _intern(status["phase"])}
+    _phase(obj, out)
 
 
 def _persistent_volume_claim(obj: RawObj, out: RawObj) -> None:
     meta = obj.get("metadata")
     _deletion(meta, out)
-    _class_annotation(meta, out)
+    _annotations(meta, out, _CLAIM_ANNOTATIONS)
     owners = meta.get("ownerReferences") if isinstance(meta, dict) else None
     if isinstance(owners, list):
         # An ephemeral volume's claim must be controlled by its pod (VolumeBinding).
-        controller = [_picked(o, _OWNER_FIELDS) for o in owners
-                      if isinstance(o, dict) and o.get("controller")]
+        controller = [
+            _picked(o, _OWNER_FIELDS) for o in owners if isinstance(o, dict) and o.get("controller")
+        ]
         if controller:
             out["metadata"]["ownerReferences"] = controller
     spec = obj.get("spec")
@@ -416,6 +426,8 @@ def _persistent_volume_claim(obj: RawObj, out: RawObj) -> None:
         if requests is not None:
             new_spec["resources"] = {"requests": requests}
     out["spec"] = new_spec
+    # Lost: bound to a PV that no longer exists (VolumeBinding's PreFilter).
+    _phase(obj, out)
 
 
 def _storage_class(obj: RawObj, out: RawObj) -> None:

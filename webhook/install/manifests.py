@@ -281,9 +281,7 @@ def audit_objects(opt: Install) -> list[RawObj]:
         },
         "resources": copy.deepcopy(opt.audit_resources),
         "securityContext": _container_security(),
-        "volumeMounts": [
-            _config_mount()
-        ],
+        "volumeMounts": [_config_mount()],
     }
     return [
         {
@@ -346,9 +344,7 @@ def audit_objects(opt: Install) -> list[RawObj]:
                         # A list of a big cluster stops at the next object on SIGTERM.
                         "terminationGracePeriodSeconds": 30,
                         "containers": [container],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": f"{NAME}-config"}}
-                        ],
+                        "volumes": [{"name": "config", "configMap": {"name": f"{NAME}-config"}}],
                     },
                 },
             },

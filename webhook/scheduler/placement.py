@@ -37,7 +37,7 @@ import functools
 import threading
 from bisect import bisect_left, insort
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, mul, ne
@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.budget import CHUNK, OutOfTime, checkpoint, spent
 from webhook.scheduler.framework.memo import (
     FilterMemo,
     NodeState,
@@ -56,7 +57,6 @@ from webhook.scheduler.framework.memo import (
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
-    passes,
     passing,
     pod_inputs,
     run_filters,
@@ -89,7 +89,6 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_classes,
     filter_keys,
-    filter_node,
     pre_filter,
 )
 from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
@@ -108,6 +107,7 @@ __all__ = [
     "place",
     "pod_ref",
     "simulate",
+    "warm",
 ]
 
 
@@ -310,8 +310,7 @@ def _filters(pod: RawObj, snapshot: Snapshot, fw: Framework) -> _Filtered:
     prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
     memo = memo_of(snapshot)
-    spec = memo.filter_verdicts(pod_inputs(prepared), all_passing(prepared))
-    ids = _filter_outcomes(prepared, snapshot, table, spec)
+    spec, ids = _outcomes(prepared, snapshot, table)
     inclusion = NodeInclusion(pod)
     if prepared.is_active("NodeAffinity"):
         # Node inclusion honours the same node affinity the NodeAffinity filter
@@ -888,22 +887,45 @@ def _filter_outcomes(
     with the same inputs (the replicas of one workload, its next revision, the
     copies of a simulation). Remembered per inputs and judged again only for
     nodes that changed (memo.moved_since: an unchanged cluster costs no pass over
-    the nodes). Inputs never seen are judged once per group of nodes the filters
-    cannot tell apart (equal plugin node keys, _alike). The list returned is the
-    very one of the last decision when nothing moved, so what is derived from it can
-    be kept by identity.
+    the nodes; every generation is compared only when the snapshot's journal cannot
+    say). Inputs never seen, and many changed nodes at once, are judged once per
+    group of nodes the filters cannot tell apart (equal plugin node keys, _alike).
+    The list returned is the very one of the last decision when nothing moved, so
+    what is derived from it can be kept by identity.
+
+    Under a time budget (framework.budget) the judging stops when the budget runs
+    out: what was judged is remembered (the rest marked unjudged) and OutOfTime is
+    raised, so a later call carries on from there.
     """
 
-    def judge(infos: Sequence[NodeInfoLike]) -> list[int]:
+    def judge(infos: Sequence[NodeInfoLike]) -> tuple[list[int], int]:
+        """(each node's outcome index, how many of `infos` were judged: all unless
+        the time budget ran out first, budget.spent() being asked between chunks)."""
         ids = [0] * len(infos)
-        for i, ok in enumerate(passing(prepared, infos)):
-            if not ok:
-                statuses = run_filters(prepared, infos[i])
-                key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
-                ids[i] = spec.intern(key, statuses)
-        return ids
+        for start in range(0, len(infos), CHUNK):
+            if spent():
+                return ids, start
+            chunk = infos[start : start + CHUNK]
+            for i, ok in enumerate(passing(prepared, chunk), start):
+                if not ok:
+                    statuses = run_filters(prepared, infos[i])
+                    key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
+                    ids[i] = spec.intern(key, statuses)
+        return ids, len(infos)
+
+    def keep_partial(ids: list[int], generations: list[int], unjudged: Iterable[int]) -> None:
+        """Remember what was judged before the budget ran out, the other nodes
+        marked as never judged (a generation no node has, and no journal mark, so
+        the next call compares generations and finds them), and give up."""
+        kept = list(generations)
+        for i in unjudged:
+            kept[i] = _UNJUDGED
+        spec.state = NodeState(table.names, None, kept, ids)
+        spec.step = None
+        raise OutOfTime
 
     state = spec.state
+    # Taken before any node is read: a change made while reading is seen next time.
     mark = snapshot.journal_mark()
     moved = moved_since(snapshot, table, state)
     infos = table.infos
@@ -916,26 +938,64 @@ def _filter_outcomes(
         for i in moved:
             generations[i] = infos[i].generation
         ids = list(state.ids)
-        for i, outcome in zip(moved, judge([infos[i] for i in moved]), strict=True):
-            ids[i] = outcome
+        alike = _alike(prepared, snapshot, table) if len(moved) > CHUNK else None
+        if alike is not None:
+            # Many nodes to judge again (a look that ran out of budget, a wave of
+            # changes): one member of each group among them, as below.
+            groups, _, read = alike
+            first: dict[int, int] = {}
+            for i in moved:
+                first.setdefault(groups[i], i)
+            judged, done = judge([infos[i] for i in first.values()])
+            if any(infos[i].generation != read[i] for i in first.values()):
+                alike = None  # a judged node changed meanwhile: judge one by one
+            else:
+                outcome_of = dict(zip(list(first)[:done], judged, strict=False))
+                for i in moved:
+                    ids[i] = outcome_of.get(groups[i], ids[i])
+                unjudged = [i for i in moved if groups[i] not in outcome_of]
+                if unjudged:
+                    keep_partial(ids, generations, unjudged)
+        if alike is None:
+            judged, done = judge([infos[i] for i in moved])
+            for i, outcome in zip(moved[:done], judged, strict=False):
+                ids[i] = outcome
+            if done < len(moved):
+                keep_partial(ids, generations, moved[done:])
         spec.step = (state.ids, moved)
     elif (alike := _alike(prepared, snapshot, table)) is not None:
         groups, first, generations = alike
         # Judge one member of each group of nodes the filters cannot tell apart.
-        judged = judge([infos[i] for i in first.values()])
-        outcome_of = dict(zip(first, judged, strict=True))
-        ids = list(map(outcome_of.__getitem__, groups))
+        judged, done = judge([infos[i] for i in first.values()])
+        outcome_of = dict(zip(list(first)[:done], judged, strict=False))
         if any(infos[i].generation != generations[i] for i in first.values()):
             # A judged node changed meanwhile (a concurrent update): its verdict need
             # not hold for the rest of its group, which would keep it.
-            ids = judge(infos)
+            ids, done = judge(infos)
+            if done < len(infos):
+                keep_partial(ids, generations, range(done, len(infos)))
+        elif done < len(first):
+            ids = [outcome_of.get(g, 0) for g in groups]
+            keep_partial(ids, generations, (i for i, g in enumerate(groups) if g not in outcome_of))
+        else:
+            ids = list(map(outcome_of.__getitem__, groups))
         spec.step = None
     else:
         generations = generations_of(table)
-        ids = judge(infos)
+        ids, done = judge(infos)
+        if done < len(infos):
+            keep_partial(ids, generations, range(done, len(infos)))
         spec.step = None
     spec.state = NodeState(table.names, mark, generations, ids)
     return ids
+
+
+def _outcomes(
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
+) -> tuple[FilterMemo, list[int]]:
+    """The memo of the pod's filter inputs and each node's outcome (_filter_outcomes)."""
+    spec = memo_of(snapshot).filter_verdicts(pod_inputs(prepared), all_passing(prepared))
+    return spec, _filter_outcomes(prepared, snapshot, table, spec)
 
 
 def _alike(
@@ -1062,6 +1122,12 @@ def _classes(
     return state
 
 
+# The generation recorded for a node whose outcome was not worked out (the budget ran
+# out first): node generations count up from 1, so it never matches and the node is
+# judged at the next call.
+_UNJUDGED = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     """Why no node can take a pod although some pass every other filter: its
@@ -1085,28 +1151,73 @@ def explain(
 ) -> Unschedulable | None:
     """Whether the pod's spreading is what leaves it no node.
 
-    None when some node passes every filter (the walk stops at the first one, the
-    usual case and a cheap one), when no node passes the other filters (spreading is
-    not the cause), or when the pod has no DoNotSchedule constraint (nor a default
-    one) or constraints PreFilter refuses (validation reports those).
+    None when some node passes every filter, when no node passes the other filters
+    (spreading is not the cause), or when the pod has no DoNotSchedule constraint
+    (nor a default one) or constraints PreFilter refuses (validation reports those).
+
+    Kept cheap for the /validate foresight on a big cluster: the other filters'
+    outcomes come from what earlier decisions remembered (_filter_outcomes: only
+    nodes that changed are judged again), the constraints' counts from the
+    snapshot's per-selector indexes, and Filter runs once per node class. Under
+    a time budget (framework.budget.within) it raises OutOfTime when the budget
+    runs out; the outcomes judged so far are kept for the next call.
     """
     fw = framework if framework is not None else framework_for(args)
     if not fw.spread_filter:
         return None
-    state = pre_filter(pod, snapshot, fw.spread_args)
+    prepared = fw.filters.prepare(pod, snapshot)
+    checkpoint()
+    table = snapshot.node_table()
+    spec, outcome_ids = _outcomes(prepared, snapshot, table)
+    # Outcome 0: every other filter passes.
+    others_pass = list(map((0).__eq__, outcome_ids))
+    if not any(others_pass):
+        return None
+    checkpoint()
+    inclusion = NodeInclusion(pod)
+    if prepared.is_active("NodeAffinity"):
+        inclusion.know_affinity(table, _affinity_matches(spec, outcome_ids))
+    state = pre_filter(pod, snapshot, fw.spread_args, inclusion)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return None
-    prepared = fw.filters.prepare(pod, snapshot)
-    candidates = []
-    for info in list(snapshot.nodes.values()):
-        if not passes(prepared, info):
-            continue
-        if filter_node(state, info).ok:
-            return None
-        candidates.append(info)
-    if not candidates:
+    checkpoint()
+    keys = filter_keys(state)
+    classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
+    verdicts = filter_classes(state, keys, classes.values)
+    candidate_classes = set(compress(classes.of_node, others_pass))
+    if any(verdicts[k].ok for k in candidate_classes):
         return None
+    candidates = list(compress(table.infos, others_pass))
     return Unschedulable(len(candidates), blocked_constraints(state, candidates))
+
+
+def warm(snapshot: Snapshot, framework: Framework) -> None:
+    """Build what every decision of `framework` reads whatever the pod: the node
+    table, the nodes' pod-independent filter groups and what the filters index of
+    the existing pods (InterPodAffinity's terms), by running the filters once for a
+    typical pod. Later decisions keep them up to date node by node."""
+    # A pod as most are: requests, and the tolerations kube-apiserver adds to every pod
+    # (the filters that look at those are the ones whose node groups get built).
+    typical: RawObj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "topospread-warm-up", "namespace": "default"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "warm-up",
+                    "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}},
+                }
+            ],
+            "tolerations": [
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+            ],
+        },
+    }
+    prepared = framework.filters.prepare(typical, snapshot)
+    _outcomes(prepared, snapshot, snapshot.node_table())
 
 
 def _copy_named(pod: RawObj, name: str) -> RawObj:

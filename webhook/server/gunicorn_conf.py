@@ -105,6 +105,7 @@ def connection_policy(
     """A `pre_request` hook: answer with `Connection: close` while draining (as
     close_while_draining) and on about the `keepalive_requests`-th request of a
     connection (worker.connection_limit), so kept-alive connections are spread again."""
+
     def pre_request(worker: Any, req: Any) -> None:
         if flag.is_set():
             req.must_close = True

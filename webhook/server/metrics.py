@@ -70,7 +70,20 @@ log = logging.getLogger("topospread.metrics")
 # kube-apiserver waits 10 s for a webhook by default (30 s at most); our reviews take
 # about a millisecond, so the buckets are fine at the low end.
 LATENCY_BUCKETS = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
 )
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -156,6 +169,16 @@ class Metrics:
             ["endpoint", "kind"],
             registry=self._own,
         )
+        self.foresight = Counter(
+            "topospread_foresight",
+            "Unschedulable foresight looks at created Pods with a DoNotSchedule constraint, "
+            "by outcome: checked, blocked, skipped (the answer could change nothing, or no "
+            "cluster state), over_budget (gave up at policy.foresightBudgetMilliseconds), "
+            "error.",
+            ["outcome"],
+            registry=self._own,
+        )
+        self._foresight_children: dict[str, Any] = {}
         # livemin: the server is synced when every live worker is.
         self.source_synced = Gauge(
             "topospread_cluster_state_synced",
@@ -199,6 +222,13 @@ class Metrics:
         if child is None:
             child = self._review_children[key] = self.review_seconds.labels(*key)
         child.observe(seconds)
+        if answer.foresight is not None:
+            looked = self._foresight_children.get(answer.foresight)
+            if looked is None:
+                looked = self._foresight_children[answer.foresight] = self.foresight.labels(
+                    answer.foresight
+                )
+            looked.inc()
         response = answer.doc.get("response") if review is not None else None
         if not isinstance(response, dict):
             return
@@ -388,9 +418,7 @@ class CertificateExpiry:
     between is read in its newer state.
     """
 
-    def __init__(
-        self, reloader: CertReloader, *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, reloader: CertReloader, *, clock: Callable[[], float] = time.time) -> None:
         self.reloader = reloader
         self._clock = clock
         self._generation: int | None = None

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhook.admission.foresight import prime
 from webhook.config import Settings, load_settings
 from webhook.errors import ConfigError
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from flask import Flask
 
     from webhook.cluster.source import ClusterSource
+    from webhook.scheduler.framework.snapshot import Snapshot
     from webhook.server.gunicorn_conf import DrainFlag
 
 __all__ = [
@@ -161,16 +163,23 @@ class WebhookApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
         return self.factory()
 
 
-def _source(args: argparse.Namespace) -> ClusterSource:
-    """The cluster source the flags name, loaded or configured now (fails fast)."""
+def _source(args: argparse.Namespace, settings: Settings) -> ClusterSource:
+    """The cluster source the flags name, loaded or configured now (fails fast); the
+    model primed on its state (foresight.prime) before any review reads it."""
+
+    def primed(snapshot: Snapshot) -> None:
+        prime(snapshot, settings)
+
     if args.kubeconfig or args.in_cluster:
         from webhook.cluster.informer import LiveSource
 
-        return LiveSource(kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster))
+        return LiveSource(
+            kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster), prime=primed
+        )
     from webhook.cluster.source import FileSource
 
     source = FileSource(args.snapshot or demo_snapshot_path())
-    source.load()
+    primed(source.load())
     # Loaded once in the master: freezing keeps the collector off the snapshot's objects
     # and keeps the workers' copy-on-write pages shared after the fork.
     gc.freeze()
@@ -294,13 +303,14 @@ def cli_serve(args: argparse.Namespace) -> int:
     tls = KernelTimeoutContext(reloader.context, io_timeout_seconds(settings))
     if OPTIONS.get("reuse_port"):
         check_bind_free(bind)
-    source = _source(args)
+    source = _source(args, settings)
 
     level = logs.level_from_env()
     logs.configure(level)
     _metrics_dir()
     where = (
-        "the live cluster" if args.kubeconfig or args.in_cluster
+        "the live cluster"
+        if args.kubeconfig or args.in_cluster
         else str(args.snapshot or f"the demo snapshot {demo_snapshot_path()}")
     )
     log.info(

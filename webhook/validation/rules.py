@@ -257,5 +257,3 @@ def validate_object(
         old_constraints=old_constraints,
         server_version=server_version,
     )
-
-

@@ -21,6 +21,8 @@ from webhook.scheduler.config.types import (
     ResourceSpec,
     ScoringStrategy,
     SpreadArgs,
+    UtilizationShapePoint,
+    VolumeBindingArgs,
 )
 
 FILTERS = (
@@ -63,6 +65,7 @@ def test_default_profile() -> None:
     assert p.args["NodeResourcesFit"] == NodeResourcesFitArgs()
     assert p.args["PodTopologySpread"] == SpreadArgs()
     assert p.args["InterPodAffinity"] == InterPodAffinityArgs(1)
+    assert p.args["VolumeBinding"] == VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE)
 
 
 def test_default_plugin_list_matches_default_plugins_go() -> None:
@@ -181,7 +184,10 @@ def test_plugin_args_defaults() -> None:
     """The other Set_Defaults: weights, defaultingType, timeouts."""
     assert default_args("InterPodAffinity", None) == {"hardPodAffinityWeight": 1}
     assert default_args("PodTopologySpread", {}) == {"defaultingType": "System"}
-    assert default_args("VolumeBinding", None) == {"bindTimeoutSeconds": 600}
+    assert default_args("VolumeBinding", None) == {
+        "bindTimeoutSeconds": 600,
+        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+    }
     assert default_args("DefaultPreemption", None) == {
         "minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100
     }
@@ -189,6 +195,37 @@ def test_plugin_args_defaults() -> None:
         "resources": [{"name": "cpu", "weight": 1}]
     }
     assert default_args("ImageLocality", None) is None
+
+
+# SetDefaults_VolumeBindingArgs with StorageCapacityScoring on (Beta, on by default
+# since v1.37): 0 % utilization scores 10, 100 % scores 0.
+DEFAULT_VOLUME_SHAPE = (UtilizationShapePoint(0, 10), UtilizationShapePoint(100, 0))
+MOST_ALLOCATED_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        pytest.param(None, VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
+                     id="no args: 600 s and the default shape"),
+        pytest.param({"bindTimeoutSeconds": 0}, VolumeBindingArgs(0, DEFAULT_VOLUME_SHAPE),
+                     id="a timeout of 0 is kept (only an absent one is defaulted)"),
+        pytest.param({"bindTimeoutSeconds": None}, VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
+                     id="a null timeout is defaulted"),
+        pytest.param({"bindTimeoutSeconds": 30, "shape": []},
+                     VolumeBindingArgs(30, DEFAULT_VOLUME_SHAPE),
+                     id="an empty shape gets the default shape"),
+        pytest.param(
+            {"shape": MOST_ALLOCATED_SHAPE},
+            VolumeBindingArgs(600, (UtilizationShapePoint(0, 0), UtilizationShapePoint(100, 10))),
+            id="a shape of its own is kept",
+        ),
+    ],
+)
+def test_volume_binding_args_defaults(raw: Any, want: VolumeBindingArgs) -> None:
+    """SetDefaults_VolumeBindingArgs, as the resolved profile's args show it."""
+    cfg = profile(pluginConfig=[{"name": "VolumeBinding", "args": raw}])
+    assert one(cfg).args["VolumeBinding"] == want
 
 
 def test_requested_to_capacity_ratio_args() -> None:

@@ -122,14 +122,95 @@ def test_default_preemption_args() -> None:
     ]
 
 
-def test_volume_binding_args() -> None:
-    """ValidateVolumeBindingArgs with StorageCapacityScoring off."""
-    assert validate_volume_binding_args(VolumeBindingArgs(-10)) == [
-        "bindTimeoutSeconds: Invalid value: -10: "
-        "invalid BindTimeoutSeconds, should not be a negative value"
-    ]
-    errs = validate_volume_binding_args(VolumeBindingArgs(600, (UtilizationShapePoint(0, 0),)))
-    assert len(errs) == 1 and "turn on the feature gate StorageCapacityScoring" in errs[0]
+def shape(*points: tuple[int, int]) -> tuple[UtilizationShapePoint, ...]:
+    return tuple(UtilizationShapePoint(u, s) for u, s in points)
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        pytest.param(VolumeBindingArgs(0), [], id="zero is a valid config"),
+        pytest.param(VolumeBindingArgs(10), [], id="positive value is valid config"),
+        pytest.param(
+            VolumeBindingArgs(-10),
+            ["bindTimeoutSeconds: Invalid value: -10: "
+             "invalid BindTimeoutSeconds, should not be a negative value"],
+            id="negative value is invalid config",
+        ),
+        pytest.param(
+            VolumeBindingArgs(10, ()),
+            ["shape: Required value: at least one point must be specified"],
+            id="[StorageCapacityScoring=on] shape should not be empty",
+        ),
+        pytest.param(
+            VolumeBindingArgs(10, None),
+            ["shape: Required value: at least one point must be specified"],
+            id="a nil shape is refused as an empty one",
+        ),
+        pytest.param(
+            VolumeBindingArgs(10, shape((3, 3), (1, 1))),
+            ["shape[1].utilization: Invalid value: 1: values must be sorted in increasing order"],
+            id="[StorageCapacityScoring=on] shape points must be sorted in increasing order",
+        ),
+        pytest.param(
+            VolumeBindingArgs(10, shape((10, 3), (10, 3))),
+            ["shape[1].utilization: Invalid value: 10: values must be sorted in increasing order"],
+            id="utilization values repeated",
+        ),
+        pytest.param(
+            VolumeBindingArgs(10, shape((-1, 1), (10, -1), (20, 11), (101, 1))),
+            ["shape[0].utilization: Invalid value: -1: not in valid range [0, 100]",
+             "shape[1].score: Invalid value: -1: not in valid range [0, 10]",
+             "shape[2].score: Invalid value: 11: not in valid range [0, 10]",
+             "shape[3].utilization: Invalid value: 101: not in valid range [0, 100]"],
+            id="[StorageCapacityScoring=on] shape point: invalid utilization and score",
+        ),
+        pytest.param(VolumeBindingArgs(600, shape((0, 0), (50, 3), (100, 5))), [],
+                     id="a shape of three points"),
+    ],
+)
+def test_volume_binding_args(args: VolumeBindingArgs, want: list[str]) -> None:
+    """ValidateVolumeBindingArgs with StorageCapacityScoring on (v1.37's default):
+    TestValidateVolumeBindingArgs' cases for the gate on."""
+    assert validate_volume_binding_args(args) == want
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        pytest.param(
+            {"bindTimeoutSeconds": -1, "shape": [{"utilization": 50, "score": 5},
+                                                  {"utilization": 50, "score": 12}]},
+            ["profiles[0].pluginConfig[0].args.bindTimeoutSeconds: Invalid value: -1: "
+             "invalid BindTimeoutSeconds, should not be a negative value",
+             "profiles[0].pluginConfig[0].args.shape[1].utilization: Invalid value: 50: "
+             "values must be sorted in increasing order",
+             "profiles[0].pluginConfig[0].args.shape[1].score: Invalid value: 12: "
+             "not in valid range [0, 10]"],
+            id="timeout, order and score refused with the profile path",
+        ),
+        pytest.param(
+            {"shape": [{"utilization": 101, "score": 0}]},
+            ["profiles[0].pluginConfig[0].args.shape[0].utilization: Invalid value: 101: "
+             "not in valid range [0, 100]"],
+            id="utilization past 100",
+        ),
+        pytest.param(
+            {"shape": {"utilization": 0, "score": 10}},
+            ['profiles[0].pluginConfig[0].args: Invalid value: {"shape":{"score":10,'
+             '"utilization":0}}: shape: must be a list, got {\'utilization\': 0, \'score\': 10}'],
+            id="a shape that is not a list",
+        ),
+        pytest.param({"shape": [{"utilization": 0, "score": 0}]}, [], id="one point is enough"),
+    ],
+)
+def test_volume_binding_shape_in_a_profile(args: dict[str, object], want: list[str]) -> None:
+    """A profile's VolumeBinding shape is accepted, or refused with kube-scheduler's
+    messages under the profile's path."""
+    _, errors = resolve_configuration(
+        {"profiles": [{"pluginConfig": [{"name": "VolumeBinding", "args": args}]}]}
+    )
+    assert errors == want
 
 
 def test_plugin_config_errors_carry_the_profile_path() -> None:

@@ -4,8 +4,9 @@ profile's plugins are merged with them, and each plugin's args defaults
 (pkg/scheduler/apis/config/v1/defaults.go).
 
 Feature gates at the newest release's defaults: DynamicResourceAllocation is on, so
-DynamicResources is a default plugin (topospread does not model it); the
-StorageCapacityScoring gate is off, so VolumeBindingArgs keep no shape.
+DynamicResources is a default plugin (topospread does not model it);
+StorageCapacityScoring is on (Beta since v1.37), so VolumeBindingArgs without a shape
+get the default one.
 
 Args are defaulted as raw v1 JSON (camelCase keys), before decoding.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from webhook.scheduler.config.types import DEFAULT_VOLUME_BINDING_SHAPE
 
 __all__ = [
     "ARGS_PLUGINS",
@@ -153,7 +156,12 @@ def _preemption(args: dict[str, Any]) -> None:
 
 
 def _volume_binding(args: dict[str, Any]) -> None:
-    args.setdefault("bindTimeoutSeconds", 600)
+    if args.get("bindTimeoutSeconds") is None:
+        args["bindTimeoutSeconds"] = 600
+    if not args.get("shape"):
+        args["shape"] = [
+            {"utilization": p.utilization, "score": p.score} for p in DEFAULT_VOLUME_BINDING_SHAPE
+        ]
 
 
 def _nothing(args: dict[str, Any]) -> None:

@@ -128,6 +128,8 @@ def _resource_specs(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
 
 
 def _shape(raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
+    if raw is not None and not isinstance(raw, list):
+        raise _DecodeError(f"{path}: must be a list, got {raw!r}")
     points = []
     for i, item in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(item, dict):
@@ -320,8 +322,9 @@ def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None
         try:
             decoded = decode_args(plugin, default_args(plugin, entry.get("args")))
         except ValueError as exc:
-            errors.append(invalid(f"{entry_path}.args", JSONValue(entry.get("args")),
-                                  str(exc)).error())
+            errors.append(
+                invalid(f"{entry_path}.args", JSONValue(entry.get("args")), str(exc)).error()
+            )
             continue
         args[plugin] = decoded
         errors.extend(_validate_args(plugin, decoded, f"{entry_path}.args"))
@@ -344,26 +347,35 @@ def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None
 
 def _queue_sort(raw_profiles: list[Mapping[str, Any]]) -> list[str]:
     """Port of validation.go: validateCommonQueueSort (after defaulting)."""
+
     def queue_sort(p: Mapping[str, Any]) -> Any:
         plugins = p.get("plugins")
         qs = plugins.get("queueSort") if isinstance(plugins, dict) else None
-        return merge_plugins({"queueSort": qs})["queueSort"] if qs is not None else (
-            {"enabled": [], "disabled": []}
+        return (
+            merge_plugins({"queueSort": qs})["queueSort"]
+            if qs is not None
+            else ({"enabled": [], "disabled": []})
         )
 
     errors: list[str] = []
     canon = queue_sort(raw_profiles[0])
     if len(canon["enabled"]) > 1:
         errors.append(
-            invalid("profiles[0].plugins.queueSort.Enabled", len(canon["enabled"]),
-                    "only one queue sort plugin can be enabled").error()
+            invalid(
+                "profiles[0].plugins.queueSort.Enabled",
+                len(canon["enabled"]),
+                "only one queue sort plugin can be enabled",
+            ).error()
         )
     for i in range(1, len(raw_profiles)):
         current = queue_sort(raw_profiles[i])
         if current != canon:
             errors.append(
-                invalid(f"profiles[{i}].plugins.queueSort", JSONValue(current),
-                        "queueSort must be the same for all profiles").error()
+                invalid(
+                    f"profiles[{i}].plugins.queueSort",
+                    JSONValue(current),
+                    "queueSort must be the same for all profiles",
+                ).error()
             )
     return errors
 
@@ -383,7 +395,7 @@ def resolve_configuration(cfg: Any) -> tuple[tuple[ResolvedProfile, ...], list[s
     if api_version not in (None, API_VERSION) or kind not in (None, KIND):
         errors.append(
             f'no kind "{kind}" is registered for version "{api_version}" '
-            f'(want {KIND} {API_VERSION})'
+            f"(want {KIND} {API_VERSION})"
         )
     raw_profiles = cfg.get("profiles")
     if raw_profiles is None or raw_profiles == []:

@@ -9,6 +9,7 @@ from webhook.api.kube import RawObj
 
 __all__ = [
     "DEFAULT_RESOURCES",
+    "DEFAULT_VOLUME_BINDING_SHAPE",
     "DefaultPreemptionArgs",
     "DefaultingType",
     "InterPodAffinityArgs",
@@ -129,14 +130,24 @@ class DefaultPreemptionArgs:
     min_candidate_nodes_absolute: int = 100
 
 
+# SetDefaults_VolumeBindingArgs with the StorageCapacityScoring gate on (Beta, on by
+# default since v1.37): the node with the most room left scores best, 10 (the
+# MaxCustomPriorityScore) at 0 % of the volumes' capacity requested, 0 at 100 %.
+DEFAULT_VOLUME_BINDING_SHAPE: tuple[UtilizationShapePoint, ...] = (
+    UtilizationShapePoint(0, 10),
+    UtilizationShapePoint(100, 0),
+)
+
+
 @dataclass(frozen=True)
 class VolumeBindingArgs:
     """config.VolumeBindingArgs.
 
     bind_timeout_seconds: how long binding may wait (default 600); shape: the
-    capacity scoring shape, only allowed with the StorageCapacityScoring gate
-    (off by default), so None here.
+    capacity scoring shape, points of ascending utilization (default: v1 defaulting's
+    DEFAULT_VOLUME_BINDING_SHAPE); None stands for upstream's nil shape, which
+    validation refuses as the gate is on.
     """
 
     bind_timeout_seconds: int = 600
-    shape: tuple[UtilizationShapePoint, ...] | None = None
+    shape: tuple[UtilizationShapePoint, ...] | None = DEFAULT_VOLUME_BINDING_SHAPE

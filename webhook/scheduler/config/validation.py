@@ -110,9 +110,7 @@ def _at(path: str, child: str) -> str:
     return f"{path}.{child}" if path else child
 
 
-def _validate_function_shape(
-    shape: Sequence[UtilizationShapePoint], path: str
-) -> list[FieldError]:
+def _validate_function_shape(shape: Sequence[UtilizationShapePoint], path: str) -> list[FieldError]:
     """Port of validation_pluginargs.go: validateFunctionShape."""
     if not shape:
         return [required(path, "at least one point must be specified")]
@@ -228,8 +226,13 @@ def validate_default_preemption_args(args: DefaultPreemptionArgs, path: str = ""
 
 
 def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> list[str]:
-    """Port of validation_pluginargs.go: ValidateVolumeBindingArgs (StorageCapacityScoring
-    off, its default)."""
+    """kube-scheduler's ValidateVolumeBindingArgs, as rendered error strings.
+
+    Port of validation_pluginargs.go: ValidateVolumeBindingArgsWithOptions with
+    StorageCapacityScoring on (its default since v1.37): a timeout of 0 or more, and a
+    shape of at least one point, utilization strictly ascending within 0..100, score
+    within 0..10.
+    """
     errs: list[FieldError] = []
     if args.bind_timeout_seconds < 0:
         errs.append(
@@ -239,15 +242,7 @@ def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> lis
                 "invalid BindTimeoutSeconds, should not be a negative value",
             )
         )
-    if args.shape is not None:
-        errs.append(
-            invalid(
-                _at(path, "shape"),
-                [{"utilization": p.utilization, "score": p.score} for p in args.shape],
-                "unexpected field `shape`, remove it or turn on the feature gate "
-                "StorageCapacityScoring",
-            )
-        )
+    errs.extend(_validate_function_shape(args.shape or (), _at(path, "shape")))
     return list(dict.fromkeys(e.error() for e in errs))
 
 
@@ -267,8 +262,13 @@ def validate_node_affinity_args(args: NodeAffinityArgs, path: str = "") -> list[
     base = _at(path, "addedAffinity")
     req = added.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is not None and not isinstance(req, Mapping):
-        errs.append(invalid(f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-                            JSONValue(req), MUST_BE_OBJECT))
+        errs.append(
+            invalid(
+                f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+                JSONValue(req),
+                MUST_BE_OBJECT,
+            )
+        )
     preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution")
     for i, term in enumerate(preferred if isinstance(preferred, list) else []):
         p = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"

@@ -198,7 +198,6 @@ class FilterMemo:
         return other
 
 
-
 class Memo:
     """The caches of one Snapshot (see the module docstring)."""
 
@@ -336,9 +335,7 @@ class Memo:
                 (spec, memo.copy()) for spec, memo in self._filter_verdicts.items()
             )
             copies = {id(memo): memo.copy() for memo in self._node_groups.values()}
-            other._node_groups = {
-                sig: copies[id(memo)] for sig, memo in self._node_groups.items()
-            }
+            other._node_groups = {sig: copies[id(memo)] for sig, memo in self._node_groups.items()}
             other._raw_by_class = OrderedDict(
                 (key, (copies[id(classes)], dict(raw)))
                 for key, (classes, raw) in self._raw_by_class.items()

@@ -46,9 +46,7 @@ WORKLOAD_KINDS = {
 # Kinds held by (namespace, name) for the volume and affinity plugins; cluster-scoped
 # ones under namespace "". `Snapshot.get(kind, namespace, name)` and `Snapshot.listed(kind)`
 # read them.
-STORED_KINDS = frozenset(
-    {"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"}
-)
+STORED_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"})
 _CLUSTER_SCOPED = frozenset({"PersistentVolume", "StorageClass", "CSINode"})
 
 # Selector indexes kept per namespace; the least recently asked is dropped beyond this.
@@ -229,8 +227,6 @@ def _intern_labels(labels: Any) -> dict[str, str]:
         for k, v in labels.items()
         if isinstance(k, str)
     }
-
-
 
 
 class Snapshot:

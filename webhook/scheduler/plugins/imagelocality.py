@@ -4,9 +4,10 @@ higher, scaled by how widely each image has spread
 scheduler cache's image states: backend/cache/snapshot.go createImageExistenceMap
 and getNodeImageStates).
 
-Newest tree read: kubernetes/kubernetes master (its AGENTS.md and image_locality.go
-of the 1.35 cycle): the images of the containers, of the init containers and of
-image volumes (spec.volumes[].image.reference) all count.
+Newest release read: v1.37. The images of the containers, of the init containers
+and of image volumes (spec.volumes[].image.reference) all count, in the sum and in
+the number of images that sets the upper bound (image volumes joined the bound in
+v1.37).
 
 Per node: each image the node lists (node.status.images, under every one of its
 names) scores its size times spread = (nodes holding it) / (all nodes), truncated;
@@ -14,9 +15,16 @@ the sum is clamped to [23 MiB, 1000 MiB x number of images] and mapped linearly
 onto 0..100 with Go's integer division. An image name without a tag is looked up
 with ":latest" appended.
 
+Spread is counted as backend/cache/snapshot.go NewSnapshot counts it
+(createImageExistenceMap): over all the snapshot's Node objects, each node once per
+image name however often it lists the name, with the size the node itself reports.
+
 CAVEAT: "all nodes" are the snapshot's nodes with a Node object, as the
 scheduler's NodeInfos().List(); names are matched literally otherwise
-(docker.io/library/x and x are different images, as upstream's TODO says).
+(docker.io/library/x and x are different images, as upstream's TODO says). The
+live scheduler cache differs in two corners: a node's image counts are copied when
+that node last changed (not recounted when another node pulls the image), and an
+image name keeps the size of the first node that reported it.
 """
 
 from __future__ import annotations
@@ -59,9 +67,7 @@ __all__ = [
 
 PLUGIN_NAME = "ImageLocality"
 PRE_SCORE_STATE_KEY = "PreScore" + PLUGIN_NAME
-MISSING_STATE = Status(
-    Code.ERROR, f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found'
-)
+MISSING_STATE = Status(Code.ERROR, f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
 
 MB = 1024 * 1024
 # The bounds of the image score range: a reasonable size range for compressed

@@ -86,9 +86,19 @@ class NodeAffinity:
         added = (args.added_affinity if args is not None else None) or {}
         required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
         self.added_required: NodeMatcher | None = (
-            None if required is None else compile_node_affinity({"spec": {"affinity": {
-                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
-            }}})
+            None
+            if required is None
+            else compile_node_affinity(
+                {
+                    "spec": {
+                        "affinity": {
+                            "nodeAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": required
+                            }
+                        }
+                    }
+                }
+            )
         )
         self.added_keys = affinity_label_keys(
             {"spec": {"affinity": {"nodeAffinity": added}}} if required is not None else {}
@@ -138,7 +148,6 @@ class NodeAffinity:
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         s = spec(pod)
         return (repr(s.get("nodeSelector")), repr(required_node_affinity(s)))
-
 
     # ---- score ----------------------------------------------------------------------
 

@@ -139,9 +139,7 @@ def check_conflict(used: HostPortInfo, want: HostPort) -> bool:
     pair = (want.protocol, want.port)
     if want.ip == DEFAULT_BIND_ALL_HOST_IP:
         return any(pair in pairs for pairs in used.values())
-    return any(
-        pair in used.get(ip, frozenset()) for ip in (DEFAULT_BIND_ALL_HOST_IP, want.ip)
-    )
+    return any(pair in used.get(ip, frozenset()) for ip in (DEFAULT_BIND_ALL_HOST_IP, want.ip))
 
 
 def fits_ports(want: Iterable[HostPort], used: HostPortInfo) -> bool:

@@ -1,15 +1,22 @@
 """NodeVolumeLimits: the CSI volumes attached to a node stay within CSINode's limits.
 
-Port of kube-scheduler's nodevolumelimits/csi.go (newest release read): each
-CSI driver's limit is CSINode spec.drivers[].allocatable.count; the volumes a
-node attaches are those of its pods plus the incoming pod's, each counted once
-per driver and volume handle (PVC -> bound PV's spec.csi; an unbound claim counts
-under its StorageClass's provisioner with a placeholder handle).
+Port of kube-scheduler's nodevolumelimits/csi.go (v1.37, the newest release
+read): each CSI driver's limit is CSINode spec.drivers[].allocatable.count; the
+volumes a node attaches are those of its pods plus the incoming pod's, each counted
+once per driver and volume handle (PVC or ephemeral volume -> its claim -> the bound
+PV's spec.csi; a claim whose PV is unknown counts under its StorageClass's
+provisioner with a handle of its own). A claim the incoming pod names must exist
+(an existing pod's missing claim is not counted), and an ephemeral volume's claim
+must be controlled by its pod (else an Error, for any pod on the node).
 
 CAVEAT: in-tree volumes migrated to CSI (translation of gcePersistentDisk,
-awsElasticBlockStore, ... to their CSI drivers) are not counted; node
-status.allocatable "attachable-volumes-*" keys are not read (upstream reads only
-CSINode).
+awsElasticBlockStore, ... to their CSI drivers, on a node whose CSINode lists them
+as migrated) are not counted, and PreFilter skips a pod whose only volumes are
+such inline disks; VolumeAttachment objects (attachments not yet or no longer
+backed by a pod) are not counted, and the VolumeLimitScaling check that a driver
+marked preventPodSchedulingIfMissing is installed on the node is not made (the
+snapshot holds neither VolumeAttachments nor CSIDrivers); node status.allocatable
+"attachable-volumes-*" keys are not read (upstream reads only CSINode).
 """
 
 from __future__ import annotations
@@ -20,13 +27,24 @@ from typing import ClassVar, Final
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
-from webhook.scheduler.plugins.volumeutil import claim_class, claim_of, claim_volumes, not_found
+from webhook.scheduler.plugins.volumeutil import (
+    claim_class,
+    claim_of,
+    claim_volumes,
+    not_found,
+    not_owner,
+    owned_by,
+)
 
 __all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "NAME", "NodeVolumeLimits"]
 
 NAME: Final = "NodeVolumeLimits"
 STATE_KEY: Final = "PreFilter" + NAME
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
+MISSING_STATE: Final = Status(Code.ERROR, f'reading "{STATE_KEY}" from cycleState: not found')
+# An unbound claim's handle: upstream prefixes a random string so that it cannot
+# collide with a real volume handle; "<" cannot start a handle CSI drivers return.
+_UNBOUND_HANDLE_PREFIX: Final = "<unbound>"
 
 # volume unique name ("<driver>/<handle>") -> driver
 Attachable = dict[str, str]
@@ -51,21 +69,31 @@ def _driver_info(pvc: RawObj, snapshot: Snapshot) -> tuple[str, str]:
     if not isinstance(provisioner, str) or not provisioner:
         return "", ""
     meta = as_dict(pvc.get("metadata"))
-    # An unbound claim has no handle yet: a placeholder unique to the claim.
-    return provisioner, f"{meta.get('namespace', 'default')}-{meta.get('name', '')}"
+    namespace = meta.get("namespace") or "default"
+    return provisioner, f"{_UNBOUND_HANDLE_PREFIX}-{namespace}/{meta.get('name', '')}"
 
 
-def attachable_volumes(pod: RawObj, snapshot: Snapshot, new_pod: bool) -> Attachable | str:
-    """Port of csi.go: filterAttachableVolumes; for the incoming pod a missing claim is
-    the error message, for an existing pod the volume is skipped."""
+def attachable_volumes(pod: RawObj, snapshot: Snapshot, new_pod: bool) -> Attachable | Status:
+    """Port of csi.go: filterAttachableVolumes: volume unique name -> driver, or the
+    status that stops the Filter: for the incoming pod a missing claim
+    (UnschedulableAndUnresolvable); for any pod a claim without a name or an
+    ephemeral volume's claim its pod does not control (Error). An existing pod's
+    missing claim is skipped."""
     out: Attachable = {}
     ns = pod_namespace(pod)
-    for _vol, name, _eph in claim_volumes(pod):
+    for _vol, name, ephemeral in claim_volumes(pod):
+        if not name:
+            return Status(Code.ERROR, "PersistentVolumeClaim had no name")
         pvc = claim_of(pod, name, snapshot)
         if pvc is None:
             if new_pod:
-                return f"looking up PVC {ns}/{name}: {not_found('persistentvolumeclaim', name)}"
+                return Status(
+                    Code.UNRESOLVABLE,
+                    f"looking up PVC {ns}/{name}: {not_found('persistentvolumeclaim', name)}",
+                )
             continue
+        if ephemeral and not owned_by(pvc, pod):
+            return Status(Code.ERROR, not_owner(pvc, pod))
         driver, handle = _driver_info(pvc, snapshot)
         if driver and handle:
             out[f"{driver}/{handle}"] = driver
@@ -104,10 +132,10 @@ def filter_node(state: CycleState, node: NodeInfo) -> Status:
     """Port of csi.go: Filter."""
     held = state.get(STATE_KEY)
     if not isinstance(held, tuple):
-        return Status(Code.ERROR, f'error reading "{STATE_KEY}" from cycleState: not found')
+        return MISSING_STATE
     new, snapshot = held
-    if isinstance(new, str):
-        return Status(Code.UNRESOLVABLE, new)
+    if isinstance(new, Status):
+        return new
     if not new:
         return SUCCESS
     limits = volume_limits(snapshot.get("CSINode", "", node.name))
@@ -116,8 +144,9 @@ def filter_node(state: CycleState, node: NodeInfo) -> Status:
     attached: Attachable = {}
     for existing in node.pods:
         found = attachable_volumes(existing, snapshot, new_pod=False)
-        if isinstance(found, dict):
-            attached.update(found)
+        if isinstance(found, Status):
+            return found
+        attached.update(found)
     attached_count: dict[str, int] = {}
     for driver in attached.values():
         attached_count[driver] = attached_count.get(driver, 0) + 1

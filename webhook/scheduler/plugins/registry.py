@@ -43,7 +43,7 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "NodeResourcesFit": _with_args(NodeResourcesFit),
     "VolumeRestrictions": _no_args(VolumeRestrictions),
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
-    "VolumeBinding": _no_args(VolumeBinding),
+    "VolumeBinding": _with_args(VolumeBinding),
     "VolumeZone": _no_args(VolumeZone),
     "PodTopologySpread": _with_args(PodTopologySpread),
     "InterPodAffinity": _with_args(InterPodAffinity),

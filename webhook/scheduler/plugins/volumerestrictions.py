@@ -1,9 +1,16 @@
 """VolumeRestrictions: ReadWriteOncePod claims in use and in-tree disk conflicts.
 
-Port of kube-scheduler's volumerestrictions/volume_restrictions.go (newest release
-read): a claim with access mode ReadWriteOncePod already used by another pod blocks
-the pod on every node; a GCE PD, AWS EBS, RBD or iSCSI volume of the pod already
-mounted by a pod on the node (read-write on either side) blocks that node.
+Port of kube-scheduler's volumerestrictions/volume_restrictions.go (v1.37, the
+newest release read): a claim with access mode ReadWriteOncePod already used by
+another bound pod blocks the pod on every node; a GCE PD, AWS EBS, RBD or iSCSI
+volume of the pod already mounted by a pod on the node blocks that node (an EBS
+volume always, the others unless both mount it read-only). Only
+persistentVolumeClaim volumes are looked up (an ephemeral volume's claim is not).
+PreFilter skips a pod with no such disk and no claim in conflict, once every claim
+it names was found.
+
+CAVEAT: the PreFilterExtensions that adjust the claim count while preemption
+removes pods are not modelled (preemption is not).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any, ClassVar, Final
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
-from webhook.scheduler.plugins.volumeutil import claim_of, claim_volumes, not_found
+from webhook.scheduler.plugins.volumeutil import claim_of, not_found, persistent_claim_names
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -28,8 +35,10 @@ NAME: Final = "VolumeRestrictions"
 STATE_KEY: Final = "PreFilter" + NAME
 ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
 )
+MISSING_STATE: Final = Status(Code.ERROR, f'cannot read "{STATE_KEY}" from cycleState')
 _DISKS: Final = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 
 
@@ -77,35 +86,33 @@ def is_volume_conflict(volume: RawObj, existing: RawObj) -> bool:
     return False
 
 
-def _claims_in_use(snapshot: Snapshot, namespace: str) -> dict[str, int]:
-    """Claim name -> bound pods of `namespace` using it (NodeInfo.PVCRefCounts summed)."""
-    out: dict[str, int] = {}
-    for p in snapshot.pods_in(namespace):
-        for _vol, name, _eph in claim_volumes(p):
-            out[name] = out.get(name, 0) + 1
-    return out
+def _claims_in_use(snapshot: Snapshot, namespace: str) -> set[str]:
+    """The claims of `namespace` a bound pod's persistentVolumeClaim volume names
+    (the snapshot's usedPVCSet, from NodeInfo.PVCRefCounts)."""
+    return {name for p in snapshot.pods_in(namespace) for name in persistent_claim_names(p)}
 
 
 def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
-    """Port of volume_restrictions.go: PreFilter (Skip without disk or claim volumes)."""
+    """Port of volume_restrictions.go: PreFilter with readWriteOncePodPVCsForPod and
+    calPreFilterState: every claim must exist; Skip when the pod has no disk to compare
+    and none of its ReadWriteOncePod claims is in use."""
     volumes = as_dict(pod.get("spec")).get("volumes")
     volumes = [v for v in volumes if isinstance(v, dict)] if isinstance(volumes, list) else []
     disks = tuple(v for v in volumes if any(v.get(k) is not None for k in _DISKS))
-    claims = list(claim_volumes(pod))
-    if not disks and not claims:
-        return SKIP
-    rwop: list[str] = []
-    for _vol, name, _eph in claims:
+    rwop: set[str] = set()
+    for name in persistent_claim_names(pod):
         pvc = claim_of(pod, name, snapshot)
         if pvc is None:
             return Status(Code.UNRESOLVABLE, not_found("persistentvolumeclaim", name))
         modes = as_dict(pvc.get("spec")).get("accessModes")
         if isinstance(modes, list) and "ReadWriteOncePod" in modes:
-            rwop.append(name)
+            rwop.add(name)
     conflicts = 0
     if rwop:
         in_use = _claims_in_use(snapshot, pod_namespace(pod))
-        conflicts = sum(1 for name in rwop if in_use.get(name, 0) > 0)
+        conflicts = sum(1 for name in rwop if name in in_use)
+    if not disks and conflicts == 0:
+        return SKIP
     state[STATE_KEY] = PreFilterState(disks, conflicts)
     return SUCCESS
 
@@ -114,7 +121,7 @@ def filter_node(state: CycleState, node: NodeInfo) -> Status:
     """Port of volume_restrictions.go: Filter (disk conflicts, then ReadWriteOncePod)."""
     s = state.get(STATE_KEY)
     if not isinstance(s, PreFilterState):
-        return Status(Code.ERROR, f'error reading "{STATE_KEY}" from cycleState: not found')
+        return MISSING_STATE
     for volume in s.disks:
         for existing in node.pods:
             evols = as_dict(existing.get("spec")).get("volumes")

@@ -2,13 +2,17 @@
 and the messages upstream gives when an object is missing.
 
 Ports of component-helpers storage/ephemeral (VolumeClaimName, VolumeIsForPod),
-storage/volume helpers (GetPersistentVolumeClaimClass, IsDelayBindingMode) and
-apimachinery's NotFound message.
+storage/volume helpers (GetPersistentVolumeClaimClass, IsDelayBindingMode,
+CheckNodeAffinity) and apimachinery's NotFound message.
+
+The NotFound messages are those of the informer listers kube-scheduler reads
+(`persistentvolumeclaim "x" not found`, singular); upstream's unit tests use fake
+listers that print the plural resource name instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -17,10 +21,13 @@ from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = [
     "WAIT_FOR_FIRST_CONSUMER",
+    "binding_mode_error",
     "claim_class",
     "claim_volumes",
     "is_delay_binding",
     "not_found",
+    "not_owner",
+    "persistent_claim_names",
     "pv_node_affinity_matches",
 ]
 
@@ -58,13 +65,37 @@ def claim_volumes(pod: RawObj) -> Iterator[tuple[RawObj, str, bool]]:
             yield vol, f"{pod_name(pod)}-{vol.get('name', '')}", True
 
 
+def persistent_claim_names(pod: RawObj) -> list[str]:
+    """The claimName of every persistentVolumeClaim volume, in order ("" when unset);
+    ephemeral volumes are not among them (VolumeRestrictions and VolumeZone read only
+    these)."""
+    return [name for _vol, name, ephemeral in claim_volumes(pod) if not ephemeral]
+
+
 def owned_by(pvc: RawObj, pod: RawObj) -> bool:
-    """Port of ephemeral.VolumeIsForPod: the claim's controller owner is the pod."""
+    """Port of ephemeral.go: VolumeIsForPod (metav1.IsControlledBy). The claim's controller
+    reference (the first with controller: true, whatever its kind) names the pod's uid.
+
+    CAVEAT: a pod without a uid (one not created yet, as at admission) owns any
+    claim with a controller reference; upstream always has the uid.
+    """
     uid = as_dict(pod.get("metadata")).get("uid")
     for ref in as_dict(pvc.get("metadata")).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "Pod":
+        if isinstance(ref, dict) and ref.get("controller") is True:
             return uid is None or ref.get("uid") == uid
     return False
+
+
+def not_owner(pvc: RawObj, pod: RawObj) -> str:
+    """The claim was made for another pod.
+
+    Port of ephemeral.go: VolumeIsForPod (its error).
+    """
+    claim_meta, pod_meta = as_dict(pvc.get("metadata")), as_dict(pod.get("metadata"))
+    return (
+        f"PVC {claim_meta.get('namespace', 'default')}/{claim_meta.get('name', '')} was not "
+        f"created for pod {pod_namespace(pod)}/{pod_meta.get('name', '')} (pod is not owner)"
+    )
 
 
 def claim_class(pvc: RawObj) -> str:
@@ -78,24 +109,39 @@ def claim_class(pvc: RawObj) -> str:
     return name if isinstance(name, str) else ""
 
 
-def is_delay_binding(pvc: RawObj, snapshot: Snapshot) -> bool:
-    """Port of storage helpers IsDelayBindingMode: the claim's class exists and binds
-    WaitForFirstConsumer (no class, or a class the snapshot lacks, binds Immediate;
-    an absent volumeBindingMode is kube-apiserver's default, Immediate)."""
+def binding_mode_error(class_name: str) -> str:
+    """The error of a StorageClass without volumeBindingMode (kube-apiserver defaults
+    it to Immediate, so only hand-written objects lack it)."""
+    return f'VolumeBindingMode not set for StorageClass "{class_name}"'
+
+
+def is_delay_binding(pvc: RawObj, snapshot: Snapshot) -> bool | str:
+    """Port of storage helpers IsDelayBindingMode: whether the claim's class binds
+    WaitForFirstConsumer. No class, or a class the snapshot lacks, binds Immediate;
+    a class without volumeBindingMode is an error (its message)."""
     name = claim_class(pvc)
     if not name:
         return False
     sc = snapshot.get("StorageClass", "", name)
-    return sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+    if sc is None:
+        return False
+    mode = sc.get("volumeBindingMode")
+    if mode is None:
+        return binding_mode_error(name)
+    return bool(mode == WAIT_FOR_FIRST_CONSUMER)
 
 
 def claim_of(pod: RawObj, claim: str, snapshot: Snapshot) -> RawObj | None:
     return snapshot.get("PersistentVolumeClaim", pod_namespace(pod), claim)
 
 
-def pv_node_affinity_matches(pv: RawObj, node: RawObj) -> bool:
+def pv_node_affinity_matches(pv: RawObj, labels: Mapping[str, str]) -> bool:
     """Port of storage helpers CheckNodeAffinity: the PV's required node selector terms
-    (ORed; matchExpressions and matchFields) match the node; no affinity matches all."""
+    (ORed) match a node with these labels; no affinity matches all.
+
+    Upstream matches the terms against a Node that carries only the labels: a node
+    without a name has no fields, so matchFields requirements are not checked.
+    """
     required = as_dict(as_dict(pv.get("spec")).get("nodeAffinity")).get("required")
     if required is None:
         return True
@@ -107,4 +153,4 @@ def pv_node_affinity_matches(pv: RawObj, node: RawObj) -> bool:
         }
     }
     matcher = compile_node_affinity(fake)
-    return True if matcher is None else matcher(node)
+    return True if matcher is None else matcher({"metadata": {"labels": dict(labels)}})

@@ -1,9 +1,16 @@
 """VolumeZone: a pod's bound PersistentVolumes must be in the node's zone and region.
 
-Port of kube-scheduler's volumezone/volume_zone.go (newest release read): PreFilter
-collects the topology labels of the pod's bound PVs (topology.kubernetes.io/zone
-and /region and their deprecated failure-domain.beta.kubernetes.io twins); Filter
-requires the node to carry each with one of the PV's values ("a__b" lists zones).
+Port of kube-scheduler's volumezone/volume_zone.go (v1.37, the newest release
+read): PreFilter collects the topology labels of the PVs bound to the pod's
+persistentVolumeClaim volumes (topology.kubernetes.io/zone and /region and their
+deprecated failure-domain.beta.kubernetes.io twins; ephemeral volumes are not
+read), skipping unbound claims of a WaitForFirstConsumer class; Filter requires a
+node carrying any topology label to carry each of the PV's, with one of the PV's
+values ("a__b" lists zones; a list with an empty member is ignored, as upstream's
+parser rejects it). A PV's beta label also matches the node's GA label.
+
+CAVEAT: upstream's Filter recomputes the topologies from its listers when
+PreFilter left no state; here that is an Error (the runtime always runs PreFilter).
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
 from webhook.scheduler.plugins.volumeutil import (
     WAIT_FOR_FIRST_CONSUMER,
+    binding_mode_error,
     claim_class,
     claim_of,
-    claim_volumes,
     not_found,
+    persistent_claim_names,
 )
 
 __all__ = ["ERR_REASON_CONFLICT", "NAME", "VolumeZone"]
@@ -46,15 +54,33 @@ class PVTopology:
     values: frozenset[str]
 
 
-def label_zones_to_set(value: str) -> frozenset[str]:
-    """Port of volumehelpers.LabelZonesToSet: "a__b" -> {a, b}."""
-    return frozenset(v for v in value.split("__") if v) if value else frozenset()
+def label_zones_to_set(value: str) -> frozenset[str] | None:
+    """Port of volumehelpers.LabelZonesToSet: "a__b" -> {a, b}, each trimmed of
+    whitespace; None (the label is ignored) when a member is empty, "" included."""
+    zones = [v.strip() for v in value.split("__")]
+    if any(not z for z in zones):
+        return None
+    return frozenset(zones)
+
+
+def pv_topologies(pv: RawObj) -> list[PVTopology]:
+    """Port of volume_zone.go: getPVTopologies: the PV's topology labels, in
+    topologyLabels order, each with the set of values it allows."""
+    labels = as_dict(as_dict(pv.get("metadata")).get("labels"))
+    out: list[PVTopology] = []
+    for key in TOPOLOGY_LABELS:
+        value = labels.get(key)
+        if isinstance(value, str):
+            zones = label_zones_to_set(value)
+            if zones is not None:
+                out.append(PVTopology(key, zones))
+    return out
 
 
 def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
     """Port of volume_zone.go: PreFilter and getPVbyPod."""
     topologies: list[PVTopology] = []
-    for _vol, name, _ephemeral in claim_volumes(pod):
+    for name in persistent_claim_names(pod):
         if not name:
             return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no name")
         pvc = claim_of(pod, name, snapshot)
@@ -70,25 +96,27 @@ def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
             sc = snapshot.get("StorageClass", "", cls)
             if sc is None:
                 return Status(Code.UNRESOLVABLE, not_found("storageclass.storage.k8s.io", cls))
-            if sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER:
+            mode = sc.get("volumeBindingMode")
+            if mode is None:
+                return Status(Code.UNRESOLVABLE, binding_mode_error(cls))
+            if mode == WAIT_FOR_FIRST_CONSUMER:
                 continue
             return Status(Code.UNRESOLVABLE, "PersistentVolume had no name")
         pv = snapshot.get("PersistentVolume", "", str(pv_name))
         if pv is None:
             return Status(Code.UNRESOLVABLE, not_found("persistentvolume", str(pv_name)))
-        labels = as_dict(as_dict(pv.get("metadata")).get("labels"))
-        for key in TOPOLOGY_LABELS:
-            value = labels.get(key)
-            if isinstance(value, str):
-                topologies.append(PVTopology(key, label_zones_to_set(value)))
+        topologies.extend(pv_topologies(pv))
     if not topologies:
         return SKIP
     state[STATE_KEY] = tuple(topologies)
     return SUCCESS
 
 
-def filter_node(state: CycleState, node: NodeInfo) -> Status:
-    """Port of volume_zone.go: Filter (a node with no topology label at all passes)."""
+def filter_node(state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
+    """Port of volume_zone.go: Filter (a pod without volumes and a node with no
+    topology label at all pass)."""
+    if not as_dict(pod.get("spec")).get("volumes"):
+        return SUCCESS
     topologies = state.get(STATE_KEY)
     if not isinstance(topologies, tuple):
         return Status(Code.ERROR, f'reading "{STATE_KEY}" from cycleState: not found')
@@ -120,7 +148,7 @@ class VolumeZone:
         return pre_filter(state, pod, snapshot)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
-        return filter_node(state, node)
+        return filter_node(state, pod, node)
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         return tuple(node.labels.get(k) for k in TOPOLOGY_LABELS)

@@ -1,5 +1,5 @@
-"""ImageLocality, from upstream's image_locality_test.go (TestImageLocalityPriority),
-plus init containers, image volumes and name normalisation.
+"""ImageLocality, from upstream's image_locality_test.go (TestImageLocalityPriority and
+TestNormalizedImageName, case by case), plus image volumes and name spreading.
 
 Legend: node403002000 lists gcr.io/40 (40 MiB), gcr.io/300 (300 MiB) and gcr.io/2000
 (2000 MiB); node25010 lists gcr.io/250 (250 MiB) and gcr.io/10 (10 MiB). A score
@@ -9,6 +9,7 @@ share of nodes holding it, worked in each case's comment.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -40,6 +41,23 @@ NODE_40_300_2000 = [
     image(2000, "gcr.io/2000:latest"),
 ]
 NODE_250_10 = [image(250, "gcr.io/250:latest"), image(10, "gcr.io/10:latest", "gcr.io/10:v1")]
+NODE_600_40_900 = [
+    image(600, "gcr.io/600:latest"),
+    image(40, "gcr.io/40:latest"),
+    image(900, "gcr.io/900:latest"),
+]
+NODE_300_600_900 = [
+    image(300, "gcr.io/300:latest"),
+    image(600, "gcr.io/600:latest"),
+    image(900, "gcr.io/900:latest"),
+]
+NODE_4000_30 = [image(4000, "gcr.io/4000:latest"), image(30, "gcr.io/30:latest")]
+NODE_20_30_40 = [
+    image(20, "gcr.io/20:latest"),
+    image(30, "gcr.io/30:latest"),
+    image(40, "gcr.io/40:latest"),
+]
+NO_IMAGES: list[dict[str, Any]] = []
 
 
 def spec_pod(
@@ -62,6 +80,11 @@ def machines(*images: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [node_with(f"machine{i}", images=im) for i, im in enumerate(images, 1)]
 
 
+def nodes(*images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """makeImageNode("node1", ...), makeImageNode("node2", ...), ..."""
+    return [node_with(f"node{i}", images=im) for i, im in enumerate(images, 1)]
+
+
 def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
     snapshot = Snapshot.from_objects(nodes)
     plugin = ImageLocality()
@@ -78,35 +101,66 @@ def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+# Upstream TestImageLocalityPriority, case by case.
+UPSTREAM_CASES = [
+    pytest.param(
+        # node1: 40M * 1/2 < 23M -> 0; node2: 100 * (250M/2 - 23M) / (2000M - 23M) = 5
+        spec_pod("gcr.io/40", "gcr.io/250"), nodes(NODE_40_300_2000, NODE_250_10),
+        {"node1": 0, "node2": 5},
+        id="two images spread on two nodes, prefer the larger image one",
+    ),
+    pytest.param(
+        # node1: 100 * ((40M + 300M)/2 - 23M) / (2000M - 23M) = 7
+        spec_pod("gcr.io/40", "gcr.io/300"), nodes(NODE_40_300_2000, NODE_250_10),
+        {"node1": 7, "node2": 0},
+        id="two images on one node, prefer this node",
+    ),
+    pytest.param(
+        # node1: 4000M/2 >= 1000M * 2 -> 100; node2: 10M/2 < 23M -> 0
+        spec_pod("gcr.io/10", "gcr.io/4000"), nodes(NODE_4000_30, NODE_250_10),
+        {"node1": MAX_NODE_SCORE, "node2": 0},
+        id="if exceed limit, use limit",
+    ),
+    pytest.param(
+        # node1: 100 * (4000M/3 - 23M) / (2000M - 23M) = 66; node2: 10M/3 < 23M -> 0
+        spec_pod("gcr.io/10", "gcr.io/4000"), nodes(NODE_4000_30, NODE_250_10, NO_IMAGES),
+        {"node1": 66, "node2": 0, "node3": 0},
+        id="if exceed limit, use limit (with node which has no images present)",
+    ),
+    pytest.param(
+        # node1: 100 * (600M * 2/3 + 900M * 2/3 - 23M) / (3000M - 23M) = 32
+        # node2: 100 * (300M * 1/3 + 600M * 2/3 + 900M * 2/3 - 23M) / (3000M - 23M) = 36
+        spec_pod("gcr.io/300", "gcr.io/600", "gcr.io/900"),
+        nodes(NODE_600_40_900, NODE_300_600_900, NO_IMAGES),
+        {"node1": 32, "node2": 36, "node3": 0},
+        id="pod with multiple large images, node2 is preferred",
+    ),
+    pytest.param(
+        # node1: 100 * (30M + 40M * 1/2 - 23M) / (2000M - 23M) = 1; node2: 30M/2 -> 0
+        spec_pod("gcr.io/30", "gcr.io/40"), nodes(NODE_20_30_40, NODE_4000_30),
+        {"node1": 1, "node2": 0},
+        id="pod with multiple small images",
+    ),
+    pytest.param(
+        # node1: 100 * (300M * 1/2 - 23M) / (2000M - 23M) = 6; node2: 30M/2 -> 0
+        spec_pod("gcr.io/30", init=("gcr.io/300",)), nodes(NODE_40_300_2000, NODE_20_30_40),
+        {"node1": 6, "node2": 0},
+        id="include InitContainers: two images spread on two nodes, prefer the larger image one",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "nodes", "want"), UPSTREAM_CASES)
+def test_image_locality_priority(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], want: dict[str, int]
+) -> None:
+    """Each node's ImageLocality score (upstream TestImageLocalityPriority)."""
+    assert _scores(pod, nodes) == want
+
+
 @pytest.mark.parametrize(
     ("pod", "nodes", "want"),
     [
-        pytest.param(
-            # machine1: gcr.io/40 40M * 1/2 = 20M < 23M -> 0
-            # machine2: gcr.io/250 250M * 1/2 = 125M -> 100 * (125M - 23M) / (2000M - 23M) = 5
-            spec_pod("gcr.io/40", "gcr.io/250"), machines(NODE_40_300_2000, NODE_250_10),
-            {"machine1": 0, "machine2": 5},
-            id="two images spread on two nodes, prefer the larger image one",
-        ),
-        pytest.param(
-            # machine1: (40M + 300M) / 2 = 170M -> 100 * 147M / 1977M = 7
-            spec_pod("gcr.io/40", "gcr.io/300"), machines(NODE_40_300_2000, NODE_250_10),
-            {"machine1": 7, "machine2": 0},
-            id="two images on one node, prefer this node",
-        ),
-        pytest.param(
-            # machine1: 2000M / 2 = 1000M -> 100 * 977M / 1977M = 49
-            # machine2: 10M / 2 = 5M < 23M -> 0
-            spec_pod("gcr.io/10", "gcr.io/2000"), machines(NODE_40_300_2000, NODE_250_10),
-            {"machine1": 49, "machine2": 0},
-            id="if exceed limit, use limit",
-        ),
-        pytest.param(
-            # machine1: 2000M / 3 -> 100 * (666.7M - 23M) / 1977M = 32
-            spec_pod("gcr.io/10", "gcr.io/2000"), machines(NODE_40_300_2000, NODE_250_10, []),
-            {"machine1": 32, "machine2": 0, "machine3": 0},
-            id="if exceed limit, use limit (with node which has no images present)",
-        ),
         pytest.param(
             # One image on the only node: 2000M clamps to 1000M * 1 -> 100.
             spec_pod("gcr.io/2000"), machines(NODE_40_300_2000),
@@ -114,14 +168,9 @@ def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
             id="one image over the per-image maximum scores 100",
         ),
         pytest.param(
-            # Init container images count too, and count as images:
-            # machine1: (300M + 40M) / 2 = 170M over 2 images -> 7
-            spec_pod("gcr.io/40", init=("gcr.io/300",)), machines(NODE_40_300_2000, NODE_250_10),
-            {"machine1": 7, "machine2": 0},
-            id="init container images are scored",
-        ),
-        pytest.param(
-            # An image volume is an image source: 300M / 2 = 150M over 2 images -> 6
+            # An image volume is an image source, in the sum and in the count:
+            # 300M / 2 = 150M over 2 images -> 100 * 127M / 1977M = 6 (12 were it left
+            # out of the count, as before v1.37).
             spec_pod("gcr.io/none", volumes=("gcr.io/300:v1",)),
             machines(NODE_40_300_2000, NODE_250_10),
             {"machine1": 6, "machine2": 0},
@@ -141,22 +190,25 @@ def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
         ),
     ],
 )
-def test_image_locality_priority(
+def test_image_locality_more(
     pod: dict[str, Any], nodes: list[dict[str, Any]], want: dict[str, int]
 ) -> None:
-    """Each node's ImageLocality score."""
+    """Image volumes, spread over names, a pod without images."""
     assert _scores(pod, nodes) == want
+
+
+DIGEST = "sha256:" + hashlib.sha256(b"root").hexdigest()
 
 
 @pytest.mark.parametrize(
     ("name", "want"),
     [
-        ("gcr.io/40", "gcr.io/40:latest"),
-        ("gcr.io/40:v1", "gcr.io/40:v1"),
-        ("localhost:5000/img", "localhost:5000/img:latest"),
-        ("localhost:5000/img:1", "localhost:5000/img:1"),
-        ("img@sha256:abc", "img@sha256:abc"),
-        ("", ":latest"),
+        pytest.param("root", "root:latest", id="add :latest postfix 1"),
+        pytest.param("gcr.io:5000/root", "gcr.io:5000/root:latest", id="add :latest postfix 2"),
+        pytest.param("root:tag", "root:tag", id="keep it as is 1"),
+        pytest.param(f"root@{DIGEST}", f"root@{DIGEST}", id="keep it as is 2"),
+        pytest.param("localhost:5000/img", "localhost:5000/img:latest", id="registry port, no tag"),
+        pytest.param("", ":latest", id="empty name"),
     ],
 )
 def test_normalized_image_name(name: str, want: str) -> None:

@@ -104,9 +104,7 @@ class NodeResourcesBalancedAllocation:
     normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(pod_fields=_POD_FIELDS, node_fields=_NODE_FIELDS)
 
-    def __init__(
-        self, args: NodeResourcesBalancedAllocationArgs | None = None
-    ) -> None:
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None) -> None:
         self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
         self.scorer = ResourceAllocationScorer(
             PLUGIN_NAME, balanced_resource_scorer, tuple(self.args.resources), use_requested=True

@@ -130,9 +130,7 @@ class NodeResourcesFit:
         """Port of fit.go: Filter."""
         fit: FitState = state[self.name]
         allocatable = node_facts(node).allocatable
-        if allocatable is None or (
-            not fit.checks and len(node.pods) < allocatable.get("pods", 0)
-        ):
+        if allocatable is None or (not fit.checks and len(node.pods) < allocatable.get("pods", 0)):
             return SUCCESS
         reasons, unresolvable = fit_reasons(fit, node)
         if not reasons:

@@ -59,7 +59,6 @@ INT32_MIN = -(2**31)
 DEFAULT_ARGS = SpreadArgs()
 
 
-
 class ConstraintError(ValueError):
     """The pod's constraints cannot be turned into selectors (PreFilter/PreScore error)."""
 
