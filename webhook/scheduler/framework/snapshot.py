@@ -13,8 +13,9 @@ so a placement decision never rescans every pod.
 
 CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
 (metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName).
-Their resource requests are summed into NodeInfo.requested before the rest is
-dropped.
+Their resource requests are summed into NodeInfo.requested, and their cpu and
+memory with the scoring defaults into NodeInfo.non_zero_requested, before the
+rest is dropped.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector
-from webhook.api.resources import pod_requests
+from webhook.api.resources import non_zero_requests, pod_requests
 
 # Pods in these phases hold no resources and no place in any spread: kube-scheduler's
 # informer for assigned pods excludes them by field selector.
@@ -94,6 +95,20 @@ def _node_name_of(pod: RawObj) -> str:
     return name if isinstance(name, str) else ""
 
 
+# What NodeInfo.non_zero_requested sums: upstream's NonZeroRequested holds cpu and
+# memory only.
+_NON_ZERO_RESOURCES = ("cpu", "memory")
+
+
+def bound_pod_requests(pod: RawObj) -> tuple[dict[str, int], dict[str, int]]:
+    """What a bound pod adds to its node: (its requests, read with its in-place resize
+    state as resources.pod_requests reads a bound pod; its cpu and memory with the
+    scoring defaults for containers that request none, resources.non_zero_requests)."""
+    requests = pod_requests(pod)
+    non_zero = non_zero_requests(pod, use_status=True, requests=requests)
+    return requests, {k: non_zero.get(k, 0) for k in _NON_ZERO_RESOURCES}
+
+
 def selector_fingerprint(selector: RawObj | None) -> str:
     """A stable key for a label selector (None and {} differ: nothing vs everything)."""
     return json.dumps(selector, sort_keys=True, separators=(",", ":"), default=str)
@@ -106,11 +121,22 @@ class NodeInfo:
     from its pods before its Node arrived, never listed in Snapshot.nodes);
     labels: its labels ({} when absent); pods: the (light) pods bound there,
     terminating ones included as they still hold resources; requested: the sum
-    of resources.pod_requests over pods; generation: changes whenever any of
-    these does.
+    of resources.pod_requests over pods; non_zero_requested: the sum of their cpu
+    and memory counted with the scoring defaults (upstream's NonZeroRequested, see
+    bound_pod_requests); generation: changes whenever any of these does. A sum
+    brought back to zero by a removal is dropped from its map.
     """
 
-    __slots__ = ("name", "node", "labels", "pods", "requested", "generation", "_slots")
+    __slots__ = (
+        "name",
+        "node",
+        "labels",
+        "pods",
+        "requested",
+        "non_zero_requested",
+        "generation",
+        "_slots",
+    )
 
     def __init__(self, name: str, node: RawObj | None = None) -> None:
         self.name = name
@@ -118,6 +144,7 @@ class NodeInfo:
         self.labels: dict[str, str] = {}
         self.pods: list[RawObj] = []
         self.requested: dict[str, int] = {}
+        self.non_zero_requested: dict[str, int] = {}
         self._slots: dict[PodKey, int] = {}
         self.generation = next(_GENERATIONS)
         if node is not None:
@@ -128,15 +155,23 @@ class NodeInfo:
         self.node = node if node is not None else {}
         self.labels = dict(as_dict(meta_of(node).get("labels")))
 
-    def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
+    def _add(
+        self,
+        key: PodKey,
+        pod: RawObj,
+        requests: Mapping[str, int],
+        non_zero: Mapping[str, int],
+    ) -> None:
         self.generation = next(_GENERATIONS)
         self._slots[key] = len(self.pods)
         self.pods.append(pod)
-        req = self.requested
-        for name, value in requests.items():
-            req[name] = req.get(name, 0) + value
+        for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
+            for name, value in amounts.items():
+                total[name] = total.get(name, 0) + value
 
-    def _remove(self, key: PodKey, requests: Mapping[str, int]) -> None:
+    def _remove(
+        self, key: PodKey, requests: Mapping[str, int], non_zero: Mapping[str, int]
+    ) -> None:
         self.generation = next(_GENERATIONS)
         i = self._slots.pop(key)
         last = self.pods.pop()
@@ -144,13 +179,13 @@ class NodeInfo:
             # Swap-remove: order carries no meaning and this keeps removal O(1).
             self.pods[i] = last
             self._slots[_key_of(last)] = i
-        req = self.requested
-        for name, value in requests.items():
-            left = req.get(name, 0) - value
-            if left:
-                req[name] = left
-            else:
-                req.pop(name, None)
+        for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
+            for name, value in amounts.items():
+                left = total.get(name, 0) - value
+                if left:
+                    total[name] = left
+                else:
+                    total.pop(name, None)
 
     def _copy(self) -> NodeInfo:
         other = NodeInfo(self.name)
@@ -158,6 +193,7 @@ class NodeInfo:
         other.labels = self.labels
         other.pods = list(self.pods)
         other.requested = dict(self.requested)
+        other.non_zero_requested = dict(self.non_zero_requested)
         other._slots = dict(self._slots)
         other.generation = self.generation
         return other
@@ -184,7 +220,7 @@ class NodeTable(NamedTuple):
 
 
 class _PodEntry:
-    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
+    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests", "non_zero")
 
     def __init__(
         self,
@@ -194,6 +230,7 @@ class _PodEntry:
         labels: dict[str, str],
         terminating: bool,
         requests: Mapping[str, int],
+        non_zero: Mapping[str, int],
     ) -> None:
         self.key = key
         self.pod = pod
@@ -201,6 +238,7 @@ class _PodEntry:
         self.labels = labels
         self.terminating = terminating
         self.requests = requests
+        self.non_zero = non_zero
 
 
 class _SelectorIndex:
@@ -547,11 +585,11 @@ class Snapshot:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
         spec = _light_spec(as_dict(pod.get("spec")), node)
         light: RawObj = {"metadata": light_meta, "spec": spec}
-        requests = self._shared_requests(pod_requests(pod))
-        entry = _PodEntry(key, light, node, labels, terminating, requests)
+        requests, non_zero = map(self._shared_requests, bound_pod_requests(pod))
+        entry = _PodEntry(key, light, node, labels, terminating, requests, non_zero)
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry
-        self._info(node)._add(key, light, requests)
+        self._info(node)._add(key, light, requests, non_zero)
         self._changed(node)
         if not terminating:
             for index in self._indexes.get(key[0], {}).values():
@@ -569,7 +607,7 @@ class Snapshot:
                 del self._by_ns[key[0]]
         info = self._infos.get(entry.node)
         if info is not None:
-            info._remove(key, entry.requests)
+            info._remove(key, entry.requests, entry.non_zero)
             self._changed(entry.node)
             if entry.node not in self.nodes and not info.pods:
                 del self._infos[entry.node]

@@ -126,7 +126,7 @@ def test_balanced_allocation(
     "... if PreScore not called" cases)."""
     args = NodeResourcesBalancedAllocationArgs(resources) if resources else None
     plugin = NodeResourcesBalancedAllocation(args)
-    infos = node_infos(nodes, pods, non_zero=False)
+    infos = node_infos(nodes, pods)
     state = CycleState()
     assert plugin.pre_score(state, pod, infos, None).ok  # type: ignore[arg-type]
     got = {}

@@ -23,6 +23,7 @@ from tests.builders import (
     pod_with,
     resource_node,
 )
+from webhook.api.resources import DEFAULT_MEMORY_REQUEST, non_zero_requests
 from webhook.scheduler.config.types import (
     DEFAULT_RESOURCES,
     NodeResourcesFitArgs,
@@ -40,9 +41,7 @@ from webhook.scheduler.plugins.noderesources.fit_scoring import (
 from webhook.scheduler.plugins.noderesources.least_allocated import least_requested_score
 from webhook.scheduler.plugins.noderesources.most_allocated import most_requested_score
 from webhook.scheduler.plugins.noderesources.resource_allocation import (
-    DEFAULT_MEMORY_REQUEST,
     allocatable_and_requested,
-    non_zero_requests,
 )
 
 EXT = "abc.com/xyz"
@@ -188,6 +187,39 @@ LEAST_CASES = [
         _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})), [],
         {"node1": 55, "node2": 55}, Code.SUCCESS,
         id="if the node doesn't have a resource",
+    ),
+    # NodeInfo.NonZeroRequested on the node side: existing containers without
+    # requests count 100m / 200Mi each (the twin of most_allocated's case).
+    pytest.param(
+        # node1: cpu 300m of 250m -> 0, memory 600Mi of 1000Mi -> 40: 20
+        # node2: cpu 100m of 250m -> 60, memory 200Mi of 1000Mi -> 80: 70
+        least(), container_pod(),
+        [node_with("node1", cpu="250m", memory="1000Mi"),
+         node_with("node2", cpu="250m", memory="1000Mi")],
+        [container_pod(node="node1"), container_pod(node="node1")],
+        {"node1": 20, "node2": 70}, Code.SUCCESS,
+        id="no resources requested, pods scheduled, nonzero request for resource",
+    ),
+    pytest.param(
+        # node1's pod requests cpu only: its memory counts 200Mi.
+        # node1: cpu 200m of 1000m -> 80, memory 300Mi of 1000Mi -> 70: 75
+        # node2: cpu 100m -> 90, memory 100Mi -> 90: 90
+        least(), pod_with({"cpu": "100m", "memory": "100Mi"}),
+        [node_with("node1", cpu="1", memory="1000Mi"),
+         node_with("node2", cpu="1", memory="1000Mi")],
+        [pod_with({"cpu": "100m"}, node="node1")],
+        {"node1": 75, "node2": 90}, Code.SUCCESS,
+        id="an existing container without a memory request counts 200Mi",
+    ),
+    pytest.param(
+        # node1's pod has a container without requests and an init container asking
+        # 300m / 100Mi: max(100m, 300m) = 300m, max(200Mi, 100Mi) = 200Mi.
+        # node1: cpu 400m of 1000m -> 60, memory 300Mi of 1000Mi -> 70: 65
+        least(), pod_with({"cpu": "100m", "memory": "100Mi"}),
+        [node_with("node1", cpu="1", memory="1000Mi")],
+        [pod_with({}, init=[{"cpu": "300m", "memory": "100Mi"}], node="node1")],
+        {"node1": 65}, Code.SUCCESS,
+        id="an existing pod's init container is maxed against its defaulted containers",
     ),
 ]
 
@@ -441,19 +473,6 @@ def test_default_args_are_least_allocated_cpu_memory() -> None:
     assert scorer.resources == DEFAULT_RESOURCES
     assert not scorer.use_requested
     assert score_for(most()).name == "MostAllocated"
-
-
-def test_node_without_non_zero_requested_falls_back_to_requested() -> None:
-    """CAVEAT path: a NodeInfo without non_zero_requested reads plain requests."""
-    node = node_with("n", cpu="1", memory="1000Mi")
-    pods = [container_pod(node="n")]
-    with_nz = node_info(node, pods)
-    without = node_info(node, pods, non_zero=False)
-    plugin = FitScoring()
-    # cpu: 200m of 1000m -> 80, memory 400Mi of 1000Mi -> 60: 70; without the
-    # node-side defaults: 100m -> 90, 200Mi -> 80: 85.
-    assert plugin.score(CycleState(), container_pod(), with_nz)[0] == 70
-    assert plugin.score(CycleState(), container_pod(), without)[0] == 85
 
 
 @pytest.mark.parametrize(

@@ -11,18 +11,16 @@ defaults: pod-level resources on; in-place resize state read for bound pods only
 Two ways of counting requests, as upstream:
 
 - NodeResourcesFit's strategies (useRequested false) count cpu and memory with
-  GetNonzeroRequests' defaults: a container that does not request cpu counts
-  100m, one that does not request memory counts 200Mi (an explicit 0 stays 0).
-  On the node side this is NodeInfo.NonZeroRequested.
+  GetNonzeroRequests' defaults (resources.non_zero_requests): a container that
+  does not request cpu counts 100m, one that does not request memory counts 200Mi
+  (an explicit 0 stays 0). On the node side this is NodeInfo.non_zero_requested
+  (upstream's NonZeroRequested), kept by the Snapshot as pods come and go.
 - NodeResourcesBalancedAllocation (useRequested true) counts requests as they
   are, on both sides.
 
 A resource with allocatable 0 on the node is left out of the score; so is an
 extended (scalar) resource the pod does not request.
 
-CAVEAT: the node side of the non-zero count needs the sum of non_zero_requests()
-over the node's pods, read from `NodeInfo.non_zero_requested`; a NodeInfo without
-it falls back to its plain `requested`, which under-counts pods without requests.
 CAVEAT: DRA-backed extended resources (DeviceClass extendedResourceName) are not
 modelled; such a resource scores as absent from the node.
 """
@@ -31,10 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from webhook.api.kube import RawObj
-from webhook.api.resources import is_scalar_resource_name, pod_requests
+from webhook.api.resources import is_scalar_resource_name, non_zero_requests, pod_requests
 from webhook.scheduler.config.types import ResourceSpec
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.snapshot import NodeInfo
@@ -42,16 +39,11 @@ from webhook.scheduler.framework.types import SUCCESS, Code, NodeInfoLike, Statu
 from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
-    "DEFAULT_MEMORY_REQUEST",
-    "DEFAULT_MILLI_CPU_REQUEST",
-    "NON_ZERO_REQUESTED_ATTR",
     "RESOURCES_NOT_FOUND",
     "ResourceAllocationScorer",
     "Scorer",
     "allocatable_and_requested",
     "is_best_effort",
-    "node_non_zero_requested",
-    "non_zero_requests",
     "resources_key",
 ]
 
@@ -59,71 +51,17 @@ __all__ = [
 # in order, allocatable 0 for a resource left out -> the node's raw score.
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
 
-# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what a container that
-# requests no cpu / memory counts for scoring (pkg/scheduler/util/pod_resources.go).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
-
-# The NodeInfo attribute holding the summed non_zero_requests() of its pods.
-NON_ZERO_REQUESTED_ATTR = "non_zero_requested"
-
 RESOURCES_NOT_FOUND = Status(Code.ERROR, "resources not found")
-
-_NON_MISSING = {"cpu": f"{DEFAULT_MILLI_CPU_REQUEST}m", "memory": str(DEFAULT_MEMORY_REQUEST)}
-
-
-def _with_defaults(container: Any) -> Any:
-    if not isinstance(container, dict):
-        return container
-    resources = container.get("resources")
-    resources = resources if isinstance(resources, dict) else {}
-    requests = resources.get("requests")
-    requests = requests if isinstance(requests, dict) else {}
-    missing = {k: v for k, v in _NON_MISSING.items() if k not in requests}
-    if not missing:
-        return container
-    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
-
-
-def non_zero_requests(pod: RawObj, *, use_status: bool = False) -> dict[str, int]:
-    """pod_requests with every container's missing cpu / memory request counted as the
-    scoring defaults (PodResourcesOptions.NonMissingContainerRequests), init and
-    sidecar containers included; pod-level requests and overhead as pod_requests.
-
-    Port of resource_allocation.go: calculatePodResourceRequest (the non-zero branch),
-    and of the NonZeroRequested half of framework/types.go: calculateResource.
-
-    CAVEAT: with `use_status`, the defaults are applied before a resized container's
-    status is maxed in, where upstream applies them after; they differ only for a
-    container that requests no cpu (memory) and reports less than the default.
-    """
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    if not isinstance(spec, dict):
-        return pod_requests(pod, use_status=use_status)
-    filled = dict(spec)
-    for field in ("containers", "initContainers"):
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            filled[field] = [_with_defaults(c) for c in containers]
-    return pod_requests({**pod, "spec": filled}, use_status=use_status)
-
-
-def node_non_zero_requested(node: NodeInfo) -> Mapping[str, int]:
-    """NodeInfo.NonZeroRequested: the node's `non_zero_requested` when the snapshot
-    keeps it, else (CAVEAT, see the module docstring) its plain `requested`."""
-    held = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
-    return held if isinstance(held, Mapping) else node.requested
 
 
 def resources_key(node: NodeInfoLike) -> Hashable:
     """Everything of a node ResourceAllocationScorer.score reads (allocatable, requested,
     non-zero requested), as a key: nodes with equal keys score alike for any pod."""
     allocatable = node_facts(node).allocatable
-    non_zero = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
     return (
         None if allocatable is None else tuple(sorted(allocatable.items())),
         tuple(sorted(node.requested.items())),
-        tuple(sorted(non_zero.items())) if isinstance(non_zero, Mapping) else None,
+        tuple(sorted(node.non_zero_requested.items())),
     )
 
 
@@ -201,7 +139,7 @@ class ResourceAllocationScorer:
             return 0, RESOURCES_NOT_FOUND
         allocatable = node_facts(node).allocatable or {}
         requested = node.requested
-        non_zero = requested if self.use_requested else node_non_zero_requested(node)
+        non_zero = requested if self.use_requested else node.non_zero_requested
         allocs: list[int] = []
         reqs: list[int] = []
         for spec, pod_request in zip(self.resources, pod_request_list, strict=True):
