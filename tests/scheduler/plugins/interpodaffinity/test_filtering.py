@@ -22,8 +22,10 @@ from tests.builders import (
     with_affinity,
     with_term,
 )
+from tests.scheduler.test_properties import reference_place
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
 from webhook.scheduler.plugins.interpodaffinity.common import parse_pod_terms
 from webhook.scheduler.plugins.interpodaffinity.filtering import (
@@ -32,6 +34,8 @@ from webhook.scheduler.plugins.interpodaffinity.filtering import (
     EXISTING_ANTI_AFFINITY_NOT_MATCH,
     PRE_FILTER_STATE_KEY,
 )
+from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
+from webhook.scheduler.profile import default_framework
 
 RawObj = dict[str, Any]
 AFF = AFFINITY_NOT_MATCH
@@ -836,6 +840,80 @@ def test_node_key_groups_nodes_by_relevant_values() -> None:
     assert plugin.pre_filter(state, incoming, snapshot).ok
     keys = {n: plugin.node_key(state, incoming, i) for n, i in snapshot.nodes.items()}
     assert keys["nodeA"] == keys["nodeB"] != keys["nodeC"]
+
+
+def _bind_web(snapshot: Snapshot) -> None:
+    snapshot.upsert(pod({"app": "web"}, "nodeB"))
+
+
+def _hostname_of_a_on_b(snapshot: Snapshot) -> None:
+    snapshot.upsert(node("nodeB", {"region": "r1", "zone": "z1", "hostname": "nodeA"}))
+
+
+def _label_namespace(snapshot: Snapshot) -> None:
+    snapshot.upsert(namespace("default", {"team": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("topology_key", "change", "incoming_labels", "same"),
+    [
+        pytest.param(
+            "zone", _bind_web, {"app": "web"}, False,
+            id="a matching pod bound elsewhere in a zone changes a zone term's key",
+        ),
+        pytest.param(
+            "hostname", _bind_web, {"app": "web"}, True,
+            id="a matching pod bound on another node leaves a hostname term's key",
+        ),
+        pytest.param(
+            "hostname", _hostname_of_a_on_b, {"app": "web"}, False,
+            id="a hostname value carried by two nodes is no longer node-local",
+        ),
+        pytest.param(
+            "hostname", _label_namespace, {"app": "web"}, False,
+            id="the namespace's labels are in the key",
+        ),
+        pytest.param(
+            "hostname", None, {"app": "web", "tier": "x"}, False,
+            id="the pod's labels are in the key",
+        ),
+    ],
+)
+def test_pod_key_changes_when_a_remembered_verdict_may_not_hold(
+    topology_key: str, change: Any, incoming_labels: dict[str, str], same: bool
+) -> None:
+    """pod_key (what placement remembers verdicts by, with node generations): equal
+    only while every node's verdict stays as it was unless the node itself changed."""
+    snapshot = Snapshot.from_objects(
+        [*abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"), pod({"app": "web"}, "nodeA")]
+    )
+    plugin = InterPodAffinity()
+
+    def key(labels: dict[str, str]) -> Any:
+        state = CycleState()
+        incoming = anti(pod(labels), "In", "app", topology_key, ["web"])
+        assert plugin.pre_filter(state, incoming, snapshot).ok
+        return plugin.pod_key(state, incoming)
+
+    before = key({"app": "web"})
+    if change is not None:
+        change(snapshot)
+    assert (key(incoming_labels) == before) is same
+
+
+def test_place_rejudges_a_zone_after_a_pod_is_bound_in_it() -> None:
+    """Zone anti-affinity decided twice with a pod bound in between: the second
+    decision blocks the whole zone, not only the node that changed, as the
+    node-by-node reference does."""
+    snapshot = Snapshot.from_objects(abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"))
+    fw = default_framework()
+    incoming = anti(pod({"app": "web"}), "In", "app", "zone", ["web"])
+    first = place(incoming, snapshot, framework=fw)
+    assert [n.name for n in first.feasible] == ["nodeA", "nodeB", "nodeC"]
+    snapshot.add_pod({**incoming, "metadata": {"name": "bound", "namespace": "default"}}, "nodeA")
+    second = place(incoming, snapshot, framework=fw)
+    assert [n.name for n in second.feasible] == ["nodeC"]
+    assert second == reference_place(incoming, snapshot, DEFAULT_ARGS, fw)
 
 
 def test_index_follows_pod_changes() -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "PreFilterState",
     "filter_node",
     "filter_node_key",
+    "filter_pod_key",
     "pre_filter",
 ]
 
@@ -101,6 +102,7 @@ class PreFilterState:
         pod of a group" rule: only then may it land where no pod matches yet).
     existing_keys: the topology keys of existing_anti_affinity_counts.
     node_keys: every node label key Filter reads, in a fixed order (node_key).
+    pod_key: what filter_pod_key answers.
     """
 
     existing_anti_affinity_counts: TopologyCounts
@@ -111,6 +113,7 @@ class PreFilterState:
     self_match: bool
     existing_keys: tuple[str, ...]
     node_keys: tuple[str, ...]
+    pod_key: tuple[object, ...] = ()
 
 
 def pod_matches_all_affinity_terms(
@@ -222,9 +225,8 @@ def pre_filter(
         anti = tuple(
             merge_namespace_selector(t, snapshot, known) for t in terms.required_anti_affinity
         )
-        existing = existing_anti_affinity_counts(
-            index, namespace, labels, namespace_labels(snapshot, namespace)
-        )
+        ns_labels = namespace_labels(snapshot, namespace)
+        existing = existing_anti_affinity_counts(index, namespace, labels, ns_labels)
         if not existing and not affinity and not anti:
             return SKIP
         affinity_counts = incoming_affinity_counts(affinity, snapshot, index, known)
@@ -237,6 +239,8 @@ def pre_filter(
             + list(existing_keys)
         )
     )
+    local = frozenset(k for k in node_keys if _node_local(snapshot, k))
+    counts = (existing, affinity_counts, anti_counts)
     state[PRE_FILTER_STATE_KEY] = PreFilterState(
         existing_anti_affinity_counts=existing,
         affinity_counts=affinity_counts,
@@ -246,8 +250,63 @@ def pre_filter(
         self_match=pod_matches_all_affinity_terms(affinity, namespace, labels),
         existing_keys=existing_keys,
         node_keys=node_keys,
+        pod_key=_pod_key(namespace, labels, ns_labels, affinity, anti, counts, local),
     )
     return SUCCESS
+
+
+def _node_local(snapshot: Snapshot, key: str) -> bool:
+    """Every value of `key` is carried by one node only (Snapshot.key_index: the nodes
+    carrying the key, and its distinct values)."""
+    carriers, domains = snapshot.key_index((key,))
+    return len(domains[0]) == len(carriers)
+
+
+def filter_pod_key(state: CycleState) -> Hashable | None:
+    """What Filter reads besides the node, for any node (after PreFilter), as plain
+    values: a remembered verdict is reused only for a pod with an equal key.
+
+    The verdict on a node reads the counts at that node's own values. They are made
+    from the pod's namespace, labels and terms, its namespace's labels, and the bound
+    pods: the first four are in the key. Under a node-local key (each value on one
+    node) the bound pods counted are the node's own, which its generation covers:
+    those counts stay out, so the key of the next replica of a hostname
+    anti-affinity workload is unchanged. Under any other key (a zone) a pod bound
+    elsewhere changes the verdict of nodes that did not change: those counts are in.
+    """
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return None
+    return s.pod_key
+
+
+def _pod_key(
+    namespace: str,
+    labels: Mapping[str, str],
+    ns_labels: Mapping[str, str],
+    affinity: tuple[AffinityTerm, ...],
+    anti: tuple[AffinityTerm, ...],
+    counts: tuple[TopologyCounts, TopologyCounts, TopologyCounts],
+    local: frozenset[str],
+) -> tuple[object, ...]:
+    """filter_pod_key's value, computed once in PreFilter."""
+
+    def terms(ts: tuple[AffinityTerm, ...]) -> list[object]:
+        return [
+            [t.topology_key, t.selector, sorted(t.namespaces), t.selects_all_namespaces]
+            for t in ts
+        ]
+
+    return (
+        namespace,
+        sorted(labels.items()),
+        sorted(ns_labels.items()),
+        terms(affinity),
+        terms(anti),
+        sorted(local),
+        bool(counts[1]),
+        [sorted([k, v, n] for (k, v), n in c.items() if k not in local) for c in counts],
+    )
 
 
 def satisfy_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
