@@ -182,6 +182,33 @@ def test_copy_keeps_its_own_non_zero_requested() -> None:
     assert other.nodes["n1"].non_zero_requested == {"cpu": 200, "memory": 400 * MI}
 
 
+PV = {"kind": "PersistentVolume", "metadata": {"name": "pv"}, "spec": {}}
+
+
+@pytest.mark.parametrize(
+    ("change", "moves"),
+    [
+        pytest.param(lambda s: s.upsert(PV), True, id="a PV comes"),
+        pytest.param(lambda s: s.delete(PV), False, id="an unknown PV goes"),
+        pytest.param(
+            lambda s: s.upsert({"kind": "StorageClass", "metadata": {"name": "sc"}}), True,
+            id="a StorageClass comes",
+        ),
+        pytest.param(lambda s: s.upsert(make_pod().name("a").node("n1").obj()), False,
+                     id="a pod is bound"),
+        pytest.param(lambda s: s.upsert(make_node().name("n2").obj()), False, id="a node comes"),
+    ],
+)
+def test_objects_version_moves_with_the_volume_objects(change: Any, moves: bool) -> None:
+    """objects_version (what the volume plugins' remembered verdicts are keyed by)
+    changes with PVs, PVCs, StorageClasses and CSINodes only."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj()])
+    before = snap.objects_version
+    change(snap)
+    assert (snap.objects_version != before) is moves
+    assert snap.copy().objects_version == snap.objects_version
+
+
 def test_terminating_pod_holds_resources_but_is_not_counted() -> None:
     """Bypass terminating pods in counts (kubernetes#87621); they still use the node."""
     snap = Snapshot.from_objects(

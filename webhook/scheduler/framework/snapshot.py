@@ -290,6 +290,9 @@ class Snapshot:
         self.namespaces: dict[str, RawObj] = {}
         # STORED_KINDS objects: kind -> (namespace, name) -> object.
         self.objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in STORED_KINDS}
+        # Drawn afresh whenever a STORED_KINDS object comes, changes or goes: what the
+        # volume plugins read beside nodes and pods, which no node generation covers.
+        self.objects_version = next(_GENERATIONS)
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodEntry] = {}
@@ -344,6 +347,7 @@ class Snapshot:
                 key = _stored_key(kind, obj)
                 if key is not None:
                     self.objects[kind][key] = obj
+                    self.objects_version = next(_GENERATIONS)
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -375,8 +379,8 @@ class Snapshot:
                     self.namespaces.pop(name, None)
             elif kind in STORED_KINDS:
                 key = _stored_key(kind, obj)
-                if key is not None:
-                    self.objects[kind].pop(key, None)
+                if key is not None and self.objects[kind].pop(key, None) is not None:
+                    self.objects_version = next(_GENERATIONS)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
@@ -393,6 +397,7 @@ class Snapshot:
                 setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
             other.namespaces = dict(self.namespaces)
             other.objects = {kind: dict(items) for kind, items in self.objects.items()}
+            other.objects_version = self.objects_version
             other._pods = dict(self._pods)
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
             for ns, indexes in self._indexes.items():

@@ -36,6 +36,8 @@ from webhook.scheduler.plugins.volumeutil import (
     owned_by,
     pod_name,
     pv_node_affinity_matches,
+    record_objects_version,
+    volume_pod_key,
 )
 
 __all__ = [
@@ -247,7 +249,11 @@ class VolumeBinding:
     )
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        record_objects_version(state, snapshot)
         return pre_filter(state, pod, snapshot)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        return volume_pod_key(state, pod)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, node)

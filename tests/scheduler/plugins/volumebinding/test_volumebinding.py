@@ -10,15 +10,28 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod, node, pv, pvc, storage_class, with_claim, with_volume
+from tests.builders import (
+    csinode,
+    make_pod,
+    node,
+    pv,
+    pvc,
+    storage_class,
+    with_claim,
+    with_volume,
+)
+from tests.scheduler.test_properties import reference_place
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.placement import place
+from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
 from webhook.scheduler.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
     VolumeBinding,
 )
+from webhook.scheduler.profile import default_framework
 
 RawObj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
@@ -264,3 +277,75 @@ def test_pre_score_skips_without_storage_capacity_scoring() -> None:
     """VolumeBinding scores only with StorageCapacityScoring, off by default upstream."""
     snapshot = Snapshot.from_objects(NODES)
     assert VolumeBinding().pre_score(CycleState(), pod_with("x"), [], snapshot) == SKIP
+
+
+# ---- placement remembers verdicts only while the volume objects they read hold ---------
+
+CSI = ("csi.example.com", "handle-a")
+
+
+@pytest.mark.parametrize(
+    ("objs", "changes", "before", "after"),
+    [
+        pytest.param(
+            [pvc("pvc-a", volume="pv-a"), pv("pv-a", node_in=(ZONE, ["a"]))],
+            [pv("pv-a", node_in=(ZONE, ["b"]))],
+            ["zone-a"], ["zone-b"],
+            id="a bound PV's node affinity moves to another zone",
+        ),
+        pytest.param(
+            [pvc("pvc-a", storage_class="wffc"), WFFC],
+            [pvc("pvc-a", storage_class="wffc", volume="pv-b"),
+             pv("pv-b", node_in=(ZONE, ["b"]), storage_class="wffc")],
+            ["zone-a", "zone-b"], ["zone-b"],
+            id="a waiting claim gets bound to a zonal PV",
+        ),
+        pytest.param(
+            [pvc("pvc-a", storage_class="wffc"),
+             storage_class("wffc", mode="WaitForFirstConsumer", zones=["a"])],
+            [storage_class("wffc", mode="WaitForFirstConsumer", zones=["b"])],
+            ["zone-a"], ["zone-b"],
+            id="a StorageClass's allowedTopologies change",
+        ),
+        pytest.param(
+            [pvc("pvc-a", volume="pv-a"), pv("pv-a", csi=CSI), csinode("zone-a", {CSI[0]: 0})],
+            [csinode("zone-a", {CSI[0]: 4})],
+            ["zone-b"], ["zone-a", "zone-b"],
+            id="a CSINode's attach limit grows (NodeVolumeLimits)",
+        ),
+    ],
+)
+def test_place_follows_volume_object_changes(
+    objs: list[RawObj], changes: list[RawObj], before: list[str], after: list[str]
+) -> None:
+    """The same pod decided before and after PVCs, PVs, StorageClasses or CSINodes
+    change (no node does): the second decision reads the new objects, as the
+    node-by-node reference does."""
+    snapshot = Snapshot.from_objects([*NODES, *objs])
+    fw = default_framework()
+    p = pod_with("pvc-a")
+    assert [n.name for n in place(p, snapshot, framework=fw).feasible] == before
+    for obj in changes:
+        snapshot.upsert(obj)
+    second = place(p, snapshot, framework=fw)
+    assert [n.name for n in second.feasible] == after
+    assert second == reference_place(p, snapshot, DEFAULT_ARGS, fw)
+
+
+def test_place_reads_the_claims_of_the_pod_s_own_namespace() -> None:
+    """Two pods with the same spec in two namespaces name two different claims: the
+    verdicts remembered for one are not the other's."""
+    snapshot = Snapshot.from_objects(
+        [
+            *NODES,
+            pvc("pvc-a", volume="pv-a", ns="ns1"),
+            pvc("pvc-a", volume="pv-b", ns="ns2"),
+            pv("pv-a", node_in=(ZONE, ["a"])),
+            pv("pv-b", node_in=(ZONE, ["b"])),
+        ]
+    )
+    fw = default_framework()
+    for ns, want in (("ns1", ["zone-a"]), ("ns2", ["zone-b"])):
+        p = pod_with("pvc-a")
+        p["metadata"]["namespace"] = ns
+        assert [n.name for n in place(p, snapshot, framework=fw).feasible] == want
