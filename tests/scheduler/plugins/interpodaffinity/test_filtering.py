@@ -1040,30 +1040,41 @@ def test_counts_equal_a_naive_walk_over_every_pod(
     assert got == _naive(new, snapshot)
 
 
-def _index_state(index: Any) -> tuple[Any, Any]:
+def _index_state(index: Any) -> tuple[Any, ...]:
     groups = {
         kind: {key: dict(g.counts) for key, g in by_key.items()}
         for kind, by_key in index.groups.items()
     }
-    return groups, dict(index.namespaces)
+    by_namespace = {
+        kind: {ns: sorted(by_key) for ns, by_key in lookup.items()}
+        for kind, lookup in index._by_namespace.items()
+    }
+    by_selector = {
+        kind: {fp: sorted(entry[1]) for fp, entry in lookup.items()}
+        for kind, lookup in index._by_selector.items()
+    }
+    return groups, dict(index.namespaces), by_namespace, by_selector
 
 
 def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
     from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
 
-    def anti(name: str, node: str, ns: str = "default") -> dict[str, Any]:
+    def anti(
+        name: str, node: str, ns: str = "default", ns_selector: Any = None
+    ) -> dict[str, Any]:
         pod = make_pod().name(name).namespace(ns).label("app", "db").node(node).obj()
+        term: dict[str, Any] = {
+            "labelSelector": {"matchLabels": {"app": "db"}},
+            "topologyKey": "topology.kubernetes.io/zone",
+        }
+        if ns_selector is not None:
+            term["namespaceSelector"] = ns_selector
         pod["spec"]["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"app": "db"}},
-                        "topologyKey": "topology.kubernetes.io/zone",
-                    }
-                ]
-            }
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         }
         return pod
+
+    team = {"matchLabels": {"team": "a"}}
 
     nodes = [make_node().name(f"n{i}").zone("abc"[i % 3]).obj() for i in range(6)]
     snap = Snapshot.from_objects([*nodes, anti("d0", "n0"), anti("d1", "n1", "other")])
@@ -1074,6 +1085,10 @@ def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
         lambda: snap.delete(anti("d0", "n0")),
         lambda: snap.upsert(make_node().name("n1").zone("c").obj()),
         lambda: snap.delete({"kind": "Node", "metadata": {"name": "n2"}}),
+        lambda: snap.upsert(anti("s0", "n3", ns_selector=team)),
+        lambda: snap.upsert(anti("s1", "n5", "other", ns_selector=team)),
+        lambda: snap.delete(anti("s0", "n3")),
+        lambda: snap.delete(anti("s1", "n5", "other")),
         lambda: snap.upsert(
             {
                 **anti("d3", "n4"),
@@ -1091,3 +1106,64 @@ def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
         fresh.sync(snap)
         assert _index_state(index) == _index_state(fresh)
         assert sorted(index.terminating_pods()) == sorted(fresh.terminating_pods())
+
+
+# ---- property: the index's lookup by namespace and namespaceSelector ----------------------
+
+_ns_term = st.fixed_dictionaries(
+    {
+        "anti": st.booleans(),
+        "required": st.booleans(),
+        "app": st.sampled_from(APPS),
+        "namespaces": st.sampled_from([None, ["ns1"], ["ns1", "ns2"]]),
+        "selector": st.sampled_from(
+            [None, None, {}, {"matchLabels": {"team": "a"}}, {"matchLabels": {"team": "b"}}]
+        ),
+    }
+)
+_ns_pod = st.tuples(st.sampled_from(["ns1", "ns2", "ns3"]), st.lists(_ns_term, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_ns_pod, max_size=8),
+    st.integers(0, 8),
+    st.sampled_from(["ns1", "ns2", "ns3"]),
+    st.sampled_from(APPS),
+    st.sampled_from([{}, {"team": "a"}, {"team": "b"}]),
+)
+def test_matching_equals_every_group_matched_one_by_one(
+    pods: list[Any], removed: int, ns: str, app: str, ns_labels: dict[str, str]
+) -> None:
+    """ExistingTermsIndex.matching finds exactly the groups whose term matches the pod
+    (AffinityTerm.matches over every group), after pods come and one goes."""
+    from webhook.scheduler.plugins.interpodaffinity.common import KINDS, ExistingTermsIndex
+
+    snapshot = Snapshot.from_objects([node("n1", {"zone": "z1"}), node("n2", {"zone": "z2"})])
+    objs = []
+    for i, (pod_ns, terms) in enumerate(pods):
+        p = pod({"app": "x"}, f"n{1 + i % 2}", ns=pod_ns)
+        for t in terms:
+            extra: dict[str, Any] = {}
+            if t["namespaces"] is not None:
+                extra["namespaces"] = t["namespaces"]
+            if t["selector"] is not None:
+                extra["namespaceSelector"] = t["selector"]
+            term = affinity_term("In", "app", "zone", [t["app"]], **extra)
+            with_term(p, term, anti=t["anti"], required=t["required"], weight=3)
+        objs.append(p)
+        snapshot.upsert(p)
+    if objs and removed < len(objs):
+        snapshot.delete(objs[removed])
+    index = ExistingTermsIndex()
+    index.sync(snapshot)
+    labels = {"app": app}
+    for kind in KINDS:
+        want = {
+            key
+            for key, g in index.groups[kind].items()
+            if g.term.matches(ns, labels, ns_labels)
+        }
+        got = [id(g) for g in index.matching(kind, ns, labels, ns_labels)]
+        assert len(got) == len(set(got))
+        assert {key for key, g in index.groups[kind].items() if id(g) in got} == want

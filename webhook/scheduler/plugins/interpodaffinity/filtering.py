@@ -42,6 +42,7 @@ from webhook.scheduler.plugins.interpodaffinity.common import (
     merge_namespace_selector,
     namespace_labels,
     parse_pod_terms,
+    reads_all_namespaces,
 )
 
 __all__ = [
@@ -136,11 +137,8 @@ def existing_anti_affinity_counts(
 ) -> TopologyCounts:
     """Port of filtering.go: getExistingAntiAffinityCounts, one term group at a time."""
     out: TopologyCounts = {}
-    for group in index.groups[REQUIRED_ANTI_AFFINITY].values():
-        term = group.term
-        if not term.matches(namespace, labels, ns_labels):
-            continue
-        key = term.topology_key
+    for group in index.matching(REQUIRED_ANTI_AFFINITY, namespace, labels, ns_labels):
+        key = group.term.topology_key
         for value, count in group.counts.items():
             pair = (key, value)
             out[pair] = out.get(pair, 0) + count
@@ -216,9 +214,10 @@ def pre_filter(
     labels = pod_labels(pod)
     with index.lock:
         index.sync(snapshot)
-        # Every namespace known: read only for the pod's own terms (a set of them all).
-        own = terms.required_affinity or terms.required_anti_affinity
-        known = all_namespaces(snapshot, index) if own else set()
+        # Every namespace known: read only for the pod's own terms that select by
+        # namespaceSelector or select them all.
+        own = terms.required_affinity + terms.required_anti_affinity
+        known = all_namespaces(snapshot, index) if reads_all_namespaces(own) else set()
         affinity = tuple(
             merge_namespace_selector(t, snapshot, known) for t in terms.required_affinity
         )
