@@ -829,17 +829,44 @@ def test_affinity_failure_wins_over_anti_affinity() -> None:
     assert statuses == {"nodeA": ANTI, "nodeB": AFF}
 
 
-def test_node_key_groups_nodes_by_relevant_values() -> None:
-    """node_key reads only the topology keys of the counts: alike nodes share it."""
+@pytest.mark.parametrize(
+    ("topology_key", "label_keys", "groups", "statuses"),
+    [
+        pytest.param(
+            "zone", ("zone",), [{"nodeA", "nodeB"}, {"nodeC"}],
+            {"nodeA": ANTI, "nodeB": ANTI, "nodeC": SUCCESS},
+            id="zone: grouped by the zone's label classes",
+        ),
+        pytest.param(
+            "hostname", None, [{"nodeA"}, {"nodeB", "nodeC"}],
+            {"nodeA": ANTI, "nodeB": SUCCESS, "nodeC": SUCCESS},
+            id="hostname (a value per node): by verdict, node by node",
+        ),
+    ],
+)
+def test_node_keys_group_nodes_by_verdict(
+    topology_key: str,
+    label_keys: tuple[str, ...] | None,
+    groups: list[set[str]],
+    statuses: dict[str, Status],
+) -> None:
+    """node_key is the node's verdict, so nodes alike for Filter share it; node_label_keys
+    names the keys to group by label values, None under a key with a value per node
+    (grouping by it would make a group of every node)."""
     snapshot = Snapshot.from_objects(
         [*abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"), pod({"app": "web"}, "nodeA")]
     )
     plugin = InterPodAffinity()
     state = CycleState()
-    incoming = anti(pod({"app": "web"}), "In", "app", "zone", ["web"])
+    incoming = anti(pod({"app": "web"}), "In", "app", topology_key, ["web"])
     assert plugin.pre_filter(state, incoming, snapshot).ok
+    assert plugin.node_label_keys(state, incoming) == label_keys
     keys = {n: plugin.node_key(state, incoming, i) for n, i in snapshot.nodes.items()}
-    assert keys["nodeA"] == keys["nodeB"] != keys["nodeC"]
+    by_key: dict[Any, set[str]] = {}
+    for name, key in keys.items():
+        by_key.setdefault(key, set()).add(name)
+    assert sorted(by_key.values(), key=sorted) == groups
+    assert {n: plugin.filter(state, incoming, i) for n, i in snapshot.nodes.items()} == statuses
 
 
 def _bind_web(snapshot: Snapshot) -> None:

@@ -24,7 +24,7 @@ CAVEAT: what is incremental and what is recomputed per decision.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,6 +55,7 @@ __all__ = [
     "PRE_FILTER_STATE_KEY",
     "PreFilterState",
     "filter_node",
+    "filter_label_keys",
     "filter_node_key",
     "filter_pod_key",
     "pre_filter",
@@ -102,7 +103,12 @@ class PreFilterState:
     self_match: the incoming pod matches all of its own affinity terms (the "first
         pod of a group" rule: only then may it land where no pod matches yet).
     existing_keys: the topology keys of existing_anti_affinity_counts.
-    node_keys: every node label key Filter reads, in a fixed order (node_key).
+    node_keys: every node label key Filter reads, in a fixed order.
+    anti_blocked / existing_blocked: per topology key, the values whose count is
+        positive in anti_affinity_counts / existing_anti_affinity_counts: a node
+        carrying one of them fails (what Filter looks up, node after node).
+    node_local: some key of node_keys has each value on one node only (a hostname):
+        nodes are then told apart by their verdict, not by their label values.
     pod_key: what filter_pod_key answers.
     """
 
@@ -114,6 +120,9 @@ class PreFilterState:
     self_match: bool
     existing_keys: tuple[str, ...]
     node_keys: tuple[str, ...]
+    anti_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
+    existing_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
+    node_local: bool = False
     pod_key: tuple[object, ...] = ()
 
 
@@ -249,9 +258,22 @@ def pre_filter(
         self_match=pod_matches_all_affinity_terms(affinity, namespace, labels),
         existing_keys=existing_keys,
         node_keys=node_keys,
+        anti_blocked=_blocked([t.topology_key for t in anti], anti_counts),
+        existing_blocked=_blocked(existing_keys, existing),
+        node_local=bool(local),
         pod_key=_pod_key(namespace, labels, ns_labels, affinity, anti, counts, local),
     )
     return SUCCESS
+
+
+def _blocked(
+    keys: Iterable[str], counts: TopologyCounts
+) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Per distinct key of `keys`, the values with a positive count."""
+    return tuple(
+        (key, frozenset(v for (k, v), n in counts.items() if k == key and n > 0))
+        for key in dict.fromkeys(keys)
+    )
 
 
 def _node_local(snapshot: Snapshot, key: str) -> bool:
@@ -311,22 +333,12 @@ def _pod_key(
 def satisfy_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
     """Port of filtering.go: satisfyExistingPodsAntiAffinity (by the counted keys,
     not by every label of the node: the same pairs are looked up)."""
-    counts = s.existing_anti_affinity_counts
-    for key in s.existing_keys:
-        if key in labels and counts.get((key, labels[key]), 0) > 0:
-            return False
-    return True
+    return not any(labels.get(key, ABSENT) in values for key, values in s.existing_blocked)
 
 
 def satisfy_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
     """Port of filtering.go: satisfyPodAntiAffinity."""
-    counts = s.anti_affinity_counts
-    if counts:
-        for term in s.anti_affinity_terms:
-            key = term.topology_key
-            if key in labels and counts.get((key, labels[key]), 0) > 0:
-                return False
-    return True
+    return not any(labels.get(key, ABSENT) in values for key, values in s.anti_blocked)
 
 
 def satisfy_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
@@ -352,25 +364,35 @@ def satisfy_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
 
 def filter_node(state: CycleState, node: NodeInfo) -> Status:
     """Port of filtering.go: Filter (affinity first, then the pod's anti-affinity, then
-    the existing pods' anti-affinity)."""
+    the existing pods' anti-affinity; the last two inlined, as they run on every node)."""
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState):
         return _NO_STATE
     labels = node.labels
-    if not satisfy_pod_affinity(s, labels):
+    if s.affinity_terms and not satisfy_pod_affinity(s, labels):
         return AFFINITY_NOT_MATCH
-    if not satisfy_pod_anti_affinity(s, labels):
-        return ANTI_AFFINITY_NOT_MATCH
-    if not satisfy_existing_pods_anti_affinity(s, labels):
-        return EXISTING_ANTI_AFFINITY_NOT_MATCH
+    for key, values in s.anti_blocked:
+        if labels.get(key, ABSENT) in values:
+            return ANTI_AFFINITY_NOT_MATCH
+    for key, values in s.existing_blocked:
+        if labels.get(key, ABSENT) in values:
+            return EXISTING_ANTI_AFFINITY_NOT_MATCH
     return SUCCESS
 
 
 def filter_node_key(state: CycleState, node: NodeInfo) -> Hashable | None:
-    """The node's values for every topology key Filter reads (ABSENT where it has
-    none): nodes with equal keys get the same Status."""
-    s = state.get(PRE_FILTER_STATE_KEY)
-    if not isinstance(s, PreFilterState):
+    """The node's verdict, by its reason ("" when it passes; each failure has its own):
+    nodes with equal keys get the same Status, and under a hostname key, where every
+    node's label values differ, the nodes still fall into a few groups."""
+    if not isinstance(state.get(PRE_FILTER_STATE_KEY), PreFilterState):
         return None
-    labels = node.labels
-    return tuple(labels.get(k, ABSENT) for k in s.node_keys)
+    return filter_node(state, node).reason
+
+
+def filter_label_keys(state: CycleState) -> tuple[str, ...] | None:
+    """The node labels Filter reads, when nodes are best grouped by their values for
+    them (no key with a value per node); None otherwise (filter_node_key, node by node)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState) or s.node_local:
+        return None
+    return s.node_keys
