@@ -31,6 +31,7 @@ from webhook.scheduler.config.types import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from webhook.scheduler.framework.snapshot import bound_pod_requests
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Code, CycleState
 from webhook.scheduler.plugins.noderesources.fit_scoring import (
     PRE_SCORE_STATE_KEY,
@@ -473,6 +474,26 @@ def test_default_args_are_least_allocated_cpu_memory() -> None:
     assert scorer.resources == DEFAULT_RESOURCES
     assert not scorer.use_requested
     assert score_for(most()).name == "MostAllocated"
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [least(), most(), rtcr(), least(EXTENDED_RESOURCE_SET)],
+    ids=["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio", "with a scalar"],
+)
+def test_remembered_node_side_follows_the_node(strategy: ScoringStrategy) -> None:
+    """The node's side of each resource is remembered per node generation: after a pod
+    is bound (a new generation) the score is that of a node never scored before."""
+    plugin = FitScoring(NodeResourcesFitArgs(scoring_strategy=strategy))
+    pod = pod_with({"cpu": "1000", "memory": "2000", EXT: "1"})
+    node = node_with("node1", cpu="4000", memory="10000", **{EXT: "4"})
+    info = node_info(node)
+    first = plugin.score(_prescored(plugin, pod), pod, info)
+    bound = pod_with({"cpu": "2000", "memory": "5000", EXT: "2"}, node="node1", name="b")
+    info._add(("default", "b"), bound, *bound_pod_requests(bound))
+    again = plugin.score(_prescored(plugin, pod), pod, info)
+    fresh = plugin.score(_prescored(plugin, pod), pod, node_info(node, [bound]))
+    assert again == fresh != first
 
 
 @pytest.mark.parametrize(
