@@ -218,6 +218,53 @@ def test_replaced_node_object_is_reread() -> None:
     assert plugin.score(state, pod, snapshot.nodes["machine1"])[0] == 0
 
 
+def _add_machine3(snapshot: Snapshot) -> None:
+    snapshot.upsert(node_with("machine3", images=NODE_40_300_2000))
+
+
+def _drop_machine1(snapshot: Snapshot) -> None:
+    snapshot.delete({"kind": "Node", "metadata": {"name": "machine1"}})
+
+
+def _swap_images(snapshot: Snapshot) -> None:
+    snapshot.upsert(node_with("machine2", images=NODE_40_300_2000))
+
+
+def _bind_pod(snapshot: Snapshot) -> None:
+    snapshot.upsert(pod_with({"cpu": "1"}, node="machine2", name="bound"))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param([_add_machine3], id="a node comes"),
+        pytest.param([_drop_machine1], id="a node goes"),
+        pytest.param([_swap_images], id="a Node object is replaced with other images"),
+        pytest.param([_bind_pod], id="a pod is bound (no image changes)"),
+        pytest.param(
+            [_bind_pod, _swap_images, _drop_machine1, _add_machine3], id="all, one by one"
+        ),
+    ],
+)
+def test_image_counts_kept_by_the_journal_equal_a_fresh_count(changes: list[Any]) -> None:
+    """PreScore's per-image node counts, kept in step with the snapshot's journal of
+    node changes, equal those of a plugin that never saw the snapshot before."""
+    plugin = ImageLocality()
+    pod = spec_pod("gcr.io/40", "gcr.io/250", "gcr.io/2000")
+    snapshot = Snapshot.from_objects(machines(NODE_40_300_2000, NODE_250_10))
+
+    def pre(p: ImageLocality) -> Any:
+        state = CycleState()
+        p.pre_score(state, pod, [], snapshot)
+        return state[PRE_SCORE_STATE_KEY]
+
+    pre(plugin)
+    for change in changes:
+        change(snapshot)
+        got, want = pre(plugin), pre(ImageLocality())
+        assert (dict(got.num_nodes), got.total_nodes) == (dict(want.num_nodes), want.total_nodes)
+
+
 def test_plugin_surface() -> None:
     """The plugin declares its name and what it reads."""
     assert ImageLocality.name == "ImageLocality"
