@@ -209,6 +209,31 @@ def test_objects_version_moves_with_the_volume_objects(change: Any, moves: bool)
     assert snap.copy().objects_version == snap.objects_version
 
 
+def test_light_pods_share_one_affinity_per_content() -> None:
+    """Bound pods with the same (anti-)affinity hold one dict (a Deployment's replicas),
+    equal to what they carry; a pod with other terms keeps its own."""
+
+    def with_anti(name: str, app: str) -> dict[str, Any]:
+        pod = make_pod().name(name).node("n1").obj()
+        pod["spec"]["affinity"] = {
+            "nodeAffinity": {"x": 1},
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": ZONE}
+                ]
+            },
+        }
+        return pod
+
+    pods = [with_anti("a", "web"), with_anti("b", "web"), with_anti("c", "db")]
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), *pods])
+    held = {p["metadata"]["name"]: p["spec"]["affinity"] for p in snap.nodes["n1"].pods}
+    assert held["a"] is held["b"] is not held["c"]
+    for pod in pods:
+        want = {"podAntiAffinity": pod["spec"]["affinity"]["podAntiAffinity"]}
+        assert held[pod["metadata"]["name"]] == want
+
+
 def test_terminating_pod_holds_resources_but_is_not_counted() -> None:
     """Bypass terminating pods in counts (kubernetes#87621); they still use the node."""
     snap = Snapshot.from_objects(

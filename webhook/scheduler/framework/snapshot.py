@@ -65,6 +65,8 @@ PodKey = tuple[str, str]
 
 # Node changes the journal keeps (Snapshot.changed_since); older marks read every node.
 _JOURNAL_KEEP = 65536
+# Distinct pod affinities shared between light pods before starting afresh.
+MAX_SHARED_AFFINITIES = 65536
 
 
 class _Absent:
@@ -299,6 +301,8 @@ class Snapshot:
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
+        self._affinity_cache: dict[str, RawObj] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_domains: dict[str, tuple[Any, ...]] = {}
         self._sorted_names: list[str] | None = None
@@ -408,6 +412,7 @@ class Snapshot:
                     copied[fp] = dup
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
+            other._affinity_cache = self._affinity_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
@@ -588,7 +593,7 @@ class Snapshot:
         terminating = meta.get("deletionTimestamp") is not None
         if terminating:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
-        spec = _light_spec(as_dict(pod.get("spec")), node)
+        spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
         light: RawObj = {"metadata": light_meta, "spec": spec}
         requests, non_zero = map(self._shared_requests, bound_pod_requests(pod))
         entry = _PodEntry(key, light, node, labels, terminating, requests, non_zero)
@@ -620,6 +625,17 @@ class Snapshot:
             for index in self._indexes.get(key[0], {}).values():
                 if index.matches(entry.labels):
                     index.bump(entry.node, -1)
+
+    def _shared_affinity(self, affinity: RawObj) -> RawObj:
+        # The pods of one workload carry the same terms: share one dict per content
+        # (less memory, and the affinity index parses each content once).
+        key = json.dumps(affinity, sort_keys=True, separators=(",", ":"), default=str)
+        shared = self._affinity_cache.get(key)
+        if shared is None:
+            if len(self._affinity_cache) >= MAX_SHARED_AFFINITIES:
+                self._affinity_cache = {}
+            shared = self._affinity_cache[key] = affinity
+        return shared
 
     def _shared_requests(self, requests: Mapping[str, int]) -> dict[str, int]:
         # Most pods ask for one of a few request sets: share one dict per set.
@@ -692,15 +708,16 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
     return out or None
 
 
-def _light_spec(spec: RawObj, node: str) -> RawObj:
+def _light_spec(spec: RawObj, node: str, share: Callable[[RawObj], RawObj]) -> RawObj:
     """What the plugins read of a bound pod's spec (Reads.existing_pod_fields): its node,
-    pod (anti-)affinity, volumes, and the containers' host ports; the rest is dropped."""
+    pod (anti)affinity (one dict per content, by `share`), volumes, and the containers'
+    host ports; the rest is dropped."""
     light: RawObj = {"nodeName": node}
     affinity = spec.get("affinity")
     if isinstance(affinity, dict):
         kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}
         if kept:
-            light["affinity"] = kept
+            light["affinity"] = share(kept)
     volumes = spec.get("volumes")
     if isinstance(volumes, list):
         # Only volumes a volume plugin counts or checks: the projected token, configMap,

@@ -373,6 +373,8 @@ class ExistingTermsIndex:
         # changed since (Snapshot.changed_since), not every node.
         self._mark: tuple[int, int] | None = None
         self._parsed: dict[tuple[str, str], _TermParse] = {}
+        # id(affinity) -> (that object, its JSON, whether it reads the pod's labels)
+        self._fingerprints: dict[int, tuple[Any, str, bool]] = {}
         self._terminating: dict[str, list[tuple[str, Mapping[str, str]]]] = {}
         self.lock = threading.RLock()
 
@@ -455,13 +457,26 @@ class ExistingTermsIndex:
             mark = getattr(snapshot, "journal_mark", None)
             self._mark = mark() if mark is not None else None
 
+    def _fingerprint(self, affinity: Any) -> tuple[str, bool]:
+        """The affinity's content as JSON, and whether it reads the pod's labels; once
+        per affinity object (the Snapshot shares one object per content)."""
+        hit = self._fingerprints.get(id(affinity))
+        if hit is not None and hit[0] is affinity:
+            return hit[1], hit[2]
+        fingerprint = json.dumps(affinity, sort_keys=True, default=str)
+        # The merge reads the pod's labels only through matchLabelKeys/mismatchLabelKeys.
+        reads = '"matchLabelKeys"' in fingerprint or '"mismatchLabelKeys"' in fingerprint
+        if len(self._fingerprints) > 4096:
+            self._fingerprints.clear()
+        self._fingerprints[id(affinity)] = (affinity, fingerprint, reads)
+        return fingerprint, reads
+
     def _parse(self, pod: RawObj) -> _TermParse:
         affinity = as_dict(pod.get("spec")).get("affinity")
         ns = pod_namespace(pod)
         labels = pod_labels(pod)
-        # The merge reads the pod's labels only through matchLabelKeys/mismatchLabelKeys.
-        fingerprint = json.dumps(affinity, sort_keys=True, default=str)
-        if '"matchLabelKeys"' in fingerprint or '"mismatchLabelKeys"' in fingerprint:
+        fingerprint, reads_labels = self._fingerprint(affinity)
+        if reads_labels:
             fingerprint += json.dumps(labels, sort_keys=True)
         hit = self._parsed.get((ns, fingerprint))
         if hit is not None:
