@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-audit bench-load fuzz audit lock certs clean
+.PHONY: run test lint bench bench-audit bench-profile bench-load fuzz audit lock certs clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -32,10 +32,16 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_scheduling.py
+	$(PY) bench/bench_profile.py
 	$(PY) bench/bench_audit.py
 
 bench-audit: $(STAMP)
 	$(PY) bench/bench_audit.py
+
+# kube-scheduler's whole default profile on the issue-10 cluster (5,000 varied nodes,
+# 150,000 pods with affinity terms): docs/performance.md.
+bench-profile: $(STAMP)
+	$(PY) bench/bench_profile.py
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

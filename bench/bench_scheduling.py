@@ -16,6 +16,7 @@ peak RSS; and the load average, since the figures move with it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import itertools
@@ -27,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,10 @@ NAMESPACES = 500
 APPS_PER_NAMESPACE = 10
 
 
-def write_snapshot(path: Path, nodes: int, pods: int, seed: int = 1) -> None:
-    """Write the List object by object, so generating it costs little memory."""
-    rng = random.Random(seed)
-    zones = ["zone-a", "zone-b", "zone-c"]
+@contextlib.contextmanager
+def list_writer(path: Path) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """A kubectl-style JSON List written to `path` item by item: yields the function
+    that writes one item, so generating a large snapshot costs little memory."""
     with path.open("w", encoding="utf-8") as f:
         f.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
         first = True
@@ -63,6 +64,45 @@ def write_snapshot(path: Path, nodes: int, pods: int, seed: int = 1) -> None:
             first = False
             f.write(json.dumps(obj, separators=(",", ":")))
 
+        yield emit
+        f.write("\n]}\n")
+
+
+def generated(write: Callable[[Path], None]) -> tuple[Snapshot, float]:
+    """Write a snapshot file with `write` in a temporary directory, print its size and
+    how long that took, load it with load_snapshot; (the snapshot, load seconds)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "snapshot.json"
+        t = time.perf_counter()
+        write(path)
+        size_mb = os.path.getsize(path) / 1e6
+        print(f"generated {size_mb:.0f} MB of JSON in {time.perf_counter() - t:.1f} s")
+        t = time.perf_counter()
+        snap = load_snapshot(path)
+        return snap, time.perf_counter() - t
+
+
+def replica_after_replica(
+    pod: dict[str, Any], work: Snapshot, decide: Callable[[dict[str, Any], Snapshot], Any]
+) -> Callable[[], None]:
+    """A function placing the next replica of `pod` (a new name each call) with
+    `decide` and binding it in `work` to the node chosen, as a server sees a rollout."""
+    replicas = itertools.count()
+
+    def next_replica() -> None:
+        copy = {**pod, "metadata": {**pod["metadata"], "name": f"r-{next(replicas)}"}}
+        decision = decide(copy, work)
+        if decision.selected_node is not None:
+            work.add_pod(copy, decision.selected_node)
+
+    return next_replica
+
+
+def write_snapshot(path: Path, nodes: int, pods: int, seed: int = 1) -> None:
+    """Write the List object by object, so generating it costs little memory."""
+    rng = random.Random(seed)
+    zones = ["zone-a", "zone-b", "zone-c"]
+    with list_writer(path) as emit:
         for i in range(nodes):
             name = f"node-{i:05d}"
             emit(
@@ -124,7 +164,6 @@ def write_snapshot(path: Path, nodes: int, pods: int, seed: int = 1) -> None:
                             "status": {"phase": "Running"},
                         }
                     )
-        f.write("\n]}\n")
 
 
 def decision_pod(app: str = "app-3", ns: str = "ns-7") -> dict[str, Any]:
@@ -293,18 +332,7 @@ def main() -> int:
         simulate = functools.partial(simulate, framework=spread_only_profile())
     print(f"profile: {opts.profile}")
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "snapshot.json"
-        t = time.perf_counter()
-        write_snapshot(path, opts.nodes, opts.pods)
-        size_mb = os.path.getsize(path) / 1e6
-        print(
-            f"generated {opts.nodes} nodes, {opts.pods} pods: {size_mb:.0f} MB JSON "
-            f"in {time.perf_counter() - t:.1f} s"
-        )
-        t = time.perf_counter()
-        snap = load_snapshot(path)
-        load_s = time.perf_counter() - t
+    snap, load_s = generated(lambda path: write_snapshot(path, opts.nodes, opts.pods))
     print(f"load_snapshot: {load_s:.2f} s ({snap.pod_count()} pods bound, {len(snap.nodes)} nodes)")
 
     if opts.gc_freeze:
@@ -400,15 +428,7 @@ def main() -> int:
     # A rollout, as a server sees it: each replica is bound to the node chosen for
     # it (in the live snapshot) before the next one is decided, so counts, scores
     # and one node change every time. Last, as it changes the snapshot.
-    work = snap
-    replicas = itertools.count()
-
-    def next_replica() -> None:
-        copy = {**pod, "metadata": {**pod["metadata"], "name": f"r-{next(replicas)}"}}
-        decision = place(copy, work)
-        if decision.selected_node is not None:
-            work.add_pod(copy, decision.selected_node)
-
+    next_replica = replica_after_replica(pod, snap, place)
     report("place() + add_pod(), replica after replica", next_replica, opts.runs, opts.rounds)
     # The same answer as evaluating every node one by one (the property tests'
     # reference), on this cluster too. Last: importing the tests' module (and

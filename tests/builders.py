@@ -16,9 +16,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.api.resources import pod_requests
-from webhook.scheduler.framework.snapshot import NodeInfo
-from webhook.scheduler.plugins.noderesources.resource_allocation import non_zero_requests
+from webhook.scheduler.framework.snapshot import NodeInfo, bound_pod_requests
 
 RawObj = dict[str, Any]
 
@@ -571,35 +569,20 @@ def resource_node(
     return node_with(name, **alloc)
 
 
-class ScoringNodeInfo(NodeInfo):
-    """A NodeInfo that also holds the summed non-zero requests of its pods (what the
-    NodeResourcesFit scoring strategies read as NonZeroRequested)."""
-
-    def __init__(self, name: str, node: RawObj | None = None) -> None:
-        super().__init__(name, node)
-        self.non_zero_requested: dict[str, int] = {}
-
-
-def node_info(node: RawObj, pods: Iterable[RawObj] = (), *, non_zero: bool = True) -> NodeInfo:
+def node_info(node: RawObj, pods: Iterable[RawObj] = ()) -> NodeInfo:
     """A NodeInfo of `node` holding the pods bound to it (by spec.nodeName), with
-    requested summed as the Snapshot sums it and, unless `non_zero` is False,
-    non_zero_requested beside it."""
+    requested and non_zero_requested summed as the Snapshot sums them."""
     name = node["metadata"]["name"]
-    info: NodeInfo = ScoringNodeInfo(name, node) if non_zero else NodeInfo(name, node)
+    info = NodeInfo(name, node)
     for pod in pods:
         if pod.get("spec", {}).get("nodeName") != name:
             continue
         meta = pod["metadata"]
-        info._add((meta.get("namespace", "default"), meta["name"]), pod, pod_requests(pod))
-        if isinstance(info, ScoringNodeInfo):
-            for key, value in non_zero_requests(pod, use_status=True).items():
-                info.non_zero_requested[key] = info.non_zero_requested.get(key, 0) + value
+        info._add((meta.get("namespace", "default"), meta["name"]), pod, *bound_pod_requests(pod))
     return info
 
 
-def node_infos(
-    nodes: Iterable[RawObj], pods: Iterable[RawObj] = (), *, non_zero: bool = True
-) -> list[NodeInfo]:
+def node_infos(nodes: Iterable[RawObj], pods: Iterable[RawObj] = ()) -> list[NodeInfo]:
     """node_info for each node, in order."""
     pods = list(pods)
-    return [node_info(n, pods, non_zero=non_zero) for n in nodes]
+    return [node_info(n, pods) for n in nodes]

@@ -402,8 +402,8 @@ def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
             "preferredDuringSchedulingIgnoredDuringExecution": [term]
         }
     if spec.get("pod_affinity"):
-        anti, key, weight = spec["pod_affinity"]
-        with_affinity(pod, "In", "app", key, ["a"], anti=anti, required=False, weight=weight)
+        anti, key, weight, required = spec["pod_affinity"]
+        with_affinity(pod, "In", "app", key, ["a"], anti=anti, required=required, weight=weight)
     return pod
 
 
@@ -563,7 +563,18 @@ profile_resident_st = st.tuples(
     st.sampled_from([{"app": "a"}, {"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}]),
     st.booleans(),  # terminating
     st.sampled_from(["100m", "500m", "1", None]),
-    st.sampled_from([None, None, None, (False, ZONE, 4), (True, HOSTNAME, 2)]),  # its own term
+    # its own term: (anti, topology key, weight, required)
+    st.sampled_from(
+        [
+            None,
+            None,
+            None,
+            (False, ZONE, 4, False),
+            (True, HOSTNAME, 2, False),
+            (True, ZONE, 1, True),
+            (True, HOSTNAME, 1, True),
+        ]
+    ),
 )
 profile_incoming_st = st.fixed_dictionaries(
     {
@@ -575,7 +586,17 @@ profile_incoming_st = st.fixed_dictionaries(
         "node_name": st.sampled_from([None, None, None, None, "n1"]),
         "image": st.sampled_from([None, "web:1", "side:2"]),
         "preferred_node": st.sampled_from([None, None, (ZONE, "zb", 5), (RACK, "r1", 30)]),
-        "pod_affinity": st.sampled_from([None, None, (False, ZONE, 3), (True, HOSTNAME, 7)]),
+        "pod_affinity": st.sampled_from(
+            [
+                None,
+                None,
+                (False, ZONE, 3, False),
+                (True, HOSTNAME, 7, False),
+                (True, ZONE, 1, True),
+                (False, ZONE, 1, True),
+                (True, HOSTNAME, 1, True),
+            ]
+        ),
     }
 )
 
@@ -589,9 +610,9 @@ def _profile_cluster(nodes: list[Any], residents: list[Any]) -> list[dict[str, A
             b = b.requests(cpu=cpu)
         resident = (b.terminating() if terminating else b).obj()
         if term:
-            anti, key, weight = term
+            anti, key, weight, required = term
             with_affinity(
-                resident, "In", "app", key, ["a"], anti=anti, required=False, weight=weight
+                resident, "In", "app", key, ["a"], anti=anti, required=required, weight=weight
             )
         objs.append(resident)
     return objs

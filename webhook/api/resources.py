@@ -10,6 +10,9 @@
   hugepages replace the container totals, and the pod overhead is added.
   The exact sums are converted once, as the scheduler's `framework.Resource`
   does: cpu to millicores, everything else to units, rounding up.
+- `non_zero_requests` is `pod_requests` with the scoring defaults for cpu and
+  memory a container does not request (schedutil.GetNonzeroRequests): what
+  NodeResourcesFit's scoring counts, and on the node side NodeInfo.NonZeroRequested.
 - `node_allocatable` reads status.allocatable the same way.
 
 Only resources the scheduler accounts are kept: cpu, memory,
@@ -22,16 +25,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from operator import is_not
 from typing import Any
 
 from webhook.api.kube import RawObj
 
 __all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
     "NANO",
     "is_extended_resource_name",
     "is_scalar_resource_name",
     "milli_value",
     "node_allocatable",
+    "non_zero_requests",
     "parse_quantity",
     "pod_requests",
     "unit_value",
@@ -356,6 +363,63 @@ def pod_requests(pod: RawObj, *, use_status: bool = True) -> dict[str, int]:
         elif name != "pods" and _accounted(name):
             out[name] = unit_value(nanos)
     return out
+
+
+# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what a container that
+# requests no cpu / memory counts for scoring (pkg/scheduler/util/pod_resources.go).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+_NON_MISSING = {"cpu": f"{DEFAULT_MILLI_CPU_REQUEST}m", "memory": str(DEFAULT_MEMORY_REQUEST)}
+
+
+def _with_defaults(container: Any) -> Any:
+    """The container with the scoring defaults for the cpu / memory it does not request
+    (the container itself when it requests both)."""
+    if not isinstance(container, dict):
+        return container
+    resources = container.get("resources")
+    resources = resources if isinstance(resources, dict) else {}
+    requests = resources.get("requests")
+    requests = requests if isinstance(requests, dict) else {}
+    missing = {k: v for k, v in _NON_MISSING.items() if k not in requests}
+    if not missing:
+        return container
+    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
+
+
+def non_zero_requests(
+    pod: RawObj, *, use_status: bool = False, requests: dict[str, int] | None = None
+) -> dict[str, int]:
+    """pod_requests with every container's missing cpu / memory request counted as the
+    scoring defaults (PodResourcesOptions.NonMissingContainerRequests), init and
+    sidecar containers included; pod-level requests and overhead as pod_requests.
+
+    `requests`: pod_requests(pod, use_status=use_status) when the caller has it
+    already; it is returned as it is when every container requests cpu and memory
+    (the defaults then change nothing).
+
+    Port of resource_allocation.go: calculatePodResourceRequest (the non-zero branch),
+    and of the NonZeroRequested half of framework/types.go: calculateResource.
+
+    CAVEAT: with `use_status`, the defaults are applied before a resized container's
+    status is maxed in, where upstream applies them after; they differ only for a
+    container that requests no cpu (memory) and reports less than the default.
+    """
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    if not isinstance(spec, dict):
+        return pod_requests(pod, use_status=use_status) if requests is None else requests
+    filled = dict(spec)
+    changed = False
+    for field in ("containers", "initContainers"):
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            with_defaults = [_with_defaults(c) for c in containers]
+            changed = changed or any(map(is_not, with_defaults, containers))
+            filled[field] = with_defaults
+    if not changed and requests is not None:
+        return requests
+    return pod_requests({**pod, "spec": filled}, use_status=use_status)
 
 
 def node_allocatable(node: RawObj) -> dict[str, int] | None:

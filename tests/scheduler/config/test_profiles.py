@@ -26,13 +26,27 @@ from webhook.scheduler.config.types import (
 )
 
 FILTERS = (
-    "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-    "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-    "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
 )
 WEIGHTS = {
-    "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
-    "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "VolumeBinding": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "NodeResourcesBalancedAllocation": 1,
     "ImageLocality": 1,
 }
 
@@ -71,7 +85,9 @@ def test_default_profile() -> None:
 def test_default_plugin_list_matches_default_plugins_go() -> None:
     """getDefaultPlugins' multiPoint order and weights."""
     assert [n for n, _ in DEFAULT_MULTI_POINT][:3] == [
-        "SchedulingGates", "PrioritySort", "NodeUnschedulable"
+        "SchedulingGates",
+        "PrioritySort",
+        "NodeUnschedulable",
     ]
     assert {n: w for n, w in DEFAULT_MULTI_POINT if w} == {
         k: v for k, v in WEIGHTS.items() if k != "VolumeBinding"
@@ -98,14 +114,21 @@ def test_disabled_at_one_point_only() -> None:
 def test_disable_everything_and_enable_one() -> None:
     """The issue's accepted profile: multiPoint {PrioritySort, DefaultBinder, X} over
     "*", and filter disabled "*"."""
-    p = one(profile({
-        "multiPoint": {
-            "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
-                        {"name": "NodePorts"}],
-            "disabled": [{"name": "*"}],
-        },
-        "filter": {"disabled": [{"name": "*"}]},
-    }))
+    p = one(
+        profile(
+            {
+                "multiPoint": {
+                    "enabled": [
+                        {"name": "PrioritySort"},
+                        {"name": "DefaultBinder"},
+                        {"name": "NodePorts"},
+                    ],
+                    "disabled": [{"name": "*"}],
+                },
+                "filter": {"disabled": [{"name": "*"}]},
+            }
+        )
+    )
     assert p.enabled("preFilter") == ("NodePorts",)
     assert p.enabled("filter") == ()
     assert p.enabled("score") == ()
@@ -123,18 +146,26 @@ def test_profile_without_queue_sort_and_bind_is_refused() -> None:
 
 def test_unknown_and_misplaced_plugins_are_refused() -> None:
     """updatePluginList's errors."""
-    _, errors = resolve_configuration(profile({
-        "filter": {"enabled": [{"name": "Nope"}, {"name": "ImageLocality"}]},
-    }))
+    _, errors = resolve_configuration(
+        profile(
+            {
+                "filter": {"enabled": [{"name": "Nope"}, {"name": "ImageLocality"}]},
+            }
+        )
+    )
     assert 'FilterPlugin "Nope" does not exist' in errors
     assert 'plugin "ImageLocality" does not extend FilterPlugin plugin' in errors
 
 
 def test_double_registration_is_refused() -> None:
     """The same plugin twice at one point."""
-    _, errors = resolve_configuration(profile({
-        "multiPoint": {"enabled": [{"name": "NodePorts"}, {"name": "NodePorts"}]},
-    }))
+    _, errors = resolve_configuration(
+        profile(
+            {
+                "multiPoint": {"enabled": [{"name": "NodePorts"}, {"name": "NodePorts"}]},
+            }
+        )
+    )
     assert 'plugin "NodePorts" already registered as "FilterPlugin"' in errors
 
 
@@ -167,8 +198,12 @@ def test_multi_point_weight_zero_is_one() -> None:
             id="a strategy without resources gets the default resources",
         ),
         pytest.param(
-            {"scoringStrategy": {"type": "LeastAllocated",
-                                 "resources": [{"name": "cpu"}, {"name": "memory", "weight": 3}]}},
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu"}, {"name": "memory", "weight": 3}],
+                }
+            },
             ScoringStrategy("LeastAllocated", (ResourceSpec("cpu", 1), ResourceSpec("memory", 3))),
             id="a resource without weight gets weight 1",
         ),
@@ -189,7 +224,8 @@ def test_plugin_args_defaults() -> None:
         "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
     }
     assert default_args("DefaultPreemption", None) == {
-        "minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100
+        "minCandidateNodesPercentage": 10,
+        "minCandidateNodesAbsolute": 100,
     }
     assert default_args("NodeResourcesBalancedAllocation", {"resources": [{"name": "cpu"}]}) == {
         "resources": [{"name": "cpu", "weight": 1}]
@@ -206,15 +242,26 @@ MOST_ALLOCATED_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "sc
 @pytest.mark.parametrize(
     ("raw", "want"),
     [
-        pytest.param(None, VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
-                     id="no args: 600 s and the default shape"),
-        pytest.param({"bindTimeoutSeconds": 0}, VolumeBindingArgs(0, DEFAULT_VOLUME_SHAPE),
-                     id="a timeout of 0 is kept (only an absent one is defaulted)"),
-        pytest.param({"bindTimeoutSeconds": None}, VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
-                     id="a null timeout is defaulted"),
-        pytest.param({"bindTimeoutSeconds": 30, "shape": []},
-                     VolumeBindingArgs(30, DEFAULT_VOLUME_SHAPE),
-                     id="an empty shape gets the default shape"),
+        pytest.param(
+            None,
+            VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
+            id="no args: 600 s and the default shape",
+        ),
+        pytest.param(
+            {"bindTimeoutSeconds": 0},
+            VolumeBindingArgs(0, DEFAULT_VOLUME_SHAPE),
+            id="a timeout of 0 is kept (only an absent one is defaulted)",
+        ),
+        pytest.param(
+            {"bindTimeoutSeconds": None},
+            VolumeBindingArgs(600, DEFAULT_VOLUME_SHAPE),
+            id="a null timeout is defaulted",
+        ),
+        pytest.param(
+            {"bindTimeoutSeconds": 30, "shape": []},
+            VolumeBindingArgs(30, DEFAULT_VOLUME_SHAPE),
+            id="an empty shape gets the default shape",
+        ),
         pytest.param(
             {"shape": MOST_ALLOCATED_SHAPE},
             VolumeBindingArgs(600, (UtilizationShapePoint(0, 0), UtilizationShapePoint(100, 10))),
@@ -230,11 +277,24 @@ def test_volume_binding_args_defaults(raw: Any, want: VolumeBindingArgs) -> None
 
 def test_requested_to_capacity_ratio_args() -> None:
     """The shape is read from scoringStrategy.requestedToCapacityRatio.shape."""
-    cfg = profile(pluginConfig=[{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
-        "type": "RequestedToCapacityRatio",
-        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0},
-                                                {"utilization": 100, "score": 10}]},
-    }}}])
+    cfg = profile(
+        pluginConfig=[
+            {
+                "name": "NodeResourcesFit",
+                "args": {
+                    "scoringStrategy": {
+                        "type": "RequestedToCapacityRatio",
+                        "requestedToCapacityRatio": {
+                            "shape": [
+                                {"utilization": 0, "score": 0},
+                                {"utilization": 100, "score": 10},
+                            ]
+                        },
+                    }
+                },
+            }
+        ]
+    )
     strategy = one(cfg).args["NodeResourcesFit"].scoring_strategy
     assert [(s.utilization, s.score) for s in strategy.shape] == [(0, 0), (100, 10)]
 
@@ -242,10 +302,14 @@ def test_requested_to_capacity_ratio_args() -> None:
 def test_profiles_are_chosen_by_name() -> None:
     """Several profiles, each its own plugins; names must be unique."""
     qs = {"queueSort": {"enabled": [{"name": "PrioritySort"}]}}
-    profiles, errors = resolve_configuration({"profiles": [
-        {"schedulerName": "a", "plugins": qs},
-        {"schedulerName": "b", "plugins": {**qs, "score": {"disabled": [{"name": "*"}]}}},
-    ]})
+    profiles, errors = resolve_configuration(
+        {
+            "profiles": [
+                {"schedulerName": "a", "plugins": qs},
+                {"schedulerName": "b", "plugins": {**qs, "score": {"disabled": [{"name": "*"}]}}},
+            ]
+        }
+    )
     assert errors == []
     assert [p.scheduler_name for p in profiles] == ["a", "b"]
     assert profiles[1].enabled("score") == ()
@@ -256,10 +320,17 @@ def test_profiles_are_chosen_by_name() -> None:
 
 def test_queue_sort_must_match_across_profiles() -> None:
     """validateCommonQueueSort."""
-    _, errors = resolve_configuration({"profiles": [
-        {"schedulerName": "a"},
-        {"schedulerName": "b", "plugins": {"queueSort": {"enabled": [{"name": "PrioritySort"}]}}},
-    ]})
+    _, errors = resolve_configuration(
+        {
+            "profiles": [
+                {"schedulerName": "a"},
+                {
+                    "schedulerName": "b",
+                    "plugins": {"queueSort": {"enabled": [{"name": "PrioritySort"}]}},
+                },
+            ]
+        }
+    )
     assert any("queueSort must be the same for all profiles" in e for e in errors)
 
 
@@ -271,7 +342,12 @@ def test_scheduler_name_required_with_several_profiles() -> None:
 
 def test_duplicate_plugin_config_is_refused() -> None:
     """validatePluginConfig: one pluginConfig entry per plugin."""
-    _, errors = resolve_configuration(profile(pluginConfig=[
-        {"name": "InterPodAffinity", "args": {}}, {"name": "InterPodAffinity", "args": {}},
-    ]))
+    _, errors = resolve_configuration(
+        profile(
+            pluginConfig=[
+                {"name": "InterPodAffinity", "args": {}},
+                {"name": "InterPodAffinity", "args": {}},
+            ]
+        )
+    )
     assert 'profiles[0].pluginConfig[1]: Duplicate value: "InterPodAffinity"' in errors

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests import paths
-from tests.builders import ZONE, make_node, make_pod, selector
+from tests.builders import ZONE, PodBuilder, make_node, make_pod, selector
 from webhook.cluster.files import load_snapshot
 from webhook.errors import InputError
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -97,6 +97,159 @@ def test_requested_sums_and_subtracts_pod_requests() -> None:
     assert snap.nodes["n1"].requested["cpu"] == 250
     assert "memory" not in snap.nodes["n1"].requested
     assert [p["metadata"]["name"] for p in snap.nodes["n1"].pods] == ["b"]
+
+
+MI = 2**20
+
+
+def nothing(name: str) -> PodBuilder:
+    """A pod on n1 with one container requesting nothing."""
+    return make_pod().name(name).node("n1")
+
+
+@pytest.mark.parametrize(
+    ("upserts", "deleted", "want"),
+    [
+        pytest.param(
+            [nothing("a").obj()],
+            [],
+            {"cpu": 100, "memory": 200 * MI},
+            id="a container requesting nothing counts 100m and 200Mi",
+        ),
+        pytest.param(
+            [make_pod().name("a").node("n1").requests(cpu="250m").obj()],
+            [],
+            {"cpu": 250, "memory": 200 * MI},
+            id="a container requesting cpu only counts 200Mi of memory",
+        ),
+        pytest.param(
+            [make_pod().name("a").node("n1").requests(cpu="0", memory="0").obj()],
+            [],
+            {"cpu": 0, "memory": 0},
+            id="an explicit zero stays zero",
+        ),
+        pytest.param(
+            [
+                nothing("a").obj(),
+                make_pod().name("b").node("n1").requests(cpu="500m", memory="1Gi").obj(),
+            ],
+            [],
+            {"cpu": 600, "memory": 1024 * MI + 200 * MI},
+            id="sums over the node's pods",
+        ),
+        pytest.param(
+            [
+                nothing("a").obj(),
+                make_pod().name("b").node("n1").requests(cpu="500m", memory="1Gi").obj(),
+            ],
+            ["a"],
+            {"cpu": 500, "memory": 1024 * MI},
+            id="a deleted pod is subtracted",
+        ),
+        pytest.param(
+            [nothing("a").obj(), nothing("a").requests(cpu="2").obj()],
+            [],
+            {"cpu": 2000, "memory": 200 * MI},
+            id="an updated pod replaces what it counted",
+        ),
+        pytest.param(
+            [nothing("a").obj(), nothing("b").phase("Succeeded").obj()],
+            [],
+            {"cpu": 100, "memory": 200 * MI},
+            id="a pod in a terminal phase counts nothing",
+        ),
+        pytest.param(
+            [nothing("a").terminating().obj()],
+            [],
+            {"cpu": 100, "memory": 200 * MI},
+            id="a terminating pod still counts",
+        ),
+    ],
+)
+def test_non_zero_requested_follows_pods(
+    upserts: list[dict[str, Any]], deleted: list[str], want: dict[str, int]
+) -> None:
+    """NodeInfo.non_zero_requested (upstream's NonZeroRequested): cpu and memory with
+    100m / 200Mi for each container that requests none, kept as pods come and go,
+    while requested keeps the plain requests."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj()])
+    for pod in upserts:
+        snap.upsert(pod)
+    for name in deleted:
+        snap.delete({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}})
+    info = snap.nodes["n1"]
+    assert {k: info.non_zero_requested.get(k, 0) for k in want} == want
+    assert set(info.non_zero_requested) <= {"cpu", "memory"}
+    rebuilt = Snapshot.from_objects(
+        [
+            make_node().name("n1").obj(),
+            *[p for p in upserts if p["metadata"]["name"] not in deleted],
+        ]
+    )
+    assert info.requested == rebuilt.nodes["n1"].requested
+
+
+def test_copy_keeps_its_own_non_zero_requested() -> None:
+    """A copy's NodeInfo sums its own pods: binding to the copy leaves the original."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), nothing("a").obj()])
+    other = snap.copy()
+    other.add_pod(make_pod().name("b").obj(), "n1")
+    assert snap.nodes["n1"].non_zero_requested == {"cpu": 100, "memory": 200 * MI}
+    assert other.nodes["n1"].non_zero_requested == {"cpu": 200, "memory": 400 * MI}
+
+
+PV = {"kind": "PersistentVolume", "metadata": {"name": "pv"}, "spec": {}}
+
+
+@pytest.mark.parametrize(
+    ("change", "moves"),
+    [
+        pytest.param(lambda s: s.upsert(PV), True, id="a PV comes"),
+        pytest.param(lambda s: s.delete(PV), False, id="an unknown PV goes"),
+        pytest.param(
+            lambda s: s.upsert({"kind": "StorageClass", "metadata": {"name": "sc"}}),
+            True,
+            id="a StorageClass comes",
+        ),
+        pytest.param(
+            lambda s: s.upsert(make_pod().name("a").node("n1").obj()), False, id="a pod is bound"
+        ),
+        pytest.param(lambda s: s.upsert(make_node().name("n2").obj()), False, id="a node comes"),
+    ],
+)
+def test_objects_version_moves_with_the_volume_objects(change: Any, moves: bool) -> None:
+    """objects_version (what the volume plugins' remembered verdicts are keyed by)
+    changes with PVs, PVCs, StorageClasses and CSINodes only."""
+    snap = Snapshot.from_objects([make_node().name("n1").obj()])
+    before = snap.objects_version
+    change(snap)
+    assert (snap.objects_version != before) is moves
+    assert snap.copy().objects_version == snap.objects_version
+
+
+def test_light_pods_share_one_affinity_per_content() -> None:
+    """Bound pods with the same (anti-)affinity hold one dict (a Deployment's replicas),
+    equal to what they carry; a pod with other terms keeps its own."""
+
+    def with_anti(name: str, app: str) -> dict[str, Any]:
+        pod = make_pod().name(name).node("n1").obj()
+        pod["spec"]["affinity"] = {
+            "nodeAffinity": {"x": 1},
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": ZONE}
+                ]
+            },
+        }
+        return pod
+
+    pods = [with_anti("a", "web"), with_anti("b", "web"), with_anti("c", "db")]
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), *pods])
+    held = {p["metadata"]["name"]: p["spec"]["affinity"] for p in snap.nodes["n1"].pods}
+    assert held["a"] is held["b"] is not held["c"]
+    for pod in pods:
+        want = {"podAntiAffinity": pod["spec"]["affinity"]["podAntiAffinity"]}
+        assert held[pod["metadata"]["name"]] == want
 
 
 def test_terminating_pod_holds_resources_but_is_not_counted() -> None:

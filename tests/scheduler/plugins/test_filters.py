@@ -54,6 +54,7 @@ def fit_reasons(pod: Any, node_info: Any) -> list[str]:
 def allocatable_of(node_info: Any) -> Any:
     return node_facts(node_info).allocatable
 
+
 OK = ("Success", "")
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
 UNSCHEDULABLE = "Unschedulable"
@@ -507,6 +508,53 @@ def test_fit_reasons_one_by_one() -> None:
         "Insufficient cpu",
         "Insufficient memory",
     ]
+
+
+FIT_POD = make_pod().requests(cpu="1", memory="1Gi").obj()
+# Nodes on which FIT_POD fits or fails in every way NodeResourcesFit tells apart.
+FIT_NODES = [
+    ("fits", info(SIZED)),
+    ("fits too", info(SIZED, make_pod().name("a").requests(cpu="500m").obj())),
+    ("no allocatable", info(NODE)),
+    ("too many pods", info(SIZED, *[make_pod().name(f"p{i}").obj() for i in range(3)])),
+    ("insufficient cpu", info(SIZED, make_pod().name("a").requests(cpu="1500m").obj())),
+    ("insufficient memory", info(SIZED, make_pod().name("a").requests(memory="3584Mi").obj())),
+    (
+        "insufficient cpu and memory",
+        info(SIZED, make_pod().name("a").requests(cpu="1500m", memory="3584Mi").obj()),
+    ),
+    (
+        "more cpu than the node has",
+        info(make_node().name("n1").allocatable(cpu="500m", memory="4Gi", pods="3").obj()),
+    ),
+    (
+        "too many pods, insufficient cpu",
+        info(SIZED, *[make_pod().name(f"p{i}").requests(cpu="500m").obj() for i in range(3)]),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param(a, b, id=f"{a[0]} / {b[0]}")
+        for i, a in enumerate(FIT_NODES)
+        for b in FIT_NODES[i + 1 :]
+    ],
+)
+def test_fit_node_keys_are_equal_exactly_for_equal_statuses(
+    first: tuple[str, FakeNodeInfo], second: tuple[str, FakeNodeInfo]
+) -> None:
+    """NodeResourcesFit's node_key (its verdict for the pod): two nodes share it exactly
+    when Filter gives them the same code, message and reasons."""
+    plugin = NodeResourcesFit()
+    state: dict[str, Any] = {}
+    assert plugin.pre_filter(state, FIT_POD, None).ok  # type: ignore[arg-type]
+    (_, a), (_, b) = first, second
+    keys = [plugin.node_key(state, FIT_POD, n) for n in (a, b)]  # type: ignore[arg-type]
+    statuses = [plugin.filter(state, FIT_POD, n) for n in (a, b)]  # type: ignore[arg-type]
+    same = [(s.code, s.reason, s.parts) for s in statuses]
+    assert (keys[0] == keys[1]) is (same[0] == same[1])
 
 
 def test_allocatable_follows_a_replaced_node_object() -> None:

@@ -13,8 +13,9 @@ so a placement decision never rescans every pod.
 
 CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
 (metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName).
-Their resource requests are summed into NodeInfo.requested before the rest is
-dropped.
+Their resource requests are summed into NodeInfo.requested, and their cpu and
+memory with the scoring defaults into NodeInfo.non_zero_requested, before the
+rest is dropped.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector
-from webhook.api.resources import pod_requests
+from webhook.api.resources import non_zero_requests, pod_requests
 
 # Pods in these phases hold no resources and no place in any spread: kube-scheduler's
 # informer for assigned pods excludes them by field selector.
@@ -62,6 +63,8 @@ PodKey = tuple[str, str]
 
 # Node changes the journal keeps (Snapshot.changed_since); older marks read every node.
 _JOURNAL_KEEP = 65536
+# Distinct pod affinities shared between light pods before starting afresh.
+MAX_SHARED_AFFINITIES = 65536
 
 
 class _Absent:
@@ -92,6 +95,20 @@ def _node_name_of(pod: RawObj) -> str:
     return name if isinstance(name, str) else ""
 
 
+# What NodeInfo.non_zero_requested sums: upstream's NonZeroRequested holds cpu and
+# memory only.
+_NON_ZERO_RESOURCES = ("cpu", "memory")
+
+
+def bound_pod_requests(pod: RawObj) -> tuple[dict[str, int], dict[str, int]]:
+    """What a bound pod adds to its node: (its requests, read with its in-place resize
+    state as resources.pod_requests reads a bound pod; its cpu and memory with the
+    scoring defaults for containers that request none, resources.non_zero_requests)."""
+    requests = pod_requests(pod)
+    non_zero = non_zero_requests(pod, use_status=True, requests=requests)
+    return requests, {k: non_zero.get(k, 0) for k in _NON_ZERO_RESOURCES}
+
+
 def selector_fingerprint(selector: RawObj | None) -> str:
     """A stable key for a label selector (None and {} differ: nothing vs everything)."""
     return json.dumps(selector, sort_keys=True, separators=(",", ":"), default=str)
@@ -104,11 +121,22 @@ class NodeInfo:
     from its pods before its Node arrived, never listed in Snapshot.nodes);
     labels: its labels ({} when absent); pods: the (light) pods bound there,
     terminating ones included as they still hold resources; requested: the sum
-    of resources.pod_requests over pods; generation: changes whenever any of
-    these does.
+    of resources.pod_requests over pods; non_zero_requested: the sum of their cpu
+    and memory counted with the scoring defaults (upstream's NonZeroRequested, see
+    bound_pod_requests); generation: changes whenever any of these does. A sum
+    brought back to zero by a removal is dropped from its map.
     """
 
-    __slots__ = ("name", "node", "labels", "pods", "requested", "generation", "_slots")
+    __slots__ = (
+        "name",
+        "node",
+        "labels",
+        "pods",
+        "requested",
+        "non_zero_requested",
+        "generation",
+        "_slots",
+    )
 
     def __init__(self, name: str, node: RawObj | None = None) -> None:
         self.name = name
@@ -116,6 +144,7 @@ class NodeInfo:
         self.labels: dict[str, str] = {}
         self.pods: list[RawObj] = []
         self.requested: dict[str, int] = {}
+        self.non_zero_requested: dict[str, int] = {}
         self._slots: dict[PodKey, int] = {}
         self.generation = next(_GENERATIONS)
         if node is not None:
@@ -126,15 +155,23 @@ class NodeInfo:
         self.node = node if node is not None else {}
         self.labels = dict(as_dict(meta_of(node).get("labels")))
 
-    def _add(self, key: PodKey, pod: RawObj, requests: Mapping[str, int]) -> None:
+    def _add(
+        self,
+        key: PodKey,
+        pod: RawObj,
+        requests: Mapping[str, int],
+        non_zero: Mapping[str, int],
+    ) -> None:
         self.generation = next(_GENERATIONS)
         self._slots[key] = len(self.pods)
         self.pods.append(pod)
-        req = self.requested
-        for name, value in requests.items():
-            req[name] = req.get(name, 0) + value
+        for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
+            for name, value in amounts.items():
+                total[name] = total.get(name, 0) + value
 
-    def _remove(self, key: PodKey, requests: Mapping[str, int]) -> None:
+    def _remove(
+        self, key: PodKey, requests: Mapping[str, int], non_zero: Mapping[str, int]
+    ) -> None:
         self.generation = next(_GENERATIONS)
         i = self._slots.pop(key)
         last = self.pods.pop()
@@ -142,13 +179,13 @@ class NodeInfo:
             # Swap-remove: order carries no meaning and this keeps removal O(1).
             self.pods[i] = last
             self._slots[_key_of(last)] = i
-        req = self.requested
-        for name, value in requests.items():
-            left = req.get(name, 0) - value
-            if left:
-                req[name] = left
-            else:
-                req.pop(name, None)
+        for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
+            for name, value in amounts.items():
+                left = total.get(name, 0) - value
+                if left:
+                    total[name] = left
+                else:
+                    total.pop(name, None)
 
     def _copy(self) -> NodeInfo:
         other = NodeInfo(self.name)
@@ -156,6 +193,7 @@ class NodeInfo:
         other.labels = self.labels
         other.pods = list(self.pods)
         other.requested = dict(self.requested)
+        other.non_zero_requested = dict(self.non_zero_requested)
         other._slots = dict(self._slots)
         other.generation = self.generation
         return other
@@ -182,7 +220,7 @@ class NodeTable(NamedTuple):
 
 
 class _PodEntry:
-    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests")
+    __slots__ = ("key", "pod", "node", "labels", "terminating", "requests", "non_zero")
 
     def __init__(
         self,
@@ -192,6 +230,7 @@ class _PodEntry:
         labels: dict[str, str],
         terminating: bool,
         requests: Mapping[str, int],
+        non_zero: Mapping[str, int],
     ) -> None:
         self.key = key
         self.pod = pod
@@ -199,6 +238,7 @@ class _PodEntry:
         self.labels = labels
         self.terminating = terminating
         self.requests = requests
+        self.non_zero = non_zero
 
 
 class _SelectorIndex:
@@ -248,12 +288,17 @@ class Snapshot:
         self.namespaces: dict[str, RawObj] = {}
         # STORED_KINDS objects: kind -> (namespace, name) -> object.
         self.objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in STORED_KINDS}
+        # Drawn afresh whenever a STORED_KINDS object comes, changes or goes: what the
+        # volume plugins read beside nodes and pods, which no node generation covers.
+        self.objects_version = next(_GENERATIONS)
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodEntry] = {}
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
+        self._affinity_cache: dict[str, RawObj] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_domains: dict[str, tuple[Any, ...]] = {}
         self._sorted_names: list[str] | None = None
@@ -302,6 +347,7 @@ class Snapshot:
                 key = _stored_key(kind, obj)
                 if key is not None:
                     self.objects[kind][key] = obj
+                    self.objects_version = next(_GENERATIONS)
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -333,8 +379,8 @@ class Snapshot:
                     self.namespaces.pop(name, None)
             elif kind in STORED_KINDS:
                 key = _stored_key(kind, obj)
-                if key is not None:
-                    self.objects[kind].pop(key, None)
+                if key is not None and self.objects[kind].pop(key, None) is not None:
+                    self.objects_version = next(_GENERATIONS)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
@@ -351,6 +397,7 @@ class Snapshot:
                 setattr(other, attr, {ns: list(v) for ns, v in getattr(self, attr).items()})
             other.namespaces = dict(self.namespaces)
             other.objects = {kind: dict(items) for kind, items in self.objects.items()}
+            other.objects_version = self.objects_version
             other._pods = dict(self._pods)
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
             for ns, indexes in self._indexes.items():
@@ -361,6 +408,7 @@ class Snapshot:
                     copied[fp] = dup
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
+            other._affinity_cache = self._affinity_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
@@ -541,13 +589,13 @@ class Snapshot:
         terminating = meta.get("deletionTimestamp") is not None
         if terminating:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
-        spec = _light_spec(as_dict(pod.get("spec")), node)
+        spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
         light: RawObj = {"metadata": light_meta, "spec": spec}
-        requests = self._shared_requests(pod_requests(pod))
-        entry = _PodEntry(key, light, node, labels, terminating, requests)
+        requests, non_zero = map(self._shared_requests, bound_pod_requests(pod))
+        entry = _PodEntry(key, light, node, labels, terminating, requests, non_zero)
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry
-        self._info(node)._add(key, light, requests)
+        self._info(node)._add(key, light, requests, non_zero)
         self._changed(node)
         if not terminating:
             for index in self._indexes.get(key[0], {}).values():
@@ -565,7 +613,7 @@ class Snapshot:
                 del self._by_ns[key[0]]
         info = self._infos.get(entry.node)
         if info is not None:
-            info._remove(key, entry.requests)
+            info._remove(key, entry.requests, entry.non_zero)
             self._changed(entry.node)
             if entry.node not in self.nodes and not info.pods:
                 del self._infos[entry.node]
@@ -573,6 +621,17 @@ class Snapshot:
             for index in self._indexes.get(key[0], {}).values():
                 if index.matches(entry.labels):
                     index.bump(entry.node, -1)
+
+    def _shared_affinity(self, affinity: RawObj) -> RawObj:
+        # The pods of one workload carry the same terms: share one dict per content
+        # (less memory, and the affinity index parses each content once).
+        key = json.dumps(affinity, sort_keys=True, separators=(",", ":"), default=str)
+        shared = self._affinity_cache.get(key)
+        if shared is None:
+            if len(self._affinity_cache) >= MAX_SHARED_AFFINITIES:
+                self._affinity_cache = {}
+            shared = self._affinity_cache[key] = affinity
+        return shared
 
     def _shared_requests(self, requests: Mapping[str, int]) -> dict[str, int]:
         # Most pods ask for one of a few request sets: share one dict per set.
@@ -645,15 +704,16 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
     return out or None
 
 
-def _light_spec(spec: RawObj, node: str) -> RawObj:
+def _light_spec(spec: RawObj, node: str, share: Callable[[RawObj], RawObj]) -> RawObj:
     """What the plugins read of a bound pod's spec (Reads.existing_pod_fields): its node,
-    pod (anti-)affinity, volumes, and the containers' host ports; the rest is dropped."""
+    pod (anti)affinity (one dict per content, by `share`), volumes, and the containers'
+    host ports; the rest is dropped."""
     light: RawObj = {"nodeName": node}
     affinity = spec.get("affinity")
     if isinstance(affinity, dict):
         kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}
         if kept:
-            light["affinity"] = kept
+            light["affinity"] = share(kept)
     volumes = spec.get("volumes")
     if isinstance(volumes, list):
         # Only volumes a volume plugin counts or checks: the projected token, configMap,

@@ -34,9 +34,7 @@ import weakref
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter, is_not
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
@@ -188,7 +186,15 @@ def calculate_priority(sum_scores: int, num_images: int) -> int:
     return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
-_node_of = attrgetter("node")
+class _ImageCounts(NamedTuple):
+    """ImageLocality's image counts of one snapshot: nodes, its Node objects by name
+    (those counted); counts, how many of them list each image name; version and mark,
+    the snapshot's version and journal mark when they were taken."""
+
+    nodes: dict[str, RawObj]
+    counts: Counter[str]
+    version: int
+    mark: tuple[int, int]
 
 
 class ImageLocality:
@@ -215,12 +221,11 @@ class ImageLocality:
         # snapshot are replaced, never edited, so identity is a safe key while we
         # hold the object.
         self._sizes: dict[int, tuple[RawObj, dict[str, int]]] = {}
-        # snapshot -> (its Node objects in snapshot.nodes order, how many of them list
-        # each image name, the snapshot's version then): updated for the Node objects
-        # replaced since, rebuilt when nodes come or go.
-        self._counts: weakref.WeakKeyDictionary[
-            Snapshot, tuple[list[RawObj], Counter[str], int]
-        ] = weakref.WeakKeyDictionary()
+        # snapshot -> how many of its nodes list each image name, kept in step with the
+        # snapshot's journal of node changes (only the nodes changed since are read).
+        self._counts: weakref.WeakKeyDictionary[Snapshot, _ImageCounts] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
 
     def _image_sizes(self, node: RawObj) -> dict[str, int]:
@@ -235,27 +240,40 @@ class ImageLocality:
 
     def _image_counts(self, snapshot: Snapshot) -> tuple[Counter[str], int]:
         """How many of the snapshot's nodes list each image name, and how many nodes
-        there are; counted once per snapshot, then only for the Node objects replaced."""
+        there are; counted once per snapshot, then only for the nodes the snapshot's
+        journal names as changed (and of those, only Node objects replaced count)."""
         with self._lock:
             hit = self._counts.get(snapshot)
-            if hit is not None and hit[2] == snapshot.version:
-                return hit[1], len(hit[0])  # nothing changed since
             version = snapshot.version
-            nodes = list(map(_node_of, snapshot.nodes.values()))
-            if hit is not None and len(hit[0]) == len(nodes):
-                then, counts, _ = hit
-                moved = list(compress(range(len(nodes)), map(is_not, nodes, then)))
-                if moved:
-                    counts = Counter(counts)
-                    for i in moved:
-                        counts.subtract(self._image_sizes(then[i]).keys())
-                        counts.update(self._image_sizes(nodes[i]).keys())
-                self._counts[snapshot] = (nodes, counts, version)
+            if hit is not None and hit.version == version:
+                return hit.counts, len(hit.nodes)  # nothing changed since
+            changed = snapshot.changed_since(hit.mark) if hit is not None else None
+            mark = snapshot.journal_mark()
+            if hit is None or changed is None:
+                nodes = {name: info.node for name, info in snapshot.nodes.items()}
+                counts: Counter[str] = Counter()
+                for obj in nodes.values():
+                    counts.update(self._image_sizes(obj).keys())
+                self._counts[snapshot] = _ImageCounts(nodes, counts, version, mark)
                 return counts, len(nodes)
-            counts = Counter()
-            for node in nodes:
-                counts.update(self._image_sizes(node).keys())
-            self._counts[snapshot] = (nodes, counts, version)
+            nodes, counts = hit.nodes, hit.counts
+            replaced: list[tuple[str, RawObj | None]] = []
+            for name in changed:
+                info = snapshot.nodes.get(name)
+                node = info.node if info is not None else None
+                if node is not nodes.get(name):
+                    replaced.append((name, node))
+            if replaced:
+                # A new Counter: a PreScore may still be reading the last one.
+                counts = Counter(counts)
+                for name, node in replaced:
+                    old = nodes.pop(name, None)
+                    if old is not None:
+                        counts.subtract(self._image_sizes(old).keys())
+                    if node is not None:
+                        counts.update(self._image_sizes(node).keys())
+                        nodes[name] = node
+            self._counts[snapshot] = _ImageCounts(nodes, counts, version, mark)
             return counts, len(nodes)
 
     def pre_score(

@@ -34,6 +34,8 @@ from webhook.scheduler.plugins.volumeutil import (
     not_found,
     not_owner,
     owned_by,
+    record_objects_version,
+    volume_pod_key,
 )
 
 __all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "NAME", "NodeVolumeLimits"]
@@ -174,7 +176,11 @@ class NodeVolumeLimits:
     )
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        record_objects_version(state, snapshot)
         return pre_filter(state, pod, snapshot)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        return volume_pod_key(state, pod)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, node)

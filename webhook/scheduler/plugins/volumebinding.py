@@ -75,6 +75,8 @@ from webhook.scheduler.plugins.volumeutil import (
     not_owner,
     owned_by,
     pv_node_affinity_matches,
+    record_objects_version,
+    volume_pod_key,
 )
 
 __all__ = [
@@ -483,7 +485,11 @@ class VolumeBinding:
         self._scorer = build_scorer(args.shape)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        record_objects_version(state, snapshot)
         return pre_filter(state, pod, snapshot)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        return volume_pod_key(state, pod)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, node)

@@ -22,7 +22,13 @@ from typing import Any, ClassVar, Final
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Reads, Status
-from webhook.scheduler.plugins.volumeutil import claim_of, not_found, persistent_claim_names
+from webhook.scheduler.plugins.volumeutil import (
+    claim_of,
+    not_found,
+    persistent_claim_names,
+    record_objects_version,
+    volume_pod_key,
+)
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -147,7 +153,11 @@ class VolumeRestrictions:
     )
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        record_objects_version(state, snapshot)
         return pre_filter(state, pod, snapshot)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        return volume_pod_key(state, pod)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, node)

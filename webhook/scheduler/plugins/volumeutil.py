@@ -12,12 +12,13 @@ listers that print the plural resource name instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any, Final
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.labels import compile_node_affinity
 from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import CycleState
 
 __all__ = [
     "WAIT_FOR_FIRST_CONSUMER",
@@ -29,10 +30,36 @@ __all__ = [
     "not_owner",
     "persistent_claim_names",
     "pv_node_affinity_matches",
+    "record_objects_version",
+    "volume_pod_key",
 ]
 
 WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
+# The CycleState key the volume plugins' PreFilters leave Snapshot.objects_version under.
+OBJECTS_VERSION_KEY: Final = "VolumeObjectsVersion"
 _BETA_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"
+
+
+def record_objects_version(state: CycleState, snapshot: Snapshot | None) -> None:
+    """Keep the snapshot's objects_version for volume_pod_key (PreFilter)."""
+    state[OBJECTS_VERSION_KEY] = getattr(snapshot, "objects_version", None)
+
+
+def volume_pod_key(state: CycleState, pod: RawObj) -> Hashable:
+    """What a volume plugin's Filter reads besides the node (after PreFilter): the pod's
+    identity (claims are looked up by its namespace; an ephemeral volume's claim is
+    named after the pod and owned by its uid), its spec, and the version of the
+    PVCs, PVs, StorageClasses and CSINodes it read, which no node generation covers:
+    a verdict remembered by this key holds while the node is unchanged."""
+    meta = as_dict(pod.get("metadata"))
+    return (
+        pod_namespace(pod),
+        meta.get("name"),
+        meta.get("generateName"),
+        meta.get("uid"),
+        pod.get("spec"),
+        state.get(OBJECTS_VERSION_KEY),
+    )
 
 
 def not_found(resource: str, name: str) -> str:

@@ -29,6 +29,8 @@ from webhook.scheduler.plugins.volumeutil import (
     claim_of,
     not_found,
     persistent_claim_names,
+    record_objects_version,
+    volume_pod_key,
 )
 
 __all__ = ["ERR_REASON_CONFLICT", "NAME", "VolumeZone"]
@@ -145,7 +147,11 @@ class VolumeZone:
     )
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
+        record_objects_version(state, snapshot)
         return pre_filter(state, pod, snapshot)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
+        return volume_pod_key(state, pod)
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, pod, node)

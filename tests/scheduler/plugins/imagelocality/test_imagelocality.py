@@ -105,25 +105,29 @@ def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
 UPSTREAM_CASES = [
     pytest.param(
         # node1: 40M * 1/2 < 23M -> 0; node2: 100 * (250M/2 - 23M) / (2000M - 23M) = 5
-        spec_pod("gcr.io/40", "gcr.io/250"), nodes(NODE_40_300_2000, NODE_250_10),
+        spec_pod("gcr.io/40", "gcr.io/250"),
+        nodes(NODE_40_300_2000, NODE_250_10),
         {"node1": 0, "node2": 5},
         id="two images spread on two nodes, prefer the larger image one",
     ),
     pytest.param(
         # node1: 100 * ((40M + 300M)/2 - 23M) / (2000M - 23M) = 7
-        spec_pod("gcr.io/40", "gcr.io/300"), nodes(NODE_40_300_2000, NODE_250_10),
+        spec_pod("gcr.io/40", "gcr.io/300"),
+        nodes(NODE_40_300_2000, NODE_250_10),
         {"node1": 7, "node2": 0},
         id="two images on one node, prefer this node",
     ),
     pytest.param(
         # node1: 4000M/2 >= 1000M * 2 -> 100; node2: 10M/2 < 23M -> 0
-        spec_pod("gcr.io/10", "gcr.io/4000"), nodes(NODE_4000_30, NODE_250_10),
+        spec_pod("gcr.io/10", "gcr.io/4000"),
+        nodes(NODE_4000_30, NODE_250_10),
         {"node1": MAX_NODE_SCORE, "node2": 0},
         id="if exceed limit, use limit",
     ),
     pytest.param(
         # node1: 100 * (4000M/3 - 23M) / (2000M - 23M) = 66; node2: 10M/3 < 23M -> 0
-        spec_pod("gcr.io/10", "gcr.io/4000"), nodes(NODE_4000_30, NODE_250_10, NO_IMAGES),
+        spec_pod("gcr.io/10", "gcr.io/4000"),
+        nodes(NODE_4000_30, NODE_250_10, NO_IMAGES),
         {"node1": 66, "node2": 0, "node3": 0},
         id="if exceed limit, use limit (with node which has no images present)",
     ),
@@ -137,13 +141,15 @@ UPSTREAM_CASES = [
     ),
     pytest.param(
         # node1: 100 * (30M + 40M * 1/2 - 23M) / (2000M - 23M) = 1; node2: 30M/2 -> 0
-        spec_pod("gcr.io/30", "gcr.io/40"), nodes(NODE_20_30_40, NODE_4000_30),
+        spec_pod("gcr.io/30", "gcr.io/40"),
+        nodes(NODE_20_30_40, NODE_4000_30),
         {"node1": 1, "node2": 0},
         id="pod with multiple small images",
     ),
     pytest.param(
         # node1: 100 * (300M * 1/2 - 23M) / (2000M - 23M) = 6; node2: 30M/2 -> 0
-        spec_pod("gcr.io/30", init=("gcr.io/300",)), nodes(NODE_40_300_2000, NODE_20_30_40),
+        spec_pod("gcr.io/30", init=("gcr.io/300",)),
+        nodes(NODE_40_300_2000, NODE_20_30_40),
         {"node1": 6, "node2": 0},
         id="include InitContainers: two images spread on two nodes, prefer the larger image one",
     ),
@@ -163,7 +169,8 @@ def test_image_locality_priority(
     [
         pytest.param(
             # One image on the only node: 2000M clamps to 1000M * 1 -> 100.
-            spec_pod("gcr.io/2000"), machines(NODE_40_300_2000),
+            spec_pod("gcr.io/2000"),
+            machines(NODE_40_300_2000),
             {"machine1": MAX_NODE_SCORE},
             id="one image over the per-image maximum scores 100",
         ),
@@ -185,7 +192,9 @@ def test_image_locality_priority(
             id="spread counts every node listing the name",
         ),
         pytest.param(
-            spec_pod(), machines(NODE_40_300_2000), {"machine1": 0},
+            spec_pod(),
+            machines(NODE_40_300_2000),
+            {"machine1": 0},
             id="a pod without images scores 0",
         ),
     ],
@@ -268,6 +277,53 @@ def test_replaced_node_object_is_reread() -> None:
     state = CycleState()
     plugin.pre_score(state, pod, [], snapshot)
     assert plugin.score(state, pod, snapshot.nodes["machine1"])[0] == 0
+
+
+def _add_machine3(snapshot: Snapshot) -> None:
+    snapshot.upsert(node_with("machine3", images=NODE_40_300_2000))
+
+
+def _drop_machine1(snapshot: Snapshot) -> None:
+    snapshot.delete({"kind": "Node", "metadata": {"name": "machine1"}})
+
+
+def _swap_images(snapshot: Snapshot) -> None:
+    snapshot.upsert(node_with("machine2", images=NODE_40_300_2000))
+
+
+def _bind_pod(snapshot: Snapshot) -> None:
+    snapshot.upsert(pod_with({"cpu": "1"}, node="machine2", name="bound"))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param([_add_machine3], id="a node comes"),
+        pytest.param([_drop_machine1], id="a node goes"),
+        pytest.param([_swap_images], id="a Node object is replaced with other images"),
+        pytest.param([_bind_pod], id="a pod is bound (no image changes)"),
+        pytest.param(
+            [_bind_pod, _swap_images, _drop_machine1, _add_machine3], id="all, one by one"
+        ),
+    ],
+)
+def test_image_counts_kept_by_the_journal_equal_a_fresh_count(changes: list[Any]) -> None:
+    """PreScore's per-image node counts, kept in step with the snapshot's journal of
+    node changes, equal those of a plugin that never saw the snapshot before."""
+    plugin = ImageLocality()
+    pod = spec_pod("gcr.io/40", "gcr.io/250", "gcr.io/2000")
+    snapshot = Snapshot.from_objects(machines(NODE_40_300_2000, NODE_250_10))
+
+    def pre(p: ImageLocality) -> Any:
+        state = CycleState()
+        p.pre_score(state, pod, [], snapshot)
+        return state[PRE_SCORE_STATE_KEY]
+
+    pre(plugin)
+    for change in changes:
+        change(snapshot)
+        got, want = pre(plugin), pre(ImageLocality())
+        assert (dict(got.num_nodes), got.total_nodes) == (dict(want.num_nodes), want.total_nodes)
 
 
 def test_plugin_surface() -> None:

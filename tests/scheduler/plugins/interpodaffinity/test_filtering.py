@@ -22,8 +22,10 @@ from tests.builders import (
     with_affinity,
     with_term,
 )
+from tests.scheduler.test_properties import reference_place
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
+from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
 from webhook.scheduler.plugins.interpodaffinity.common import parse_pod_terms
 from webhook.scheduler.plugins.interpodaffinity.filtering import (
@@ -32,6 +34,8 @@ from webhook.scheduler.plugins.interpodaffinity.filtering import (
     EXISTING_ANTI_AFFINITY_NOT_MATCH,
     PRE_FILTER_STATE_KEY,
 )
+from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
+from webhook.scheduler.profile import default_framework
 
 RawObj = dict[str, Any]
 AFF = AFFINITY_NOT_MATCH
@@ -825,17 +829,137 @@ def test_affinity_failure_wins_over_anti_affinity() -> None:
     assert statuses == {"nodeA": ANTI, "nodeB": AFF}
 
 
-def test_node_key_groups_nodes_by_relevant_values() -> None:
-    """node_key reads only the topology keys of the counts: alike nodes share it."""
+@pytest.mark.parametrize(
+    ("topology_key", "label_keys", "groups", "statuses"),
+    [
+        pytest.param(
+            "zone",
+            ("zone",),
+            [{"nodeA", "nodeB"}, {"nodeC"}],
+            {"nodeA": ANTI, "nodeB": ANTI, "nodeC": SUCCESS},
+            id="zone: grouped by the zone's label classes",
+        ),
+        pytest.param(
+            "hostname",
+            None,
+            [{"nodeA"}, {"nodeB", "nodeC"}],
+            {"nodeA": ANTI, "nodeB": SUCCESS, "nodeC": SUCCESS},
+            id="hostname (a value per node): by verdict, node by node",
+        ),
+    ],
+)
+def test_node_keys_group_nodes_by_verdict(
+    topology_key: str,
+    label_keys: tuple[str, ...] | None,
+    groups: list[set[str]],
+    statuses: dict[str, Status],
+) -> None:
+    """node_key is the node's verdict, so nodes alike for Filter share it; node_label_keys
+    names the keys to group by label values, None under a key with a value per node
+    (grouping by it would make a group of every node)."""
     snapshot = Snapshot.from_objects(
         [*abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"), pod({"app": "web"}, "nodeA")]
     )
     plugin = InterPodAffinity()
     state = CycleState()
-    incoming = anti(pod({"app": "web"}), "In", "app", "zone", ["web"])
+    incoming = anti(pod({"app": "web"}), "In", "app", topology_key, ["web"])
     assert plugin.pre_filter(state, incoming, snapshot).ok
+    assert plugin.node_label_keys(state, incoming) == label_keys
     keys = {n: plugin.node_key(state, incoming, i) for n, i in snapshot.nodes.items()}
-    assert keys["nodeA"] == keys["nodeB"] != keys["nodeC"]
+    by_key: dict[Any, set[str]] = {}
+    for name, key in keys.items():
+        by_key.setdefault(key, set()).add(name)
+    assert sorted(by_key.values(), key=sorted) == groups
+    assert {n: plugin.filter(state, incoming, i) for n, i in snapshot.nodes.items()} == statuses
+
+
+def _bind_web(snapshot: Snapshot) -> None:
+    snapshot.upsert(pod({"app": "web"}, "nodeB"))
+
+
+def _hostname_of_a_on_b(snapshot: Snapshot) -> None:
+    snapshot.upsert(node("nodeB", {"region": "r1", "zone": "z1", "hostname": "nodeA"}))
+
+
+def _label_namespace(snapshot: Snapshot) -> None:
+    snapshot.upsert(namespace("default", {"team": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("topology_key", "change", "incoming_labels", "same"),
+    [
+        pytest.param(
+            "zone",
+            _bind_web,
+            {"app": "web"},
+            False,
+            id="a matching pod bound elsewhere in a zone changes a zone term's key",
+        ),
+        pytest.param(
+            "hostname",
+            _bind_web,
+            {"app": "web"},
+            True,
+            id="a matching pod bound on another node leaves a hostname term's key",
+        ),
+        pytest.param(
+            "hostname",
+            _hostname_of_a_on_b,
+            {"app": "web"},
+            False,
+            id="a hostname value carried by two nodes is no longer node-local",
+        ),
+        pytest.param(
+            "hostname",
+            _label_namespace,
+            {"app": "web"},
+            False,
+            id="the namespace's labels are in the key",
+        ),
+        pytest.param(
+            "hostname",
+            None,
+            {"app": "web", "tier": "x"},
+            False,
+            id="the pod's labels are in the key",
+        ),
+    ],
+)
+def test_pod_key_changes_when_a_remembered_verdict_may_not_hold(
+    topology_key: str, change: Any, incoming_labels: dict[str, str], same: bool
+) -> None:
+    """pod_key (what placement remembers verdicts by, with node generations): equal
+    only while every node's verdict stays as it was unless the node itself changed."""
+    snapshot = Snapshot.from_objects(
+        [*abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"), pod({"app": "web"}, "nodeA")]
+    )
+    plugin = InterPodAffinity()
+
+    def key(labels: dict[str, str]) -> Any:
+        state = CycleState()
+        incoming = anti(pod(labels), "In", "app", topology_key, ["web"])
+        assert plugin.pre_filter(state, incoming, snapshot).ok
+        return plugin.pod_key(state, incoming)
+
+    before = key({"app": "web"})
+    if change is not None:
+        change(snapshot)
+    assert (key(incoming_labels) == before) is same
+
+
+def test_place_rejudges_a_zone_after_a_pod_is_bound_in_it() -> None:
+    """Zone anti-affinity decided twice with a pod bound in between: the second
+    decision blocks the whole zone, not only the node that changed, as the
+    node-by-node reference does."""
+    snapshot = Snapshot.from_objects(abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"))
+    fw = default_framework()
+    incoming = anti(pod({"app": "web"}), "In", "app", "zone", ["web"])
+    first = place(incoming, snapshot, framework=fw)
+    assert [n.name for n in first.feasible] == ["nodeA", "nodeB", "nodeC"]
+    snapshot.add_pod({**incoming, "metadata": {"name": "bound", "namespace": "default"}}, "nodeA")
+    second = place(incoming, snapshot, framework=fw)
+    assert [n.name for n in second.feasible] == ["nodeC"]
+    assert second == reference_place(incoming, snapshot, DEFAULT_ARGS, fw)
 
 
 def test_index_follows_pod_changes() -> None:
@@ -962,30 +1086,39 @@ def test_counts_equal_a_naive_walk_over_every_pod(
     assert got == _naive(new, snapshot)
 
 
-def _index_state(index: Any) -> tuple[Any, Any]:
+def _index_state(index: Any) -> tuple[Any, ...]:
     groups = {
         kind: {key: dict(g.counts) for key, g in by_key.items()}
         for kind, by_key in index.groups.items()
     }
-    return groups, dict(index.namespaces)
+    by_namespace = {
+        kind: {ns: sorted(by_key) for ns, by_key in lookup.items()}
+        for kind, lookup in index._by_namespace.items()
+    }
+    by_selector = {
+        kind: {fp: sorted(entry[1]) for fp, entry in lookup.items()}
+        for kind, lookup in index._by_selector.items()
+    }
+    return groups, dict(index.namespaces), by_namespace, by_selector
 
 
 def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
     from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
 
-    def anti(name: str, node: str, ns: str = "default") -> dict[str, Any]:
+    def anti(name: str, node: str, ns: str = "default", ns_selector: Any = None) -> dict[str, Any]:
         pod = make_pod().name(name).namespace(ns).label("app", "db").node(node).obj()
+        term: dict[str, Any] = {
+            "labelSelector": {"matchLabels": {"app": "db"}},
+            "topologyKey": "topology.kubernetes.io/zone",
+        }
+        if ns_selector is not None:
+            term["namespaceSelector"] = ns_selector
         pod["spec"]["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"app": "db"}},
-                        "topologyKey": "topology.kubernetes.io/zone",
-                    }
-                ]
-            }
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         }
         return pod
+
+    team = {"matchLabels": {"team": "a"}}
 
     nodes = [make_node().name(f"n{i}").zone("abc"[i % 3]).obj() for i in range(6)]
     snap = Snapshot.from_objects([*nodes, anti("d0", "n0"), anti("d1", "n1", "other")])
@@ -996,6 +1129,10 @@ def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
         lambda: snap.delete(anti("d0", "n0")),
         lambda: snap.upsert(make_node().name("n1").zone("c").obj()),
         lambda: snap.delete({"kind": "Node", "metadata": {"name": "n2"}}),
+        lambda: snap.upsert(anti("s0", "n3", ns_selector=team)),
+        lambda: snap.upsert(anti("s1", "n5", "other", ns_selector=team)),
+        lambda: snap.delete(anti("s0", "n3")),
+        lambda: snap.delete(anti("s1", "n5", "other")),
         lambda: snap.upsert(
             {
                 **anti("d3", "n4"),
@@ -1013,3 +1150,62 @@ def test_index_synced_by_the_journal_equals_a_fresh_index() -> None:
         fresh.sync(snap)
         assert _index_state(index) == _index_state(fresh)
         assert sorted(index.terminating_pods()) == sorted(fresh.terminating_pods())
+
+
+# ---- property: the index's lookup by namespace and namespaceSelector ----------------------
+
+_ns_term = st.fixed_dictionaries(
+    {
+        "anti": st.booleans(),
+        "required": st.booleans(),
+        "app": st.sampled_from(APPS),
+        "namespaces": st.sampled_from([None, ["ns1"], ["ns1", "ns2"]]),
+        "selector": st.sampled_from(
+            [None, None, {}, {"matchLabels": {"team": "a"}}, {"matchLabels": {"team": "b"}}]
+        ),
+    }
+)
+_ns_pod = st.tuples(st.sampled_from(["ns1", "ns2", "ns3"]), st.lists(_ns_term, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_ns_pod, max_size=8),
+    st.integers(0, 8),
+    st.sampled_from(["ns1", "ns2", "ns3"]),
+    st.sampled_from(APPS),
+    st.sampled_from([{}, {"team": "a"}, {"team": "b"}]),
+)
+def test_matching_equals_every_group_matched_one_by_one(
+    pods: list[Any], removed: int, ns: str, app: str, ns_labels: dict[str, str]
+) -> None:
+    """ExistingTermsIndex.matching finds exactly the groups whose term matches the pod
+    (AffinityTerm.matches over every group), after pods come and one goes."""
+    from webhook.scheduler.plugins.interpodaffinity.common import KINDS, ExistingTermsIndex
+
+    snapshot = Snapshot.from_objects([node("n1", {"zone": "z1"}), node("n2", {"zone": "z2"})])
+    objs = []
+    for i, (pod_ns, terms) in enumerate(pods):
+        p = pod({"app": "x"}, f"n{1 + i % 2}", ns=pod_ns)
+        for t in terms:
+            extra: dict[str, Any] = {}
+            if t["namespaces"] is not None:
+                extra["namespaces"] = t["namespaces"]
+            if t["selector"] is not None:
+                extra["namespaceSelector"] = t["selector"]
+            term = affinity_term("In", "app", "zone", [t["app"]], **extra)
+            with_term(p, term, anti=t["anti"], required=t["required"], weight=3)
+        objs.append(p)
+        snapshot.upsert(p)
+    if objs and removed < len(objs):
+        snapshot.delete(objs[removed])
+    index = ExistingTermsIndex()
+    index.sync(snapshot)
+    labels = {"app": app}
+    for kind in KINDS:
+        want = {
+            key for key, g in index.groups[kind].items() if g.term.matches(ns, labels, ns_labels)
+        }
+        got = [id(g) for g in index.matching(kind, ns, labels, ns_labels)]
+        assert len(got) == len(set(got))
+        assert {key for key, g in index.groups[kind].items() if id(g) in got} == want

@@ -52,40 +52,85 @@ def _filter(pod: dict[str, Any], existing: list[dict[str, Any]]) -> tuple[Status
 @pytest.mark.parametrize(
     ("pod", "used", "want"),
     [
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8080"), ["UDP/127.0.0.1/9090"], OK,
-                     id="other port"),
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8080"), ["UDP/127.0.0.1/8080"],
-                     UNSCHEDULABLE, id="same udp port"),
-        pytest.param(new_pod("m1", "TCP/127.0.0.1/8080"), ["TCP/127.0.0.1/8080"],
-                     UNSCHEDULABLE, id="same tcp port"),
-        pytest.param(new_pod("m1", "TCP/127.0.0.1/8080"), ["TCP/127.0.0.2/8080"], OK,
-                     id="different host ip"),
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8080"), ["TCP/127.0.0.1/8080"], OK,
-                     id="different protocol"),
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"),
-                     ["UDP/127.0.0.1/8080"], UNSCHEDULABLE, id="second udp port conflict"),
-        pytest.param(new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"),
-                     ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"], UNSCHEDULABLE,
-                     id="first tcp port conflict"),
-        pytest.param(new_pod("m1", "TCP/0.0.0.0/8001"), ["TCP/127.0.0.1/8001"],
-                     UNSCHEDULABLE, id="first tcp port conflict due to 0.0.0.0 hostIP"),
-        pytest.param(new_pod("m1", "TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"),
-                     ["TCP/127.0.0.1/8001"], UNSCHEDULABLE,
-                     id="TCP hostPort conflict due to 0.0.0.0 hostIP"),
-        pytest.param(new_pod("m1", "TCP/127.0.0.1/8001"), ["TCP/0.0.0.0/8001"],
-                     UNSCHEDULABLE, id="second tcp port conflict to 0.0.0.0 hostIP"),
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8001"), ["TCP/0.0.0.0/8001"], OK,
-                     id="second different protocol"),
-        pytest.param(new_pod("m1", "UDP/127.0.0.1/8001"),
-                     ["TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001"], UNSCHEDULABLE,
-                     id="UDP hostPort conflict due to 0.0.0.0 hostIP"),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8080"), ["UDP/127.0.0.1/9090"], OK, id="other port"
+        ),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8080"),
+            ["UDP/127.0.0.1/8080"],
+            UNSCHEDULABLE,
+            id="same udp port",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/127.0.0.1/8080"),
+            ["TCP/127.0.0.1/8080"],
+            UNSCHEDULABLE,
+            id="same tcp port",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/127.0.0.1/8080"), ["TCP/127.0.0.2/8080"], OK, id="different host ip"
+        ),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8080"), ["TCP/127.0.0.1/8080"], OK, id="different protocol"
+        ),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"),
+            ["UDP/127.0.0.1/8080"],
+            UNSCHEDULABLE,
+            id="second udp port conflict",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"),
+            ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"],
+            UNSCHEDULABLE,
+            id="first tcp port conflict",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/0.0.0.0/8001"),
+            ["TCP/127.0.0.1/8001"],
+            UNSCHEDULABLE,
+            id="first tcp port conflict due to 0.0.0.0 hostIP",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"),
+            ["TCP/127.0.0.1/8001"],
+            UNSCHEDULABLE,
+            id="TCP hostPort conflict due to 0.0.0.0 hostIP",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/127.0.0.1/8001"),
+            ["TCP/0.0.0.0/8001"],
+            UNSCHEDULABLE,
+            id="second tcp port conflict to 0.0.0.0 hostIP",
+        ),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8001"),
+            ["TCP/0.0.0.0/8001"],
+            OK,
+            id="second different protocol",
+        ),
+        pytest.param(
+            new_pod("m1", "UDP/127.0.0.1/8001"),
+            ["TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001"],
+            UNSCHEDULABLE,
+            id="UDP hostPort conflict due to 0.0.0.0 hostIP",
+        ),
         # Boundaries of sanitize: an empty hostIP is 0.0.0.0, an empty protocol TCP.
-        pytest.param(new_pod("m1", "//8001"), ["TCP/10.1.1.1/8001"], UNSCHEDULABLE,
-                     id="empty hostIP and protocol mean 0.0.0.0 and TCP"),
-        pytest.param(new_pod("m1", "TCP/10.1.1.1/8001"), ["//8001"], UNSCHEDULABLE,
-                     id="an existing empty hostIP binds every address"),
-        pytest.param(new_pod("m1", "SCTP/10.1.1.1/8001"), ["//8001"], OK,
-                     id="SCTP does not collide with TCP"),
+        pytest.param(
+            new_pod("m1", "//8001"),
+            ["TCP/10.1.1.1/8001"],
+            UNSCHEDULABLE,
+            id="empty hostIP and protocol mean 0.0.0.0 and TCP",
+        ),
+        pytest.param(
+            new_pod("m1", "TCP/10.1.1.1/8001"),
+            ["//8001"],
+            UNSCHEDULABLE,
+            id="an existing empty hostIP binds every address",
+        ),
+        pytest.param(
+            new_pod("m1", "SCTP/10.1.1.1/8001"), ["//8001"], OK, id="SCTP does not collide with TCP"
+        ),
     ],
 )
 def test_node_ports(pod: dict[str, Any], used: list[str], want: Status) -> None:
@@ -111,8 +156,9 @@ def test_skip_filter() -> None:
 
 def test_pre_filter_disabled() -> None:
     """Filter without PreFilter state is an error (upstream's ErrNotFound)."""
-    status = NodePorts().filter(CycleState(), new_pod("", "TCP/1.1.1.1/80"),
-                                node_info(node_with("n")))
+    status = NodePorts().filter(
+        CycleState(), new_pod("", "TCP/1.1.1.1/80"), node_info(node_with("n"))
+    )
     assert status.code is Code.ERROR
     assert "PreFilterNodePorts" in status.reason
 
@@ -122,8 +168,12 @@ def _with_ports(containers: list[tuple[list[int], str | None]], field: str) -> l
     for i, (ports, restart) in enumerate(containers):
         c: dict[str, Any] = {
             "name": f"{field}{i}",
-            "ports": [{"containerPort": p, "hostPort": p, "protocol": "TCP"} if p < 9000
-                      else {"containerPort": p, "protocol": "TCP"} for p in ports],
+            "ports": [
+                {"containerPort": p, "hostPort": p, "protocol": "TCP"}
+                if p < 9000
+                else {"containerPort": p, "protocol": "TCP"}
+                for p in ports
+            ],
         }
         if restart:
             c["restartPolicy"] = restart
@@ -207,17 +257,14 @@ _PORT_SPEC = st.builds(lambda i, p, n: f"{p}/{i}/{n}", _IPS, _PROTOS, _PORTS)
     st.lists(_PORT_SPEC, min_size=1, max_size=3),
     st.lists(st.lists(_PORT_SPEC, max_size=3), min_size=2, max_size=2),
 )
-def test_equal_node_keys_give_equal_filter_status(
-    wanted: list[str], used: list[list[str]]
-) -> None:
+def test_equal_node_keys_give_equal_filter_status(wanted: list[str], used: list[list[str]]) -> None:
     """node_key is all Filter reads: two nodes with equal keys get the same Status."""
     plugin = NodePorts()
     pod = new_pod("", *wanted)
     state = CycleState()
     assert plugin.pre_filter(state, pod, None).ok  # type: ignore[arg-type]
     infos = [
-        node_info(node_with(f"n{i}"), [new_pod(f"n{i}", *ports)])
-        for i, ports in enumerate(used)
+        node_info(node_with(f"n{i}"), [new_pod(f"n{i}", *ports)]) for i, ports in enumerate(used)
     ]
     keys = [plugin.node_key(state, pod, info) for info in infos]
     statuses = [plugin.filter(state, pod, info) for info in infos]

@@ -35,13 +35,15 @@ def cpu_only(node: str = "node1") -> dict[str, Any]:
 
 
 def cpu_and_memory(node: str = "node2") -> dict[str, Any]:
-    return pod_with({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"},
-                    node=node)
+    return pod_with(
+        {"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"}, node=node
+    )
 
 
 def cpu_memory_gpu(node: str = "node1") -> dict[str, Any]:
-    return pod_with({"cpu": "1000m", "memory": "2000"},
-                    {"cpu": "2000m", "memory": "3000", GPU: "3"}, node=node)
+    return pod_with(
+        {"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000", GPU: "3"}, node=node
+    )
 
 
 WITH_GPU = (ResourceSpec("cpu"), ResourceSpec("memory"), ResourceSpec(GPU))
@@ -56,7 +58,9 @@ SCALAR = {GPU: 8}
             # node2: cpu 3000/6000 = .5, memory .5, std 0 -> 100
             cpu_and_memory(),
             [resource_node("node1", 4000, 10000), resource_node("node2", 6000, 10000)],
-            [], None, {"node1": 87, "node2": MAX_NODE_SCORE},
+            [],
+            None,
+            {"node1": 87, "node2": MAX_NODE_SCORE},
             id="nothing scheduled, resources requested, differently sized nodes",
         ),
         pytest.param(
@@ -64,21 +68,28 @@ SCALAR = {GPU: 8}
             # node2: cpu .6, memory 10000/20000 = .5, std .05 -> 95
             cpu_and_memory(),
             [resource_node("node1", 10000, 20000), resource_node("node2", 10000, 20000)],
-            [cpu_only(), cpu_and_memory()], None, {"node1": 82, "node2": 95},
+            [cpu_only(), cpu_and_memory()],
+            None,
+            {"node1": 82, "node2": 95},
             id="resources requested, pods scheduled with resources",
         ),
         pytest.param(
             # node2: memory 10000/50000 = .2, std .2 -> 80
             cpu_and_memory(),
             [resource_node("node1", 10000, 20000), resource_node("node2", 10000, 50000)],
-            [cpu_only(), cpu_and_memory()], None, {"node1": 82, "node2": 80},
+            [cpu_only(), cpu_and_memory()],
+            None,
+            {"node1": 82, "node2": 80},
             id="resources requested, pods scheduled with resources, differently sized nodes",
         ),
         pytest.param(
             # node1: cpu 6000/6000 = 1, memory 0, std .5 -> 50
             # node2: cpu 1, memory 5000/10000 = .5, std .25 -> 75
-            cpu_only(), [resource_node("node1", 6000, 10000), resource_node("node2", 6000, 10000)],
-            [cpu_only(), cpu_and_memory()], None, {"node1": 50, "node2": 75},
+            cpu_only(),
+            [resource_node("node1", 6000, 10000), resource_node("node2", 6000, 10000)],
+            [cpu_only(), cpu_and_memory()],
+            None,
+            {"node1": 50, "node2": 75},
             id="requested resources at node capacity",
         ),
         pytest.param(
@@ -89,7 +100,9 @@ SCALAR = {GPU: 8}
                 resource_node("node1", 3500, 40000, SCALAR),
                 resource_node("node2", 3500, 40000, SCALAR),
             ],
-            [cpu_and_memory(), cpu_memory_gpu()], WITH_GPU, {"node1": 70, "node2": 65},
+            [cpu_and_memory(), cpu_memory_gpu()],
+            WITH_GPU,
+            {"node1": 70, "node2": 65},
             id="include scalar resource on a node for balanced resource allocation",
         ),
         pytest.param(
@@ -97,20 +110,27 @@ SCALAR = {GPU: 8}
             # cpu 3000/3500, memory 5000/40000: std .366 -> 63
             cpu_and_memory(),
             [resource_node("node1", 3500, 40000, SCALAR), resource_node("node2", 3500, 40000)],
-            [], WITH_GPU, {"node1": 63, "node2": 63},
+            [],
+            WITH_GPU,
+            {"node1": 63, "node2": 63},
             id="node without the scalar resource should skip the scalar resource",
         ),
         pytest.param(
             # A node without allocatable has no fractions: std 0 -> 100.
-            cpu_and_memory(), [{"kind": "Node", "metadata": {"name": "node1"}}],
-            [], None, {"node1": MAX_NODE_SCORE},
+            cpu_and_memory(),
+            [{"kind": "Node", "metadata": {"name": "node1"}}],
+            [],
+            None,
+            {"node1": MAX_NODE_SCORE},
             id="a node without allocatable scores as balanced",
         ),
         pytest.param(
             # Fractions cap at 1: cpu 3000/1000 -> 1, memory 5000/5000 = 1, std 0.
             cpu_and_memory(),
             [resource_node("node1", 1000, 5000)],
-            [], None, {"node1": MAX_NODE_SCORE},
+            [],
+            None,
+            {"node1": MAX_NODE_SCORE},
             id="fractions over one are capped",
         ),
     ],
@@ -126,7 +146,7 @@ def test_balanced_allocation(
     "... if PreScore not called" cases)."""
     args = NodeResourcesBalancedAllocationArgs(resources) if resources else None
     plugin = NodeResourcesBalancedAllocation(args)
-    infos = node_infos(nodes, pods, non_zero=False)
+    infos = node_infos(nodes, pods)
     state = CycleState()
     assert plugin.pre_score(state, pod, infos, None).ok  # type: ignore[arg-type]
     got = {}

@@ -23,6 +23,7 @@ from tests.builders import (
     pod_with,
     resource_node,
 )
+from webhook.api.resources import DEFAULT_MEMORY_REQUEST, non_zero_requests
 from webhook.scheduler.config.types import (
     DEFAULT_RESOURCES,
     NodeResourcesFitArgs,
@@ -30,6 +31,7 @@ from webhook.scheduler.config.types import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from webhook.scheduler.framework.snapshot import bound_pod_requests
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Code, CycleState
 from webhook.scheduler.plugins.noderesources.fit_scoring import (
     PRE_SCORE_STATE_KEY,
@@ -40,9 +42,7 @@ from webhook.scheduler.plugins.noderesources.fit_scoring import (
 from webhook.scheduler.plugins.noderesources.least_allocated import least_requested_score
 from webhook.scheduler.plugins.noderesources.most_allocated import most_requested_score
 from webhook.scheduler.plugins.noderesources.resource_allocation import (
-    DEFAULT_MEMORY_REQUEST,
     allocatable_and_requested,
-    non_zero_requests,
 )
 
 EXT = "abc.com/xyz"
@@ -91,183 +91,320 @@ def _nodes(*sizes: tuple[str, str] | tuple[str, str, R]) -> list[dict[str, Any]]
 LEAST_CASES = [
     pytest.param(
         # CPU and memory: (cap - 0) * 100 / cap = 100 on both nodes.
-        least(), pod_with(), _nodes(("4000", "10000"), ("4000", "10000")), [],
-        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE}, Code.SUCCESS,
+        least(),
+        pod_with(),
+        _nodes(("4000", "10000"), ("4000", "10000")),
+        [],
+        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE},
+        Code.SUCCESS,
         id="nothing scheduled, nothing requested",
     ),
     pytest.param(
         # node1: cpu (4000-3000)*100/4000 = 25, memory (10000-5000)*100/10000 = 50 -> 37
         # node2: cpu (6000-3000)*100/6000 = 50, memory 50 -> 50
-        least(), CPU_MEM_1, _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 37, "node2": 50}, Code.SUCCESS,
+        least(),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 37, "node2": 50},
+        Code.SUCCESS,
         id="nothing scheduled, resources requested, differently sized nodes",
     ),
     pytest.param(
-        least(()), CPU_MEM_1, _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 0, "node2": 0}, Code.ERROR,
+        least(()),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 0, "node2": 0},
+        Code.ERROR,
         id="Resources not set, pods scheduled with error",
     ),
     pytest.param(
         # Existing pods have no containers: they count nothing, not the defaults.
-        least(), pod_with(), _nodes(("4000", "10000"), ("4000", "10000")),
-        [pod_with(node="node1"), pod_with(node="node1"), pod_with(node="node2"),
-         pod_with(node="node2")],
-        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE}, Code.SUCCESS,
+        least(),
+        pod_with(),
+        _nodes(("4000", "10000"), ("4000", "10000")),
+        [
+            pod_with(node="node1"),
+            pod_with(node="node1"),
+            pod_with(node="node2"),
+            pod_with(node="node2"),
+        ],
+        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE},
+        Code.SUCCESS,
         id="no resources requested, pods scheduled",
     ),
     pytest.param(
         # node1: cpu (10000-6000)*100/10000 = 40, memory 100 -> 70
         # node2: cpu 40, memory (20000-5000)*100/20000 = 75 -> 57
-        least(), pod_with(), _nodes(("10000", "20000"), ("10000", "20000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "0"}, node="node2"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 70, "node2": 57}, Code.SUCCESS,
+        least(),
+        pod_with(),
+        _nodes(("10000", "20000"), ("10000", "20000")),
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "0"}, node="node2"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 70, "node2": 57},
+        Code.SUCCESS,
         id="no resources requested, pods scheduled with resources",
     ),
     pytest.param(
         # node1: cpu 40, memory (20000-5000)*100/20000 = 75 -> 57
         # node2: cpu 40, memory (20000-10000)*100/20000 = 50 -> 45
-        least(), CPU_MEM_1, _nodes(("10000", "20000"), ("10000", "20000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 57, "node2": 45}, Code.SUCCESS,
+        least(),
+        CPU_MEM_1,
+        _nodes(("10000", "20000"), ("10000", "20000")),
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 57, "node2": 45},
+        Code.SUCCESS,
         id="resources requested, pods scheduled with resources",
     ),
     pytest.param(
         # node2: cpu 40, memory (50000-10000)*100/50000 = 80 -> 60
-        least(), CPU_MEM_1, _nodes(("10000", "20000"), ("10000", "50000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 57, "node2": 60}, Code.SUCCESS,
+        least(),
+        CPU_MEM_1,
+        _nodes(("10000", "20000"), ("10000", "50000")),
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 57, "node2": 60},
+        Code.SUCCESS,
         id="resources requested, pods scheduled with resources, differently sized nodes",
     ),
     pytest.param(
         # cpu 6000 > 4000 scores 0; memory 100 on node1, 50 on node2.
-        least(), pod_with({"cpu": "3000", "memory": "0"}),
+        least(),
+        pod_with({"cpu": "3000", "memory": "0"}),
         _nodes(("4000", "10000"), ("4000", "10000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 50, "node2": 25}, Code.SUCCESS,
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 50, "node2": 25},
+        Code.SUCCESS,
         id="requested resources exceed node capacity",
     ),
     pytest.param(
-        least(), pod_with(), [node_with("node1"), node_with("node2")],
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 0, "node2": 0}, Code.SUCCESS,
+        least(),
+        pod_with(),
+        [node_with("node1"), node_with("node2")],
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 0, "node2": 0},
+        Code.SUCCESS,
         id="zero node resources, pods scheduled with resources",
     ),
     pytest.param(
         # node1: (25 * 1 + 50 * 2) / 3 = 41; node2: (50 + 100) / 3 = 50
-        least((ResourceSpec("memory", 2), ResourceSpec("cpu", 1))), CPU_MEM_1,
-        _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 41, "node2": 50}, Code.SUCCESS,
+        least((ResourceSpec("memory", 2), ResourceSpec("cpu", 1))),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 41, "node2": 50},
+        Code.SUCCESS,
         id="nothing scheduled, resources requested with different weight on CPU and memory, "
         "differently sized nodes",
     ),
     pytest.param(
         # The pod does not request abc.com/xyz: it is left out; cpu and memory 50 each.
-        least(EXTENDED_RESOURCE_SET), CPU_MEM_1,
-        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})), [],
-        {"node1": 50, "node2": 50}, Code.SUCCESS,
+        least(EXTENDED_RESOURCE_SET),
+        CPU_MEM_1,
+        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})),
+        [],
+        {"node1": 50, "node2": 50},
+        Code.SUCCESS,
         id="bypass extended resource if the pod does not request",
     ),
     pytest.param(
         # abc.com/xyz: node1 (4-2)*100/4 = 50, node2 (10-2)*100/10 = 80 -> 50 and 60
-        least(EXTENDED_RESOURCE_SET), pod_with({"cpu": "3000", "memory": "5000", EXT: "2"}),
-        _nodes(("6000", "10000", {EXT: "4"}), ("6000", "10000", {EXT: "10"})), [],
-        {"node1": 50, "node2": 60}, Code.SUCCESS,
+        least(EXTENDED_RESOURCE_SET),
+        pod_with({"cpu": "3000", "memory": "5000", EXT: "2"}),
+        _nodes(("6000", "10000", {EXT: "4"}), ("6000", "10000", {EXT: "10"})),
+        [],
+        {"node1": 50, "node2": 60},
+        Code.SUCCESS,
         id="honor extended resource if the pod requests",
     ),
     pytest.param(
         # cpu 50, memory 60; the extended resource the pod does not request is skipped.
         least((ResourceSpec(EXT, 2), ResourceSpec("cpu", 1), ResourceSpec("memory", 1))),
         pod_with({"cpu": "3000", "memory": "4000"}),
-        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})), [],
-        {"node1": 55, "node2": 55}, Code.SUCCESS,
+        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})),
+        [],
+        {"node1": 55, "node2": 55},
+        Code.SUCCESS,
         id="if the node doesn't have a resource",
+    ),
+    # NodeInfo.NonZeroRequested on the node side: existing containers without
+    # requests count 100m / 200Mi each (the twin of most_allocated's case).
+    pytest.param(
+        # node1: cpu 300m of 250m -> 0, memory 600Mi of 1000Mi -> 40: 20
+        # node2: cpu 100m of 250m -> 60, memory 200Mi of 1000Mi -> 80: 70
+        least(),
+        container_pod(),
+        [
+            node_with("node1", cpu="250m", memory="1000Mi"),
+            node_with("node2", cpu="250m", memory="1000Mi"),
+        ],
+        [container_pod(node="node1"), container_pod(node="node1")],
+        {"node1": 20, "node2": 70},
+        Code.SUCCESS,
+        id="no resources requested, pods scheduled, nonzero request for resource",
+    ),
+    pytest.param(
+        # node1's pod requests cpu only: its memory counts 200Mi.
+        # node1: cpu 200m of 1000m -> 80, memory 300Mi of 1000Mi -> 70: 75
+        # node2: cpu 100m -> 90, memory 100Mi -> 90: 90
+        least(),
+        pod_with({"cpu": "100m", "memory": "100Mi"}),
+        [
+            node_with("node1", cpu="1", memory="1000Mi"),
+            node_with("node2", cpu="1", memory="1000Mi"),
+        ],
+        [pod_with({"cpu": "100m"}, node="node1")],
+        {"node1": 75, "node2": 90},
+        Code.SUCCESS,
+        id="an existing container without a memory request counts 200Mi",
+    ),
+    pytest.param(
+        # node1's pod has a container without requests and an init container asking
+        # 300m / 100Mi: max(100m, 300m) = 300m, max(200Mi, 100Mi) = 200Mi.
+        # node1: cpu 400m of 1000m -> 60, memory 300Mi of 1000Mi -> 70: 65
+        least(),
+        pod_with({"cpu": "100m", "memory": "100Mi"}),
+        [node_with("node1", cpu="1", memory="1000Mi")],
+        [pod_with({}, init=[{"cpu": "300m", "memory": "100Mi"}], node="node1")],
+        {"node1": 65},
+        Code.SUCCESS,
+        id="an existing pod's init container is maxed against its defaulted containers",
     ),
 ]
 
 MOST_CASES = [
     pytest.param(
-        most(), pod_with(), _nodes(("4000", "10000"), ("4000", "10000")), [],
-        {"node1": 0, "node2": 0}, Code.SUCCESS,
+        most(),
+        pod_with(),
+        _nodes(("4000", "10000"), ("4000", "10000")),
+        [],
+        {"node1": 0, "node2": 0},
+        Code.SUCCESS,
         id="nothing scheduled, nothing requested",
     ),
     pytest.param(
         # node1: cpu 3000*100/4000 = 75, memory 50 -> 62; node2: 50, 50 -> 50
-        most(), CPU_MEM_1, _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 62, "node2": 50}, Code.SUCCESS,
+        most(),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 62, "node2": 50},
+        Code.SUCCESS,
         id="nothing scheduled, resources requested, differently sized nodes",
     ),
     pytest.param(
-        most(()), CPU_MEM_1, _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 0, "node2": 0}, Code.ERROR,
+        most(()),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 0, "node2": 0},
+        Code.ERROR,
         id="Resources not set, pods scheduled with error",
     ),
     pytest.param(
         # node1: cpu 60, memory 0 -> 30; node2: cpu 60, memory 25 -> 42
-        most(), pod_with(), _nodes(("10000", "20000"), ("10000", "20000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "0"}, node="node2"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 30, "node2": 42}, Code.SUCCESS,
+        most(),
+        pod_with(),
+        _nodes(("10000", "20000"), ("10000", "20000")),
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "0"}, node="node2"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 30, "node2": 42},
+        Code.SUCCESS,
         id="no resources requested, pods scheduled with resources",
     ),
     pytest.param(
-        most(), CPU_MEM_1, _nodes(("10000", "20000"), ("10000", "20000")),
-        [pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 42, "node2": 55}, Code.SUCCESS,
+        most(),
+        CPU_MEM_1,
+        _nodes(("10000", "20000"), ("10000", "20000")),
+        [
+            pod_with({"cpu": "3000", "memory": "0"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 42, "node2": 55},
+        Code.SUCCESS,
         id="resources requested, pods scheduled with resources",
     ),
     pytest.param(
         # node1: cpu 5000/5000 = 100, memory 90 -> 95; node2: 50, 100 -> 75
-        most(), pod_with({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
-        _nodes(("5000", "10000"), ("10000", "9000")), [],
-        {"node1": 95, "node2": 75}, Code.SUCCESS,
+        most(),
+        pod_with({"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
+        _nodes(("5000", "10000"), ("10000", "9000")),
+        [],
+        {"node1": 95, "node2": 75},
+        Code.SUCCESS,
         id="resources requested equal node capacity",
     ),
     pytest.param(
         # node1: (75 * 1 + 50 * 2) / 3 = 58; node2: 50
-        most((ResourceSpec("memory", 2), ResourceSpec("cpu", 1))), CPU_MEM_1,
-        _nodes(("4000", "10000"), ("6000", "10000")), [],
-        {"node1": 58, "node2": 50}, Code.SUCCESS,
+        most((ResourceSpec("memory", 2), ResourceSpec("cpu", 1))),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [],
+        {"node1": 58, "node2": 50},
+        Code.SUCCESS,
         id="nothing scheduled, resources requested, differently sized nodes (weighted)",
     ),
     pytest.param(
         # Containers without requests count 100m / 200Mi each.
         # node1: cpu 300m of 250m caps at 100, memory 600Mi / 1000Mi = 60 -> 80
         # node2: cpu 100m / 250m = 40, memory 200Mi / 1000Mi = 20 -> 30
-        most(), container_pod(),
-        [node_with("node1", cpu="250m", memory="1000Mi"),
-         node_with("node2", cpu="250m", memory="1000Mi")],
+        most(),
+        container_pod(),
+        [
+            node_with("node1", cpu="250m", memory="1000Mi"),
+            node_with("node2", cpu="250m", memory="1000Mi"),
+        ],
         [container_pod(node="node1"), container_pod(node="node1")],
-        {"node1": 80, "node2": 30}, Code.SUCCESS,
+        {"node1": 80, "node2": 30},
+        Code.SUCCESS,
         id="no resources requested, pods scheduled, nonzero request for resource",
     ),
     pytest.param(
-        most(EXTENDED_RESOURCE_SET), CPU_MEM_1,
-        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})), [],
-        {"node1": 50, "node2": 50}, Code.SUCCESS,
+        most(EXTENDED_RESOURCE_SET),
+        CPU_MEM_1,
+        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})),
+        [],
+        {"node1": 50, "node2": 50},
+        Code.SUCCESS,
         id="bypass extended resource if the pod does not request",
     ),
     pytest.param(
         # abc.com/xyz: node1 2*100/4 = 50, node2 2*100/10 = 20 -> 50 and 40
-        most(EXTENDED_RESOURCE_SET), pod_with({"cpu": "3000", "memory": "5000", EXT: "2"}),
-        _nodes(("6000", "10000", {EXT: "4"}), ("6000", "10000", {EXT: "10"})), [],
-        {"node1": 50, "node2": 40}, Code.SUCCESS,
+        most(EXTENDED_RESOURCE_SET),
+        pod_with({"cpu": "3000", "memory": "5000", EXT: "2"}),
+        _nodes(("6000", "10000", {EXT: "4"}), ("6000", "10000", {EXT: "10"})),
+        [],
+        {"node1": 50, "node2": 40},
+        Code.SUCCESS,
         id="honor extended resource if the pod request",
     ),
     pytest.param(
         most((ResourceSpec(EXT, 2), ResourceSpec("cpu", 1), ResourceSpec("memory", 1))),
         pod_with({"cpu": "3000", "memory": "4000"}),
-        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})), [],
-        {"node1": 45, "node2": 45}, Code.SUCCESS,
+        _nodes(("6000", "10000"), ("6000", "10000", {EXT: "4"})),
+        [],
+        {"node1": 45, "node2": 45},
+        Code.SUCCESS,
         id="if the node doesn't have a resource",
     ),
 ]
@@ -290,104 +427,161 @@ MULTIPLE = (ResourceSpec(FOO, 3), ResourceSpec(BAR, 5))
 
 RTCR_CASES = [
     pytest.param(
-        rtcr(), pod_with(), _nodes(("4000", "10000"), ("4000", "10000")),
+        rtcr(),
+        pod_with(),
+        _nodes(("4000", "10000"), ("4000", "10000")),
         [pod_with(node="node1"), pod_with(node="node1")],
-        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE}, Code.SUCCESS,
+        {"node1": MAX_NODE_SCORE, "node2": MAX_NODE_SCORE},
+        Code.SUCCESS,
         id="nothing scheduled, nothing requested (default - least requested nodes have priority)",
     ),
     pytest.param(
         # node1: cpu 75% -> 25, memory 50% -> 50; math.Round(75 / 2) = 38
-        rtcr(), CPU_MEM_1, _nodes(("4000", "10000"), ("6000", "10000")),
+        rtcr(),
+        CPU_MEM_1,
+        _nodes(("4000", "10000"), ("6000", "10000")),
         [pod_with(node="node1"), pod_with(node="node1")],
-        {"node1": 38, "node2": 50}, Code.SUCCESS,
+        {"node1": 38, "node2": 50},
+        Code.SUCCESS,
         id="nothing scheduled, resources requested, differently sized nodes "
         "(default - least requested nodes have priority)",
     ),
     pytest.param(
-        rtcr(), pod_with(), _nodes(("4000", "10000"), ("6000", "10000")),
-        [pod_with({"cpu": "3000", "memory": "5000"}, node="node1"),
-         pod_with({"cpu": "3000", "memory": "5000"}, node="node2")],
-        {"node1": 38, "node2": 50}, Code.SUCCESS,
+        rtcr(),
+        pod_with(),
+        _nodes(("4000", "10000"), ("6000", "10000")),
+        [
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node1"),
+            pod_with({"cpu": "3000", "memory": "5000"}, node="node2"),
+        ],
+        {"node1": 38, "node2": 50},
+        Code.SUCCESS,
         id="no resources requested, pods scheduled with resources "
         "(default - least requested nodes have priority)",
     ),
     # TestResourceBinPackingSingleExtended: shape 0 -> 0, 100 -> 10 (scaled).
     pytest.param(
-        rtcr(SINGLE, SHAPE_UP), pod_with(),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [],
-        {"node1": 0, "node2": 0}, Code.SUCCESS,
+        rtcr(SINGLE, SHAPE_UP),
+        pod_with(),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4}),
+        ],
+        [],
+        {"node1": 0, "node2": 0},
+        Code.SUCCESS,
         id="single extended: nothing scheduled, nothing requested",
     ),
     pytest.param(
         # node1: 2/8 = 25% -> 2; node2: 2/4 = 50% -> 5
-        rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "2"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
-        {"node1": 2, "node2": 5}, Code.SUCCESS,
+        rtcr(SINGLE, SHAPE_UP),
+        pod_with({FOO: "2"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4}),
+        ],
+        [pod_with()],
+        {"node1": 2, "node2": 5},
+        Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with less resources",
     ),
     pytest.param(
         # node2: (2 + 2) / 4 = 100% -> 10
-        rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "2"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with({FOO: "2"}, node="node2")],
-        {"node1": 2, "node2": 10}, Code.SUCCESS,
+        rtcr(SINGLE, SHAPE_UP),
+        pod_with({FOO: "2"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4}),
+        ],
+        [pod_with({FOO: "2"}, node="node2")],
+        {"node1": 2, "node2": 10},
+        Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with resources, "
         "on node with existing pod running ",
     ),
     pytest.param(
-        rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "4"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4})], [pod_with()],
-        {"node1": 5, "node2": 10}, Code.SUCCESS,
+        rtcr(SINGLE, SHAPE_UP),
+        pod_with({FOO: "4"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4}),
+        ],
+        [pod_with()],
+        {"node1": 5, "node2": 10},
+        Code.SUCCESS,
         id="single extended: resources requested, pods scheduled with more resources",
     ),
     # TestResourceBinPackingMultipleExtended: foo weight 3, bar weight 5.
     pytest.param(
-        rtcr(MULTIPLE, SHAPE_UP), pod_with(),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [],
-        {"node1": 0, "node2": 0}, Code.SUCCESS,
+        rtcr(MULTIPLE, SHAPE_UP),
+        pod_with(),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8}),
+        ],
+        [],
+        {"node1": 0, "node2": 0},
+        Code.SUCCESS,
         id="multiple extended: nothing scheduled, nothing requested",
     ),
     pytest.param(
         # node1: foo 25% -> 2, bar 50% -> 5: round((6 + 25) / 8) = 4
         # node2: foo 50% -> 5, bar 25% -> 2: round((15 + 10) / 8) = 3
-        rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "2", BAR: "2"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
-        {"node1": 4, "node2": 3}, Code.SUCCESS,
+        rtcr(MULTIPLE, SHAPE_UP),
+        pod_with({FOO: "2", BAR: "2"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8}),
+        ],
+        [pod_with()],
+        {"node1": 4, "node2": 3},
+        Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with less resources",
     ),
     pytest.param(
         # node2: foo (2+2)/4 -> 10, bar (2+2)/8 -> 5: round((30 + 25) / 8) = 7
-        rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "2", BAR: "2"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})],
+        rtcr(MULTIPLE, SHAPE_UP),
+        pod_with({FOO: "2", BAR: "2"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8}),
+        ],
         [pod_with({FOO: "2", BAR: "2"}, node="node2")],
-        {"node1": 4, "node2": 7}, Code.SUCCESS,
+        {"node1": 4, "node2": 7},
+        Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with resources, "
         "on node with existing pod running ",
     ),
     pytest.param(
-        rtcr(MULTIPLE, SHAPE_UP), pod_with({FOO: "4", BAR: "2"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
-         resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8})], [pod_with()],
-        {"node1": 5, "node2": 5}, Code.SUCCESS,
+        rtcr(MULTIPLE, SHAPE_UP),
+        pod_with({FOO: "4", BAR: "2"}),
+        [
+            resource_node("node1", 4000, 10000 * MIB, {FOO: 8, BAR: 4}),
+            resource_node("node2", 4000, 10000 * MIB, {FOO: 4, BAR: 8}),
+        ],
+        [pod_with()],
+        {"node1": 5, "node2": 5},
+        Code.SUCCESS,
         id="multiple extended: resources requested, pods scheduled with more resources",
     ),
     # Boundary: a resource scoring 0 is left out of the mean (here memory at 100%).
     pytest.param(
-        rtcr(), pod_with({"cpu": "1000", "memory": "10000"}), _nodes(("4000", "10000")), [],
-        {"node1": 75}, Code.SUCCESS,
+        rtcr(),
+        pod_with({"cpu": "1000", "memory": "10000"}),
+        _nodes(("4000", "10000")),
+        [],
+        {"node1": 75},
+        Code.SUCCESS,
         id="a resource scoring 0 leaves the weighted mean",
     ),
     # Boundary: over capacity scores f(100).
     pytest.param(
-        rtcr(SINGLE, SHAPE_UP), pod_with({FOO: "9"}),
-        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8})], [],
-        {"node1": 10}, Code.SUCCESS,
+        rtcr(SINGLE, SHAPE_UP),
+        pod_with({FOO: "9"}),
+        [resource_node("node1", 4000, 10000 * MIB, {FOO: 8})],
+        [],
+        {"node1": 10},
+        Code.SUCCESS,
         id="a request over capacity scores the shape's value at 100",
     ),
 ]
@@ -443,17 +637,24 @@ def test_default_args_are_least_allocated_cpu_memory() -> None:
     assert score_for(most()).name == "MostAllocated"
 
 
-def test_node_without_non_zero_requested_falls_back_to_requested() -> None:
-    """CAVEAT path: a NodeInfo without non_zero_requested reads plain requests."""
-    node = node_with("n", cpu="1", memory="1000Mi")
-    pods = [container_pod(node="n")]
-    with_nz = node_info(node, pods)
-    without = node_info(node, pods, non_zero=False)
-    plugin = FitScoring()
-    # cpu: 200m of 1000m -> 80, memory 400Mi of 1000Mi -> 60: 70; without the
-    # node-side defaults: 100m -> 90, 200Mi -> 80: 85.
-    assert plugin.score(CycleState(), container_pod(), with_nz)[0] == 70
-    assert plugin.score(CycleState(), container_pod(), without)[0] == 85
+@pytest.mark.parametrize(
+    "strategy",
+    [least(), most(), rtcr(), least(EXTENDED_RESOURCE_SET)],
+    ids=["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio", "with a scalar"],
+)
+def test_remembered_node_side_follows_the_node(strategy: ScoringStrategy) -> None:
+    """The node's side of each resource is remembered per node generation: after a pod
+    is bound (a new generation) the score is that of a node never scored before."""
+    plugin = FitScoring(NodeResourcesFitArgs(scoring_strategy=strategy))
+    pod = pod_with({"cpu": "1000", "memory": "2000", EXT: "1"})
+    node = node_with("node1", cpu="4000", memory="10000", **{EXT: "4"})
+    info = node_info(node)
+    first = plugin.score(_prescored(plugin, pod), pod, info)
+    bound = pod_with({"cpu": "2000", "memory": "5000", EXT: "2"}, node="node1", name="b")
+    info._add(("default", "b"), bound, *bound_pod_requests(bound))
+    again = plugin.score(_prescored(plugin, pod), pod, info)
+    fresh = plugin.score(_prescored(plugin, pod), pod, node_info(node, [bound]))
+    assert again == fresh != first
 
 
 @pytest.mark.parametrize(
@@ -461,11 +662,13 @@ def test_node_without_non_zero_requested_falls_back_to_requested() -> None:
     [
         pytest.param(pod_with(), {"cpu": 0, "memory": 0}, id="no containers count nothing"),
         pytest.param(
-            container_pod(), {"cpu": 100, "memory": DEFAULT_MEMORY_REQUEST},
+            container_pod(),
+            {"cpu": 100, "memory": DEFAULT_MEMORY_REQUEST},
             id="a container without requests counts the defaults",
         ),
         pytest.param(
-            pod_with({"cpu": "0", "memory": "0"}), {"cpu": 0, "memory": 0},
+            pod_with({"cpu": "0", "memory": "0"}),
+            {"cpu": 0, "memory": 0},
             id="an explicit zero stays zero",
         ),
         pytest.param(
@@ -504,8 +707,13 @@ def test_allocatable_and_requested(
 ) -> None:
     """cpu / memory read non-zero requests unless use_requested; scalar resources the
     pod does not request, or the node does not list, are left out."""
-    allocatable = {"cpu": 4000, "memory": 100, "ephemeral-storage": 50, "example.com/gpu": 8,
-                   "pods": 110}
+    allocatable = {
+        "cpu": 4000,
+        "memory": 100,
+        "ephemeral-storage": 50,
+        "example.com/gpu": 8,
+        "pods": 110,
+    }
     requested = {"cpu": 50, "memory": 10, "ephemeral-storage": 5, "example.com/gpu": 2}
     non_zero = {"cpu": 100, "memory": 30}
     got = allocatable_and_requested(

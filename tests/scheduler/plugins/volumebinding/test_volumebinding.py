@@ -19,12 +19,23 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod, node, pv, pvc, storage_class, with_claim, with_volume
+from tests.builders import (
+    csinode,
+    make_pod,
+    node,
+    pv,
+    pvc,
+    storage_class,
+    with_claim,
+    with_volume,
+)
+from tests.scheduler.test_properties import reference_place
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.placement import place
+from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
 from webhook.scheduler.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -33,7 +44,7 @@ from webhook.scheduler.plugins.volumebinding import (
     VolumeBinding,
     find_pod_volumes,
 )
-from webhook.scheduler.profile import build
+from webhook.scheduler.profile import build, default_framework
 
 RawObj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
@@ -136,7 +147,9 @@ ZONAL = [
 ]
 ZONAL_PVS = [
     make_pv(
-        f"pv-{z}-{i}", "wait-sc", size,
+        f"pv-{z}-{i}",
+        "wait-sc",
+        size,
         topology__kubernetes__io___region=[f"region-{z}"],
         topology__kubernetes__io___zone=[f"zone-{z}"],
     )
@@ -159,55 +172,81 @@ ZONE_C = {"zone-c-node-a": BIND, "zone-c-node-b": BIND}
 def zonal_scores(*scores: int) -> dict[str, int]:
     return dict(zip([n["metadata"]["name"] for n in ZONAL], scores, strict=True))
 
+
 CASE_ARGS = ("p", "nodes", "objs", "args", "want")
 
 
 @pytest.mark.parametrize(
     CASE_ARGS,
     [
-        pytest.param(make_pod().name("pod-a").obj(), NODE_A, [], None, (SKIP, {}, None),
-                     id="pod has not pvcs"),
         pytest.param(
-            pod_with("pvc-a"), NODE_A,
+            make_pod().name("pod-a").obj(),
+            NODE_A,
+            [],
+            None,
+            (SKIP, {}, None),
+            id="pod has not pvcs",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            NODE_A,
             [pvc("pvc-a", volume="pv-a", storage_class="wait-sc"), make_pv("pv-a", "wait-sc")],
-            None, (SUCCESS, {"node-a": SUCCESS}, None),
+            None,
+            (SUCCESS, {"node-a": SUCCESS}, None),
             id="all bound",
         ),
         pytest.param(
-            pod_with("pvc-a", "pvc-b"), NODE_A,
+            pod_with("pvc-a", "pvc-b"),
+            NODE_A,
             [
                 pvc("pvc-a", volume="pv-a", storage_class="wait-sc"),
                 pvc("pvc-b", volume="pv-b", storage_class="wait-sc"),
                 make_pv("pv-a", "wait-sc", **host("node-a")),
                 make_pv("pv-b", "wait-sc", **host("node-a")),
             ],
-            None, (SUCCESS, {"node-a": SUCCESS}, None),
+            None,
+            (SUCCESS, {"node-a": SUCCESS}, None),
             id="all bound with local volumes",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A, [], None,
+            pod_with("pvc-a"),
+            NODE_A,
+            [],
+            None,
             (Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-a" not found'), {}, None),
             id="PVC does not exist",
         ),
         pytest.param(
-            pod_with("pvc-a", "pvc-b"), NODE_A,
-            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc")], None,
+            pod_with("pvc-a", "pvc-b"),
+            NODE_A,
+            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc")],
+            None,
             (Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-b" not found'), {}, None),
             id="Part of PVCs do not exist",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A, [pvc("pvc-a", storage_class="immediate-sc")], None,
-            (Status(Code.UNRESOLVABLE, "pod has unbound immediate PersistentVolumeClaims"), {},
-             None),
+            pod_with("pvc-a"),
+            NODE_A,
+            [pvc("pvc-a", storage_class="immediate-sc")],
+            None,
+            (
+                Status(Code.UNRESOLVABLE, "pod has unbound immediate PersistentVolumeClaims"),
+                {},
+                None,
+            ),
             id="immediate claims not bound",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A, [pvc("pvc-a", storage_class="wait-sc")], None,
+            pod_with("pvc-a"),
+            NODE_A,
+            [pvc("pvc-a", storage_class="wait-sc")],
+            None,
             (SUCCESS, {"node-a": BIND}, {"node-a": 0}),
             id="unbound claims no matches",
         ),
         pytest.param(
-            pod_with("pvc-a", "pvc-b"), [make_node("node-a", foo="barbar")],
+            pod_with("pvc-a", "pvc-b"),
+            [make_node("node-a", foo="barbar")],
             [
                 pvc("pvc-a", volume="pv-a", storage_class="wait-sc"),
                 pvc("pvc-b", storage_class="wait-sc"),
@@ -218,18 +257,26 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             id="bound and unbound unsatisfied",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A, [], None,
+            pod_with("pvc-a"),
+            NODE_A,
+            [],
+            None,
             (Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "pvc-a" not found'), {}, None),
             id="pvc not found",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A, [pvc("pvc-a", volume="pv-a", storage_class="wait-sc")],
-            None, (SUCCESS, {"node-a": PV_NOT_EXIST}, None),
+            pod_with("pvc-a"),
+            NODE_A,
+            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc")],
+            None,
+            (SUCCESS, {"node-a": PV_NOT_EXIST}, None),
             id="pv not found",
         ),
         pytest.param(
-            pod_with("pvc-a"), NODE_A,
-            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc", phase="Lost")], None,
+            pod_with("pvc-a"),
+            NODE_A,
+            [pvc("pvc-a", volume="pv-a", storage_class="wait-sc", phase="Lost")],
+            None,
             (
                 Status(
                     Code.UNRESOLVABLE,
@@ -241,8 +288,10 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             id="pv not found claim lost",
         ),
         pytest.param(
-            pod_with("pvc-a"), ABC,
-            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS], TEST_SHAPE,
+            pod_with("pvc-a"),
+            ABC,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS],
+            TEST_SHAPE,
             (
                 SUCCESS,
                 {"node-a": SUCCESS, "node-b": SUCCESS, "node-c": BIND},
@@ -251,7 +300,8 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             id="local volumes with close capacity are preferred",
         ),
         pytest.param(
-            pod_with("pvc-0", "pvc-1"), ABC,
+            pod_with("pvc-0", "pvc-1"),
+            ABC,
             [
                 pvc("pvc-0", storage_class="wait-sc", size="50Gi"),
                 pvc("pvc-1", storage_class="wait-hdd-sc", size="100Gi"),
@@ -268,8 +318,10 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             id="local volumes with close capacity are preferred (multiple pvcs)",
         ),
         pytest.param(
-            pod_with("pvc-a"), ZONAL,
-            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *ZONAL_PVS], TEST_SHAPE,
+            pod_with("pvc-a"),
+            ZONAL,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *ZONAL_PVS],
+            TEST_SHAPE,
             (
                 SUCCESS,
                 {**{n["metadata"]["name"]: SUCCESS for n in ZONAL[:4]}, **ZONE_C},
@@ -278,7 +330,8 @@ CASE_ARGS = ("p", "nodes", "objs", "args", "want")
             id="zonal volumes with close capacity are preferred",
         ),
         pytest.param(
-            pod_with("pvc-a"), ZONAL,
+            pod_with("pvc-a"),
+            ZONAL,
             [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *ZONAL_PVS],
             VolumeBindingArgs(
                 300,
@@ -318,13 +371,22 @@ MOST_ALLOCATED = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 
 @pytest.mark.parametrize(
     ("args", "want_node", "want_scores"),
     [
-        pytest.param(None, "node-a", {"node-a": 75, "node-b": 50},
-                     id="default shape: the node with the most room left"),
-        pytest.param({"shape": MOST_ALLOCATED}, "node-b", {"node-a": 25, "node-b": 50},
-                     id="a profile's shape preferring the fullest volumes"),
+        pytest.param(
+            None,
+            "node-a",
+            {"node-a": 75, "node-b": 50},
+            id="default shape: the node with the most room left",
+        ),
+        pytest.param(
+            {"shape": MOST_ALLOCATED},
+            "node-b",
+            {"node-a": 25, "node-b": 50},
+            id="a profile's shape preferring the fullest volumes",
+        ),
         pytest.param(
             {"shape": [{"utilization": 0, "score": 5}, {"utilization": 100, "score": 5}]},
-            "node-a", {"node-a": 50, "node-b": 50},
+            "node-a",
+            {"node-a": 50, "node-b": 50},
             id="a flat shape: a tie, the first by name",
         ),
     ],
@@ -364,13 +426,17 @@ BINDER_CLASSES = [
     sc("waitClass", "WaitForFirstConsumer", "kubernetes.io/no-provisioner"),
     sc("immediateClass", "Immediate"),
     sc(
-        "waitClassWithProvisioner", "WaitForFirstConsumer", "test-provisioner",
+        "waitClassWithProvisioner",
+        "WaitForFirstConsumer",
+        "test-provisioner",
         allowedTopologies=[
             {"matchLabelExpressions": [{"key": "nodeKey", "values": ["node1", "reference-value"]}]}
         ],
     ),
     sc(
-        "topoMismatchClass", "WaitForFirstConsumer", "test-provisioner",
+        "topoMismatchClass",
+        "WaitForFirstConsumer",
+        "test-provisioner",
         allowedTopologies=[
             {"matchLabelExpressions": [{"key": "nodeKey", "values": ["reference-value"]}]}
         ],
@@ -390,7 +456,12 @@ def binder_pvc(
     """makeTestPVC: namespace testns, uid pvc-uid, Filesystem; bound when `bound_to`
     (pvcBound; prebound: pvcPrebound), selected_node (pvcSelectedNode)."""
     out = pvc(
-        name, volume=bound_to, storage_class=cls, size=size, ns="testns", prebound=prebound,
+        name,
+        volume=bound_to,
+        storage_class=cls,
+        size=size,
+        ns="testns",
+        prebound=prebound,
         selected_node=selected_node,
     )
     out["metadata"]["uid"] = "pvc-uid"
@@ -408,7 +479,9 @@ def binder_pv(
     if claim is not None:
         meta = claim["metadata"]
         out["spec"]["claimRef"] = {
-            "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
         }
     return out
 
@@ -444,8 +517,13 @@ def generic_pvc(owned: bool) -> RawObj:
     out = binder_pvc("test-pod-test-volume", "1G", "immediateClass", "pv-bound")
     if owned:
         out["metadata"]["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Pod", "name": "test-pod", "uid": "test-pod-uid",
-             "controller": True}
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": "test-pod",
+                "uid": "test-pod-uid",
+                "controller": True,
+            }
         ]
     return out
 
@@ -492,11 +570,14 @@ BINDER_ARGS = ("p", "objs", "want")
     [
         pytest.param(binder_pod(), [], (SKIP, None, []), id="no-volumes"),
         pytest.param(
-            binder_pod(volumes=({"name": "scratch", "emptyDir": {}},)), [], (SKIP, None, []),
+            binder_pod(volumes=({"name": "scratch", "emptyDir": {}},)),
+            [],
+            (SKIP, None, []),
             id="no-pvcs",
         ),
         pytest.param(
-            binder_pod(BOUND), [],
+            binder_pod(BOUND),
+            [],
             (Status(Code.UNRESOLVABLE, 'persistentvolumeclaim "bound-pvc" not found'), None, []),
             id="pvc-not-found",
         ),
@@ -505,73 +586,92 @@ BINDER_ARGS = ("p", "objs", "want")
             binder_pod(BOUND), [BOUND], (SUCCESS, PV_NOT_EXIST, []), id="bound-pvc,pv-not-exists"
         ),
         pytest.param(
-            binder_pod(PREBOUND), [PREBOUND, PV_NODE1A_BOUND], (UNBOUND_IMMEDIATE, None, []),
+            binder_pod(PREBOUND),
+            [PREBOUND, PV_NODE1A_BOUND],
+            (UNBOUND_IMMEDIATE, None, []),
             id="prebound-pvc",
         ),
         pytest.param(
-            binder_pod(UNBOUND), [UNBOUND, PV_NODE2, PV_NODE1A, PV_NODE1B],
+            binder_pod(UNBOUND),
+            [UNBOUND, PV_NODE2, PV_NODE1A, PV_NODE1B],
             (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
             id="unbound-pvc,pv-same-node",
         ),
         pytest.param(
-            binder_pod(UNBOUND), [UNBOUND, PV_NODE2], (SUCCESS, BIND, []),
+            binder_pod(UNBOUND),
+            [UNBOUND, PV_NODE2],
+            (SUCCESS, BIND, []),
             id="unbound-pvc,pv-different-node",
         ),
         pytest.param(
-            binder_pod(UNBOUND, UNBOUND2), [UNBOUND, UNBOUND2, PV_NODE1A, PV_NODE1B],
+            binder_pod(UNBOUND, UNBOUND2),
+            [UNBOUND, UNBOUND2, PV_NODE1A, PV_NODE1B],
             (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a"), ("unbound-pvc2", "pv-node1b")]),
             id="two-unbound-pvcs",
         ),
         pytest.param(
-            binder_pod(UNBOUND2, UNBOUND), [UNBOUND, UNBOUND2, PV_NODE1A, PV_NODE1B],
+            binder_pod(UNBOUND2, UNBOUND),
+            [UNBOUND, UNBOUND2, PV_NODE1A, PV_NODE1B],
             (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a"), ("unbound-pvc2", "pv-node1b")]),
             id="two-unbound-pvcs,order-by-size",
         ),
         pytest.param(
-            binder_pod(UNBOUND, UNBOUND2), [UNBOUND, UNBOUND2, PV_NODE1A],
+            binder_pod(UNBOUND, UNBOUND2),
+            [UNBOUND, UNBOUND2, PV_NODE1A],
             (SUCCESS, BIND, [("unbound-pvc", "pv-node1a")]),
             id="two-unbound-pvcs,partial-match",
         ),
         pytest.param(
-            binder_pod(UNBOUND, BOUND), [UNBOUND, BOUND, PV_BOUND, PV_NODE1A],
+            binder_pod(UNBOUND, BOUND),
+            [UNBOUND, BOUND, PV_BOUND, PV_NODE1A],
             (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
             id="one-bound,one-unbound",
         ),
         pytest.param(
-            binder_pod(UNBOUND, BOUND), [UNBOUND, BOUND, PV_BOUND, PV_NODE2], (SUCCESS, BIND, []),
+            binder_pod(UNBOUND, BOUND),
+            [UNBOUND, BOUND, PV_BOUND, PV_NODE2],
+            (SUCCESS, BIND, []),
             id="one-bound,one-unbound,no-match",
         ),
         pytest.param(
-            binder_pod(UNBOUND, PREBOUND), [UNBOUND, PREBOUND, PV_NODE1A, PV_NODE1B],
+            binder_pod(UNBOUND, PREBOUND),
+            [UNBOUND, PREBOUND, PV_NODE1A, PV_NODE1B],
             (UNBOUND_IMMEDIATE, None, []),
             id="one-prebound,one-unbound",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_BOUND), [IMMEDIATE_BOUND, PV_BOUND_IMMEDIATE],
+            binder_pod(IMMEDIATE_BOUND),
+            [IMMEDIATE_BOUND, PV_BOUND_IMMEDIATE],
             (SUCCESS, SUCCESS, []),
             id="immediate-bound-pvc",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_BOUND), [IMMEDIATE_BOUND, PV_BOUND_IMMEDIATE_NODE2],
+            binder_pod(IMMEDIATE_BOUND),
+            [IMMEDIATE_BOUND, PV_BOUND_IMMEDIATE_NODE2],
             (SUCCESS, NODE_CONFLICT, []),
             id="immediate-bound-pvc-wrong-node",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_UNBOUND), [IMMEDIATE_UNBOUND], (UNBOUND_IMMEDIATE, None, []),
+            binder_pod(IMMEDIATE_UNBOUND),
+            [IMMEDIATE_UNBOUND],
+            (UNBOUND_IMMEDIATE, None, []),
             id="immediate-unbound-pvc",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_UNBOUND, BOUND), [IMMEDIATE_UNBOUND, BOUND, PV_BOUND],
+            binder_pod(IMMEDIATE_UNBOUND, BOUND),
+            [IMMEDIATE_UNBOUND, BOUND, PV_BOUND],
             (UNBOUND_IMMEDIATE, None, []),
             id="immediate-unbound-pvc,delayed-mode-bound",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_UNBOUND, UNBOUND), [IMMEDIATE_UNBOUND, UNBOUND],
+            binder_pod(IMMEDIATE_UNBOUND, UNBOUND),
+            [IMMEDIATE_UNBOUND, UNBOUND],
             (UNBOUND_IMMEDIATE, None, []),
             id="immediate-unbound-pvc,delayed-mode-unbound",
         ),
         pytest.param(
-            binder_pod(volumes=({"name": "no-such-pvc", "ephemeral": {}},)), [],
+            binder_pod(volumes=({"name": "no-such-pvc", "ephemeral": {}},)),
+            [],
             (
                 Status(
                     Code.UNRESOLVABLE,
@@ -585,15 +685,19 @@ BINDER_ARGS = ("p", "objs", "want")
         ),
         pytest.param(
             binder_pod(volumes=(GENERIC_VOLUME,)),
-            [generic_pvc(owned=True), binder_pv("pv-bound", "node1", "1G", "waitClass",
-                                              generic_pvc(owned=True))],
+            [
+                generic_pvc(owned=True),
+                binder_pv("pv-bound", "node1", "1G", "waitClass", generic_pvc(owned=True)),
+            ],
             (SUCCESS, SUCCESS, []),
             id="generic-ephemeral,with-pvc",
         ),
         pytest.param(
             binder_pod(volumes=(GENERIC_VOLUME,)),
-            [generic_pvc(owned=False), binder_pv("pv-bound", "node1", "1G", "waitClass",
-                                               generic_pvc(owned=True))],
+            [
+                generic_pvc(owned=False),
+                binder_pv("pv-bound", "node1", "1G", "waitClass", generic_pvc(owned=True)),
+            ],
             (
                 Status(
                     Code.UNRESOLVABLE,
@@ -619,24 +723,31 @@ def test_find_pod_volumes_without_provisioning(
 @pytest.mark.parametrize(
     BINDER_ARGS,
     [
-        pytest.param(binder_pod(PROVISIONED), [PROVISIONED], (SUCCESS, SUCCESS, []),
-                     id="one-provisioned"),
         pytest.param(
-            binder_pod(UNBOUND, PROVISIONED), [UNBOUND, PROVISIONED, PV_NODE1A],
+            binder_pod(PROVISIONED), [PROVISIONED], (SUCCESS, SUCCESS, []), id="one-provisioned"
+        ),
+        pytest.param(
+            binder_pod(UNBOUND, PROVISIONED),
+            [UNBOUND, PROVISIONED, PV_NODE1A],
             (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
             id="two-unbound-pvcs,one-matched,one-provisioned",
         ),
         pytest.param(
-            binder_pod(BOUND, PROVISIONED), [BOUND, PROVISIONED, PV_BOUND], (SUCCESS, SUCCESS, []),
+            binder_pod(BOUND, PROVISIONED),
+            [BOUND, PROVISIONED, PV_BOUND],
+            (SUCCESS, SUCCESS, []),
             id="one-bound,one-provisioned",
         ),
         pytest.param(
-            binder_pod(BOUND, SELECTED_NODE), [BOUND, SELECTED_NODE, PV_BOUND],
+            binder_pod(BOUND, SELECTED_NODE),
+            [BOUND, SELECTED_NODE, PV_BOUND],
             (SUCCESS, SUCCESS, []),
             id="one-binding,one-selected-node",
         ),
         pytest.param(
-            binder_pod(IMMEDIATE_UNBOUND), [IMMEDIATE_UNBOUND], (UNBOUND_IMMEDIATE, None, []),
+            binder_pod(IMMEDIATE_UNBOUND),
+            [IMMEDIATE_UNBOUND],
+            (UNBOUND_IMMEDIATE, None, []),
             id="immediate-unbound-pvc",
         ),
         pytest.param(
@@ -646,11 +757,15 @@ def test_find_pod_volumes_without_provisioning(
             id="one-immediate-bound,one-provisioned",
         ),
         pytest.param(
-            binder_pod(NO_PROVISIONER), [NO_PROVISIONER], (SUCCESS, BIND, []),
+            binder_pod(NO_PROVISIONER),
+            [NO_PROVISIONER],
+            (SUCCESS, BIND, []),
             id="invalid-provisioner",
         ),
         pytest.param(
-            binder_pod(TOPO_MISMATCH), [TOPO_MISMATCH], (SUCCESS, BIND, []),
+            binder_pod(TOPO_MISMATCH),
+            [TOPO_MISMATCH],
+            (SUCCESS, BIND, []),
             id="volume-topology-unsatisfied",
         ),
     ],
@@ -663,9 +778,7 @@ def test_find_pod_volumes_with_provisioning(
 
 
 # ---- binder.go FindPodVolumes: the volume.kubernetes.io/selected-node fast path ----
-ELSEWHERE = binder_pvc(
-    "provisioned-pvc", "1Gi", "waitClassWithProvisioner", selected_node="node2"
-)
+ELSEWHERE = binder_pvc("provisioned-pvc", "1Gi", "waitClassWithProvisioner", selected_node="node2")
 NOT_HERE = binder_pvc("topo-mismatch-pvc", "1Gi", "topoMismatchClass", selected_node="node1")
 
 
@@ -679,20 +792,42 @@ def claims_case(
 @pytest.mark.parametrize(
     BINDER_ARGS,
     [
-        claims_case((ELSEWHERE,), (), (SUCCESS, BIND, []),
-                    "a claim provisioned for another node fails this one"),
-        claims_case((UNBOUND, ELSEWHERE), (PV_NODE1A,), (SUCCESS, BIND, []),
-                    "the node fails at once: no static binding is looked for"),
-        claims_case((IMMEDIATE_BOUND, ELSEWHERE), (PV_BOUND_IMMEDIATE_NODE2,),
-                    (SUCCESS, BOTH_CONFLICTS, []), "the bound claims' verdict is kept"),
-        claims_case((UNBOUND, SELECTED_NODE), (PV_NODE1A,),
-                    (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
-                    "a claim provisioned for this node beside a static binding"),
-        claims_case((NOT_HERE,), (), (SUCCESS, BIND, []),
-                    "a claim selected for this node still needs its class to provision here"),
-        claims_case((SELECTED_NODE,),
-                    (binder_pv("pv-node1a", "node1", "5G", "waitClassWithProvisioner"),),
-                    (SUCCESS, SUCCESS, []), "a claim selected for this node takes no static PV"),
+        claims_case(
+            (ELSEWHERE,),
+            (),
+            (SUCCESS, BIND, []),
+            "a claim provisioned for another node fails this one",
+        ),
+        claims_case(
+            (UNBOUND, ELSEWHERE),
+            (PV_NODE1A,),
+            (SUCCESS, BIND, []),
+            "the node fails at once: no static binding is looked for",
+        ),
+        claims_case(
+            (IMMEDIATE_BOUND, ELSEWHERE),
+            (PV_BOUND_IMMEDIATE_NODE2,),
+            (SUCCESS, BOTH_CONFLICTS, []),
+            "the bound claims' verdict is kept",
+        ),
+        claims_case(
+            (UNBOUND, SELECTED_NODE),
+            (PV_NODE1A,),
+            (SUCCESS, SUCCESS, [("unbound-pvc", "pv-node1a")]),
+            "a claim provisioned for this node beside a static binding",
+        ),
+        claims_case(
+            (NOT_HERE,),
+            (),
+            (SUCCESS, BIND, []),
+            "a claim selected for this node still needs its class to provision here",
+        ),
+        claims_case(
+            (SELECTED_NODE,),
+            (binder_pv("pv-node1a", "node1", "5G", "waitClassWithProvisioner"),),
+            (SUCCESS, SUCCESS, []),
+            "a claim selected for this node takes no static PV",
+        ),
     ],
 )
 def test_find_pod_volumes_selected_node(p: RawObj, objs: list[RawObj], want: BinderResult) -> None:
@@ -734,15 +869,19 @@ def static_run(objs: list[RawObj]) -> dict[str, Status]:
     ("objs", "want"),
     [
         pytest.param([_static_pv()], ONLY_B, id="static PV Available"),
-        pytest.param([_static_pv(status__phase="Released")], BOTH_CONFLICT,
-                     id="static PV Released is not taken"),
+        pytest.param(
+            [_static_pv(status__phase="Released")],
+            BOTH_CONFLICT,
+            id="static PV Released is not taken",
+        ),
         pytest.param(
             [pv("pv-a", storage_class="static", node_in=(ZONE, ["b"]), phase=None)],
             BOTH_CONFLICT,
             id="static PV without a phase is not taken",
         ),
         pytest.param(
-            [_static_pv(metadata__deletionTimestamp="2026-01-01T00:00:00Z")], BOTH_CONFLICT,
+            [_static_pv(metadata__deletionTimestamp="2026-01-01T00:00:00Z")],
+            BOTH_CONFLICT,
             id="static PV being deleted is not taken",
         ),
         pytest.param(
@@ -750,8 +889,11 @@ def static_run(objs: list[RawObj]) -> dict[str, Status]:
             BOTH_CONFLICT,
             id="static PV claimed by another claim is not taken",
         ),
-        pytest.param([_static_pv(spec__volumeMode="Block")], BOTH_CONFLICT,
-                     id="static PV of another volume mode is not taken"),
+        pytest.param(
+            [_static_pv(spec__volumeMode="Block")],
+            BOTH_CONFLICT,
+            id="static PV of another volume mode is not taken",
+        ),
         pytest.param(
             [
                 _static_pv(
@@ -804,8 +946,15 @@ def static_run(objs: list[RawObj]) -> dict[str, Status]:
                     spec__nodeAffinity={
                         "required": {
                             "nodeSelectorTerms": [
-                                {"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                  "values": ["zone-b"]}]}
+                                {
+                                    "matchFields": [
+                                        {
+                                            "key": "metadata.name",
+                                            "operator": "In",
+                                            "values": ["zone-b"],
+                                        }
+                                    ]
+                                }
                             ]
                         }
                     }
@@ -877,3 +1026,86 @@ def test_pre_score_skips_pods_without_unbound_claims() -> None:
     plugin = VolumeBinding()
     assert plugin.pre_filter(state, make_pod().obj(), snapshot) == SKIP
     assert plugin.pre_score(state, make_pod().obj(), [], snapshot) == SKIP
+
+
+# ---- placement remembers verdicts only while the volume objects they read hold ---------
+
+CSI = ("csi.example.com", "handle-a")
+
+
+@pytest.mark.parametrize(
+    ("objs", "changes", "before", "after"),
+    [
+        pytest.param(
+            [pvc("pvc-a", volume="pv-a"), pv("pv-a", node_in=(ZONE, ["a"]))],
+            [pv("pv-a", node_in=(ZONE, ["b"]))],
+            ["zone-a"],
+            ["zone-b"],
+            id="a bound PV's node affinity moves to another zone",
+        ),
+        pytest.param(
+            [
+                pvc("pvc-a", storage_class="wffc"),
+                storage_class("wffc", mode="WaitForFirstConsumer"),
+            ],
+            [
+                pvc("pvc-a", storage_class="wffc", volume="pv-b"),
+                pv("pv-b", node_in=(ZONE, ["b"]), storage_class="wffc"),
+            ],
+            ["zone-a", "zone-b"],
+            ["zone-b"],
+            id="a waiting claim gets bound to a zonal PV",
+        ),
+        pytest.param(
+            [
+                pvc("pvc-a", storage_class="wffc"),
+                storage_class("wffc", mode="WaitForFirstConsumer", zones=["a"]),
+            ],
+            [storage_class("wffc", mode="WaitForFirstConsumer", zones=["b"])],
+            ["zone-a"],
+            ["zone-b"],
+            id="a StorageClass's allowedTopologies change",
+        ),
+        pytest.param(
+            [pvc("pvc-a", volume="pv-a"), pv("pv-a", csi=CSI), csinode("zone-a", {CSI[0]: 0})],
+            [csinode("zone-a", {CSI[0]: 4})],
+            ["zone-b"],
+            ["zone-a", "zone-b"],
+            id="a CSINode's attach limit grows (NodeVolumeLimits)",
+        ),
+    ],
+)
+def test_place_follows_volume_object_changes(
+    objs: list[RawObj], changes: list[RawObj], before: list[str], after: list[str]
+) -> None:
+    """The same pod decided before and after PVCs, PVs, StorageClasses or CSINodes
+    change (no node does): the second decision reads the new objects, as the
+    node-by-node reference does."""
+    snapshot = Snapshot.from_objects([*ZONE_NODES, *objs])
+    fw = default_framework()
+    p = pod_with("pvc-a")
+    assert [n.name for n in place(p, snapshot, framework=fw).feasible] == before
+    for obj in changes:
+        snapshot.upsert(obj)
+    second = place(p, snapshot, framework=fw)
+    assert [n.name for n in second.feasible] == after
+    assert second == reference_place(p, snapshot, DEFAULT_ARGS, fw)
+
+
+def test_place_reads_the_claims_of_the_pod_s_own_namespace() -> None:
+    """Two pods with the same spec in two namespaces name two different claims: the
+    verdicts remembered for one are not the other's."""
+    snapshot = Snapshot.from_objects(
+        [
+            *ZONE_NODES,
+            pvc("pvc-a", volume="pv-a", ns="ns1"),
+            pvc("pvc-a", volume="pv-b", ns="ns2"),
+            pv("pv-a", node_in=(ZONE, ["a"])),
+            pv("pv-b", node_in=(ZONE, ["b"])),
+        ]
+    )
+    fw = default_framework()
+    for ns, want in (("ns1", ["zone-a"]), ("ns2", ["zone-b"])):
+        p = pod_with("pvc-a")
+        p["metadata"]["namespace"] = ns
+        assert [n.name for n in place(p, snapshot, framework=fw).feasible] == want

@@ -42,6 +42,7 @@ __all__ = [
     "merge_namespace_selector",
     "namespace_labels",
     "parse_pod_terms",
+    "reads_all_namespaces",
 ]
 
 # The plugin's name in profiles, statuses and scores (plugin.go Name).
@@ -272,8 +273,8 @@ def merge_namespace_selector(
     "every namespace"; any other (a nil one selects none) is replaced by the names
     it selects among `known_namespaces` and then selects nothing more.
     """
-    if term.selects_all_namespaces:
-        return term
+    if term.selects_all_namespaces or term.namespace_selector is match_nothing:
+        return term  # a nil selector selects no namespace: the term is left as it was
     selected = {
         ns for ns in known_namespaces if term.namespace_selector(namespace_labels(snapshot, ns))
     }
@@ -298,14 +299,16 @@ class TermGroup:
     kind: one of KINDS; term: the parsed term; counts: topology value (the value of
     term.topology_key on the node of each pod carrying the term) -> how many such
     (pod, term) pairs; nodes lacking the key add nothing. Never empty while indexed.
+    ns_selector: the term's raw namespaceSelector as JSON, None when it has none.
     """
 
-    __slots__ = ("kind", "term", "counts")
+    __slots__ = ("kind", "term", "counts", "ns_selector")
 
-    def __init__(self, kind: str, term: AffinityTerm) -> None:
+    def __init__(self, kind: str, term: AffinityTerm, ns_selector: str | None = None) -> None:
         self.kind = kind
         self.term = term
         self.counts: dict[str, int] = {}
+        self.ns_selector = ns_selector
 
 
 GroupKey = tuple[str, str, str, int]  # (kind, pod namespace, term JSON, weight)
@@ -328,7 +331,10 @@ class _NodeEntry:
         self.namespaces: Counter[str] = Counter()
 
 
-_TermParse = tuple[tuple[GroupKey, AffinityTerm], ...]
+# (group key, the term, its raw namespaceSelector as JSON or None) per term of a pod.
+_TermParse = tuple[tuple[GroupKey, AffinityTerm, str | None], ...]
+# Groups by key, for one namespace or one namespaceSelector (with its matcher).
+_Groups = dict[GroupKey, TermGroup]
 
 
 class ExistingTermsIndex:
@@ -338,6 +344,10 @@ class ExistingTermsIndex:
     groups[kind]: group key -> TermGroup; terminating[node]: that node's terminating
     pods (Snapshot.match_counts leaves them out, upstream's NodeInfo.Pods does not);
     namespaces: namespace -> bound pods (the namespaces a namespaceSelector can pick).
+    `matching` finds the groups whose term matches an incoming pod through two
+    lookups kept with the groups: by each namespace a term names, and by each
+    distinct namespaceSelector, evaluated once per decision rather than once per
+    group (thousands of namespaces each with their own Deployment's terms).
 
     `sync` re-reads only the nodes the snapshot's journal names as changed since the
     last sync (every node when the journal cannot say: another snapshot, or too
@@ -349,6 +359,12 @@ class ExistingTermsIndex:
 
     def __init__(self) -> None:
         self.groups: dict[str, dict[GroupKey, TermGroup]] = {kind: {} for kind in KINDS}
+        # kind -> namespace named by the term -> its groups
+        self._by_namespace: dict[str, dict[str, _Groups]] = {kind: {} for kind in KINDS}
+        # kind -> raw namespaceSelector (JSON) -> (its matcher, its groups)
+        self._by_selector: dict[str, dict[str, tuple[LabelMatcher, _Groups]]] = {
+            kind: {} for kind in KINDS
+        }
         self.namespaces: Counter[str] = Counter()
         self._nodes: dict[str, _NodeEntry] = {}
         # Snapshot.version of the last sync (versions are unique across snapshots).
@@ -357,8 +373,53 @@ class ExistingTermsIndex:
         # changed since (Snapshot.changed_since), not every node.
         self._mark: tuple[int, int] | None = None
         self._parsed: dict[tuple[str, str], _TermParse] = {}
+        # id(affinity) -> (that object, its JSON, whether it reads the pod's labels)
+        self._fingerprints: dict[int, tuple[Any, str, bool]] = {}
         self._terminating: dict[str, list[tuple[str, Mapping[str, str]]]] = {}
         self.lock = threading.RLock()
+
+    def matching(
+        self, kind: str, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str]
+    ) -> list[TermGroup]:
+        """The groups of `kind` whose term matches a pod of `namespace` with `labels`
+        (AffinityTerm.matches; `ns_labels`: the namespace's labels), call with `lock`
+        held after `sync`."""
+        found: _Groups = {}
+        for key, group in self._by_namespace[kind].get(namespace, {}).items():
+            if group.term.matches_labels(labels):
+                found[key] = group
+        for selects, groups in self._by_selector[kind].values():
+            if selects(ns_labels):
+                for key, group in groups.items():
+                    if key not in found and group.term.matches_labels(labels):
+                        found[key] = group
+        return list(found.values())
+
+    def _new_group(self, key: GroupKey, term: AffinityTerm, ns_selector: str | None) -> TermGroup:
+        kind = key[0]
+        group = self.groups[kind][key] = TermGroup(kind, term, ns_selector)
+        for ns in term.namespaces:
+            self._by_namespace[kind].setdefault(ns, {})[key] = group
+        if ns_selector is not None:
+            entry = self._by_selector[kind].setdefault(ns_selector, (term.namespace_selector, {}))
+            entry[1][key] = group
+        return group
+
+    def _drop_group(self, key: GroupKey, group: TermGroup) -> None:
+        kind = key[0]
+        del self.groups[kind][key]
+        by_namespace = self._by_namespace[kind]
+        for ns in group.term.namespaces:
+            groups = by_namespace[ns]
+            del groups[key]
+            if not groups:
+                del by_namespace[ns]
+        if group.ns_selector is not None:
+            by_selector = self._by_selector[kind]
+            groups = by_selector[group.ns_selector][1]
+            del groups[key]
+            if not groups:
+                del by_selector[group.ns_selector]
 
     def terminating_pods(self) -> Iterable[tuple[str, str, Mapping[str, str]]]:
         """(node, namespace, labels) of every terminating bound pod."""
@@ -396,13 +457,26 @@ class ExistingTermsIndex:
             mark = getattr(snapshot, "journal_mark", None)
             self._mark = mark() if mark is not None else None
 
+    def _fingerprint(self, affinity: Any) -> tuple[str, bool]:
+        """The affinity's content as JSON, and whether it reads the pod's labels; once
+        per affinity object (the Snapshot shares one object per content)."""
+        hit = self._fingerprints.get(id(affinity))
+        if hit is not None and hit[0] is affinity:
+            return hit[1], hit[2]
+        fingerprint = json.dumps(affinity, sort_keys=True, default=str)
+        # The merge reads the pod's labels only through matchLabelKeys/mismatchLabelKeys.
+        reads = '"matchLabelKeys"' in fingerprint or '"mismatchLabelKeys"' in fingerprint
+        if len(self._fingerprints) > 4096:
+            self._fingerprints.clear()
+        self._fingerprints[id(affinity)] = (affinity, fingerprint, reads)
+        return fingerprint, reads
+
     def _parse(self, pod: RawObj) -> _TermParse:
         affinity = as_dict(pod.get("spec")).get("affinity")
         ns = pod_namespace(pod)
         labels = pod_labels(pod)
-        # The merge reads the pod's labels only through matchLabelKeys/mismatchLabelKeys.
-        fingerprint = json.dumps(affinity, sort_keys=True, default=str)
-        if '"matchLabelKeys"' in fingerprint or '"mismatchLabelKeys"' in fingerprint:
+        fingerprint, reads_labels = self._fingerprint(affinity)
+        if reads_labels:
             fingerprint += json.dumps(labels, sort_keys=True)
         hit = self._parsed.get((ns, fingerprint))
         if hit is not None:
@@ -413,17 +487,14 @@ class ExistingTermsIndex:
             for i, term in enumerate(terms.of_kind(kind)):
                 # The namespaceSelector is kept raw in the key: it is matched against
                 # the incoming pod's namespace labels, not unrolled.
+                raw = _raw_ns_selector(pod, kind, i)
                 identity = json.dumps(
-                    [
-                        sorted(term.namespaces),
-                        term.selector,
-                        term.topology_key,
-                        _raw_ns_selector(pod, kind, i),
-                    ],
+                    [sorted(term.namespaces), term.selector, term.topology_key, raw],
                     sort_keys=True,
                     default=str,
                 )
-                out.append(((kind, ns, identity, term.weight), term))
+                ns_selector = None if raw is None else json.dumps(raw, sort_keys=True, default=str)
+                out.append(((kind, ns, identity, term.weight), term, ns_selector))
         parsed = tuple(out)
         if len(self._parsed) > 4096:
             self._parsed.clear()
@@ -440,13 +511,13 @@ class ExistingTermsIndex:
                 entry.terminating.append((ns, pod_labels(pod)))
             if not as_dict(pod.get("spec")).get("affinity"):
                 continue
-            for key, term in self._parse(pod):
+            for key, term, ns_selector in self._parse(pod):
                 value = labels.get(term.topology_key)
                 if term.topology_key not in labels or not isinstance(value, str):
                     continue
                 group = self.groups[key[0]].get(key)
                 if group is None:
-                    group = self.groups[key[0]][key] = TermGroup(key[0], term)
+                    group = self._new_group(key, term, ns_selector)
                 group.counts[value] = group.counts.get(value, 0) + 1
                 entry.adds.append((key, value))
         self.namespaces.update(entry.namespaces)
@@ -457,15 +528,14 @@ class ExistingTermsIndex:
     def _take_back(self, name: str, entry: _NodeEntry) -> None:
         self._terminating.pop(name, None)
         for key, value in entry.adds:
-            groups = self.groups[key[0]]
-            group = groups[key]
+            group = self.groups[key[0]][key]
             left = group.counts[value] - 1
             if left:
                 group.counts[value] = left
             else:
                 del group.counts[value]
                 if not group.counts:
-                    del groups[key]
+                    self._drop_group(key, group)
         self.namespaces.subtract(entry.namespaces)
         for ns in entry.namespaces:
             if self.namespaces[ns] <= 0:
@@ -541,3 +611,9 @@ def matching_pods_per_node(
 def all_namespaces(snapshot: Snapshot, index: ExistingTermsIndex) -> set[str]:
     """Every namespace known: listed Namespaces and those with bound pods."""
     return set(snapshot.namespaces) | set(index.namespaces)
+
+
+def reads_all_namespaces(terms: Iterable[AffinityTerm]) -> bool:
+    """Whether any of the terms needs the list of every namespace: it selects them all,
+    or has a namespaceSelector to unroll (merge_namespace_selector)."""
+    return any(t.selects_all_namespaces or t.namespace_selector is not match_nothing for t in terms)

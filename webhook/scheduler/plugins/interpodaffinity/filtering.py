@@ -24,7 +24,7 @@ CAVEAT: what is incremental and what is recomputed per decision.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -42,6 +42,7 @@ from webhook.scheduler.plugins.interpodaffinity.common import (
     merge_namespace_selector,
     namespace_labels,
     parse_pod_terms,
+    reads_all_namespaces,
 )
 
 __all__ = [
@@ -54,7 +55,9 @@ __all__ = [
     "PRE_FILTER_STATE_KEY",
     "PreFilterState",
     "filter_node",
+    "filter_label_keys",
     "filter_node_key",
+    "filter_pod_key",
     "pre_filter",
 ]
 
@@ -100,7 +103,13 @@ class PreFilterState:
     self_match: the incoming pod matches all of its own affinity terms (the "first
         pod of a group" rule: only then may it land where no pod matches yet).
     existing_keys: the topology keys of existing_anti_affinity_counts.
-    node_keys: every node label key Filter reads, in a fixed order (node_key).
+    node_keys: every node label key Filter reads, in a fixed order.
+    anti_blocked / existing_blocked: per topology key, the values whose count is
+        positive in anti_affinity_counts / existing_anti_affinity_counts: a node
+        carrying one of them fails (what Filter looks up, node after node).
+    node_local: some key of node_keys has each value on one node only (a hostname):
+        nodes are then told apart by their verdict, not by their label values.
+    pod_key: what filter_pod_key answers.
     """
 
     existing_anti_affinity_counts: TopologyCounts
@@ -111,6 +120,10 @@ class PreFilterState:
     self_match: bool
     existing_keys: tuple[str, ...]
     node_keys: tuple[str, ...]
+    anti_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
+    existing_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
+    node_local: bool = False
+    pod_key: tuple[object, ...] = ()
 
 
 def pod_matches_all_affinity_terms(
@@ -133,11 +146,8 @@ def existing_anti_affinity_counts(
 ) -> TopologyCounts:
     """Port of filtering.go: getExistingAntiAffinityCounts, one term group at a time."""
     out: TopologyCounts = {}
-    for group in index.groups[REQUIRED_ANTI_AFFINITY].values():
-        term = group.term
-        if not term.matches(namespace, labels, ns_labels):
-            continue
-        key = term.topology_key
+    for group in index.matching(REQUIRED_ANTI_AFFINITY, namespace, labels, ns_labels):
+        key = group.term.topology_key
         for value, count in group.counts.items():
             pair = (key, value)
             out[pair] = out.get(pair, 0) + count
@@ -213,18 +223,18 @@ def pre_filter(
     labels = pod_labels(pod)
     with index.lock:
         index.sync(snapshot)
-        # Every namespace known: read only for the pod's own terms (a set of them all).
-        own = terms.required_affinity or terms.required_anti_affinity
-        known = all_namespaces(snapshot, index) if own else set()
+        # Every namespace known: read only for the pod's own terms that select by
+        # namespaceSelector or select them all.
+        own = terms.required_affinity + terms.required_anti_affinity
+        known = all_namespaces(snapshot, index) if reads_all_namespaces(own) else set()
         affinity = tuple(
             merge_namespace_selector(t, snapshot, known) for t in terms.required_affinity
         )
         anti = tuple(
             merge_namespace_selector(t, snapshot, known) for t in terms.required_anti_affinity
         )
-        existing = existing_anti_affinity_counts(
-            index, namespace, labels, namespace_labels(snapshot, namespace)
-        )
+        ns_labels = namespace_labels(snapshot, namespace)
+        existing = existing_anti_affinity_counts(index, namespace, labels, ns_labels)
         if not existing and not affinity and not anti:
             return SKIP
         affinity_counts = incoming_affinity_counts(affinity, snapshot, index, known)
@@ -237,6 +247,8 @@ def pre_filter(
             + list(existing_keys)
         )
     )
+    local = frozenset(k for k in node_keys if _node_local(snapshot, k))
+    counts = (existing, affinity_counts, anti_counts)
     state[PRE_FILTER_STATE_KEY] = PreFilterState(
         existing_anti_affinity_counts=existing,
         affinity_counts=affinity_counts,
@@ -246,29 +258,84 @@ def pre_filter(
         self_match=pod_matches_all_affinity_terms(affinity, namespace, labels),
         existing_keys=existing_keys,
         node_keys=node_keys,
+        anti_blocked=_blocked([t.topology_key for t in anti], anti_counts),
+        existing_blocked=_blocked(existing_keys, existing),
+        node_local=bool(local),
+        pod_key=_pod_key(namespace, labels, ns_labels, affinity, anti, counts, local),
     )
     return SUCCESS
+
+
+def _blocked(keys: Iterable[str], counts: TopologyCounts) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Per distinct key of `keys`, the values with a positive count."""
+    return tuple(
+        (key, frozenset(v for (k, v), n in counts.items() if k == key and n > 0))
+        for key in dict.fromkeys(keys)
+    )
+
+
+def _node_local(snapshot: Snapshot, key: str) -> bool:
+    """Every value of `key` is carried by one node only (Snapshot.key_index: the nodes
+    carrying the key, and its distinct values)."""
+    carriers, domains = snapshot.key_index((key,))
+    return len(domains[0]) == len(carriers)
+
+
+def filter_pod_key(state: CycleState) -> Hashable | None:
+    """What Filter reads besides the node, for any node (after PreFilter), as plain
+    values: a remembered verdict is reused only for a pod with an equal key.
+
+    The verdict on a node reads the counts at that node's own values. They are made
+    from the pod's namespace, labels and terms, its namespace's labels, and the bound
+    pods: the first four are in the key. Under a node-local key (each value on one
+    node) the bound pods counted are the node's own, which its generation covers:
+    those counts stay out, so the key of the next replica of a hostname
+    anti-affinity workload is unchanged. Under any other key (a zone) a pod bound
+    elsewhere changes the verdict of nodes that did not change: those counts are in.
+    """
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return None
+    return s.pod_key
+
+
+def _pod_key(
+    namespace: str,
+    labels: Mapping[str, str],
+    ns_labels: Mapping[str, str],
+    affinity: tuple[AffinityTerm, ...],
+    anti: tuple[AffinityTerm, ...],
+    counts: tuple[TopologyCounts, TopologyCounts, TopologyCounts],
+    local: frozenset[str],
+) -> tuple[object, ...]:
+    """filter_pod_key's value, computed once in PreFilter."""
+
+    def terms(ts: tuple[AffinityTerm, ...]) -> list[object]:
+        return [
+            [t.topology_key, t.selector, sorted(t.namespaces), t.selects_all_namespaces] for t in ts
+        ]
+
+    return (
+        namespace,
+        sorted(labels.items()),
+        sorted(ns_labels.items()),
+        terms(affinity),
+        terms(anti),
+        sorted(local),
+        bool(counts[1]),
+        [sorted([k, v, n] for (k, v), n in c.items() if k not in local) for c in counts],
+    )
 
 
 def satisfy_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
     """Port of filtering.go: satisfyExistingPodsAntiAffinity (by the counted keys,
     not by every label of the node: the same pairs are looked up)."""
-    counts = s.existing_anti_affinity_counts
-    for key in s.existing_keys:
-        if key in labels and counts.get((key, labels[key]), 0) > 0:
-            return False
-    return True
+    return not any(labels.get(key, ABSENT) in values for key, values in s.existing_blocked)
 
 
 def satisfy_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
     """Port of filtering.go: satisfyPodAntiAffinity."""
-    counts = s.anti_affinity_counts
-    if counts:
-        for term in s.anti_affinity_terms:
-            key = term.topology_key
-            if key in labels and counts.get((key, labels[key]), 0) > 0:
-                return False
-    return True
+    return not any(labels.get(key, ABSENT) in values for key, values in s.anti_blocked)
 
 
 def satisfy_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
@@ -294,25 +361,35 @@ def satisfy_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
 
 def filter_node(state: CycleState, node: NodeInfo) -> Status:
     """Port of filtering.go: Filter (affinity first, then the pod's anti-affinity, then
-    the existing pods' anti-affinity)."""
+    the existing pods' anti-affinity; the last two inlined, as they run on every node)."""
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState):
         return _NO_STATE
     labels = node.labels
-    if not satisfy_pod_affinity(s, labels):
+    if s.affinity_terms and not satisfy_pod_affinity(s, labels):
         return AFFINITY_NOT_MATCH
-    if not satisfy_pod_anti_affinity(s, labels):
-        return ANTI_AFFINITY_NOT_MATCH
-    if not satisfy_existing_pods_anti_affinity(s, labels):
-        return EXISTING_ANTI_AFFINITY_NOT_MATCH
+    for key, values in s.anti_blocked:
+        if labels.get(key, ABSENT) in values:
+            return ANTI_AFFINITY_NOT_MATCH
+    for key, values in s.existing_blocked:
+        if labels.get(key, ABSENT) in values:
+            return EXISTING_ANTI_AFFINITY_NOT_MATCH
     return SUCCESS
 
 
 def filter_node_key(state: CycleState, node: NodeInfo) -> Hashable | None:
-    """The node's values for every topology key Filter reads (ABSENT where it has
-    none): nodes with equal keys get the same Status."""
-    s = state.get(PRE_FILTER_STATE_KEY)
-    if not isinstance(s, PreFilterState):
+    """The node's verdict, by its reason ("" when it passes; each failure has its own):
+    nodes with equal keys get the same Status, and under a hostname key, where every
+    node's label values differ, the nodes still fall into a few groups."""
+    if not isinstance(state.get(PRE_FILTER_STATE_KEY), PreFilterState):
         return None
-    labels = node.labels
-    return tuple(labels.get(k, ABSENT) for k in s.node_keys)
+    return filter_node(state, node).reason
+
+
+def filter_label_keys(state: CycleState) -> tuple[str, ...] | None:
+    """The node labels Filter reads, when nodes are best grouped by their values for
+    them (no key with a value per node); None otherwise (filter_node_key, node by node)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState) or s.node_local:
+        return None
+    return s.node_keys

@@ -75,6 +75,16 @@ class InterPodAffinity:
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         return filtering.filter_node_key(state, node)
 
+    def node_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None:
+        """The node labels Filter reads (after PreFilter), unless one of them has a value
+        per node: grouping by them would then make a group of every node."""
+        return filtering.filter_label_keys(state)
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable | None:
+        """What Filter reads of the pod and of the other nodes' pods (after PreFilter):
+        the counts its verdicts depend on beyond the node itself."""
+        return filtering.filter_pod_key(state)
+
     # ---- score ----------------------------------------------------------------------
 
     def pre_score(

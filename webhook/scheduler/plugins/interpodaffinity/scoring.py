@@ -45,6 +45,7 @@ from webhook.scheduler.plugins.interpodaffinity.common import (
     merge_namespace_selector,
     namespace_labels,
     parse_pod_terms,
+    reads_all_namespaces,
 )
 
 __all__ = [
@@ -120,10 +121,8 @@ def _existing_groups(
 ) -> None:
     """Port of scoring.go: processExistingPod for one kind of the existing pods' terms
     (`weight` None: each term's own weight)."""
-    for group in index.groups[kind].values():
+    for group in index.matching(kind, namespace, labels, ns_labels):
         term = group.term
-        if not term.matches(namespace, labels, ns_labels):
-            continue
         amount = sign * (term.weight if weight is None else weight)
         for value, count in group.counts.items():
             _add(score, term.topology_key, value, amount * count)
@@ -157,8 +156,8 @@ def pre_score(
     score: ScoreMap = {}
     with index.lock:
         index.sync(snapshot)
-        own = terms.preferred_affinity or terms.preferred_anti_affinity
-        known = all_namespaces(snapshot, index) if own else set()
+        own = terms.preferred_affinity + terms.preferred_anti_affinity
+        known = all_namespaces(snapshot, index) if reads_all_namespaces(own) else set()
         for t in terms.preferred_affinity:
             _incoming_term(
                 score, merge_namespace_selector(t, snapshot, known), 1, snapshot, index, known

@@ -105,7 +105,8 @@ class NodeResourcesFit:
     the pod's FitState; the Score is the scoring strategy's (fit_scoring.FitScoring)."""
 
     name: ClassVar[str] = "NodeResourcesFit"
-    node_key_reads_pod: ClassVar[bool] = False
+    # node_key is the verdict for this pod (see node_key).
+    node_key_reads_pod: ClassVar[bool] = True
     # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
     normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(
@@ -127,23 +128,31 @@ class NodeResourcesFit:
         return SUCCESS
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Status:
-        """Port of fit.go: Filter."""
+        """Port of fit.go: Filter. A node where the pod fits is answered without
+        gathering reasons (it runs on every node of a cluster)."""
         fit: FitState = state[self.name]
         allocatable = node_facts(node).allocatable
-        if allocatable is None or (not fit.checks and len(node.pods) < allocatable.get("pods", 0)):
+        if allocatable is None:
             return SUCCESS
+        if len(node.pods) < allocatable.get("pods", 0):
+            requested = node.requested
+            for name, amount in fit.checks:
+                total = allocatable.get(name)
+                if total is None or amount > total - requested.get(name, 0):
+                    break  # a reason, or the DRA rule for a resource the node lacks
+            else:
+                return SUCCESS
         reasons, unresolvable = fit_reasons(fit, node)
         if not reasons:
             return SUCCESS
         return Status.of(Code.UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, reasons)
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:
-        allocatable = node_facts(node).allocatable
-        return (
-            None if allocatable is None else tuple(sorted(allocatable.items())),
-            len(node.pods),
-            tuple(sorted(node.requested.items())),
-        )
+        """The verdict for this pod: every node's requests differ from every other's on a
+        real cluster, so nodes are grouped by what Filter answers, not by what it reads.
+        Plain strings, cheap to hash ("" when the pod fits)."""
+        status = self.filter(state, pod, node)
+        return "" if status is SUCCESS else (status.code.value, status.reason, status.parts)
 
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         fit: FitState = state[self.name]

@@ -11,18 +11,16 @@ defaults: pod-level resources on; in-place resize state read for bound pods only
 Two ways of counting requests, as upstream:
 
 - NodeResourcesFit's strategies (useRequested false) count cpu and memory with
-  GetNonzeroRequests' defaults: a container that does not request cpu counts
-  100m, one that does not request memory counts 200Mi (an explicit 0 stays 0).
-  On the node side this is NodeInfo.NonZeroRequested.
+  GetNonzeroRequests' defaults (resources.non_zero_requests): a container that
+  does not request cpu counts 100m, one that does not request memory counts 200Mi
+  (an explicit 0 stays 0). On the node side this is NodeInfo.non_zero_requested
+  (upstream's NonZeroRequested), kept by the Snapshot as pods come and go.
 - NodeResourcesBalancedAllocation (useRequested true) counts requests as they
   are, on both sides.
 
 A resource with allocatable 0 on the node is left out of the score; so is an
 extended (scalar) resource the pod does not request.
 
-CAVEAT: the node side of the non-zero count needs the sum of non_zero_requests()
-over the node's pods, read from `NodeInfo.non_zero_requested`; a NodeInfo without
-it falls back to its plain `requested`, which under-counts pods without requests.
 CAVEAT: DRA-backed extended resources (DeviceClass extendedResourceName) are not
 modelled; such a resource scores as absent from the node.
 """
@@ -30,28 +28,21 @@ modelled; such a resource scores as absent from the node.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj
-from webhook.api.resources import is_scalar_resource_name, pod_requests
+from webhook.api.resources import is_scalar_resource_name, non_zero_requests, pod_requests
 from webhook.scheduler.config.types import ResourceSpec
 from webhook.scheduler.framework.nodefacts import node_facts
-from webhook.scheduler.framework.snapshot import NodeInfo
 from webhook.scheduler.framework.types import SUCCESS, Code, NodeInfoLike, Status
 from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
-    "DEFAULT_MEMORY_REQUEST",
-    "DEFAULT_MILLI_CPU_REQUEST",
-    "NON_ZERO_REQUESTED_ATTR",
     "RESOURCES_NOT_FOUND",
     "ResourceAllocationScorer",
     "Scorer",
     "allocatable_and_requested",
     "is_best_effort",
-    "node_non_zero_requested",
-    "non_zero_requests",
     "resources_key",
 ]
 
@@ -59,71 +50,17 @@ __all__ = [
 # in order, allocatable 0 for a resource left out -> the node's raw score.
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
 
-# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what a container that
-# requests no cpu / memory counts for scoring (pkg/scheduler/util/pod_resources.go).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
-
-# The NodeInfo attribute holding the summed non_zero_requests() of its pods.
-NON_ZERO_REQUESTED_ATTR = "non_zero_requested"
-
 RESOURCES_NOT_FOUND = Status(Code.ERROR, "resources not found")
-
-_NON_MISSING = {"cpu": f"{DEFAULT_MILLI_CPU_REQUEST}m", "memory": str(DEFAULT_MEMORY_REQUEST)}
-
-
-def _with_defaults(container: Any) -> Any:
-    if not isinstance(container, dict):
-        return container
-    resources = container.get("resources")
-    resources = resources if isinstance(resources, dict) else {}
-    requests = resources.get("requests")
-    requests = requests if isinstance(requests, dict) else {}
-    missing = {k: v for k, v in _NON_MISSING.items() if k not in requests}
-    if not missing:
-        return container
-    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
-
-
-def non_zero_requests(pod: RawObj, *, use_status: bool = False) -> dict[str, int]:
-    """pod_requests with every container's missing cpu / memory request counted as the
-    scoring defaults (PodResourcesOptions.NonMissingContainerRequests), init and
-    sidecar containers included; pod-level requests and overhead as pod_requests.
-
-    Port of resource_allocation.go: calculatePodResourceRequest (the non-zero branch),
-    and of the NonZeroRequested half of framework/types.go: calculateResource.
-
-    CAVEAT: with `use_status`, the defaults are applied before a resized container's
-    status is maxed in, where upstream applies them after; they differ only for a
-    container that requests no cpu (memory) and reports less than the default.
-    """
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    if not isinstance(spec, dict):
-        return pod_requests(pod, use_status=use_status)
-    filled = dict(spec)
-    for field in ("containers", "initContainers"):
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            filled[field] = [_with_defaults(c) for c in containers]
-    return pod_requests({**pod, "spec": filled}, use_status=use_status)
-
-
-def node_non_zero_requested(node: NodeInfo) -> Mapping[str, int]:
-    """NodeInfo.NonZeroRequested: the node's `non_zero_requested` when the snapshot
-    keeps it, else (CAVEAT, see the module docstring) its plain `requested`."""
-    held = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
-    return held if isinstance(held, Mapping) else node.requested
 
 
 def resources_key(node: NodeInfoLike) -> Hashable:
     """Everything of a node ResourceAllocationScorer.score reads (allocatable, requested,
     non-zero requested), as a key: nodes with equal keys score alike for any pod."""
     allocatable = node_facts(node).allocatable
-    non_zero = getattr(node, NON_ZERO_REQUESTED_ATTR, None)
     return (
         None if allocatable is None else tuple(sorted(allocatable.items())),
         tuple(sorted(node.requested.items())),
-        tuple(sorted(non_zero.items())) if isinstance(non_zero, Mapping) else None,
+        tuple(sorted(node.non_zero_requested.items())),
     )
 
 
@@ -133,6 +70,55 @@ def is_best_effort(pod_requests_list: Sequence[int]) -> bool:
     Port of resource_allocation.go: isBestEffortPod.
     """
     return all(request == 0 for request in pod_requests_list)
+
+
+# How calculateResourceAllocatableRequest counts a resource (resource_kind).
+CPU_MEMORY, EPHEMERAL_STORAGE, SCALAR, LEFT_OUT = range(4)
+
+# A node's side of one configured resource: (kind, allocatable, what its pods request);
+# None for what they request when the resource is left out whatever the pod asks.
+NodeSide = tuple[int, int, int | None]
+
+# Node sides remembered per scorer (by node generation) before starting afresh.
+MAX_REMEMBERED_SIDES = 65536
+
+
+def resource_kind(resource: str) -> int:
+    """CPU_MEMORY (non-zero or plain requests), EPHEMERAL_STORAGE (plain requests),
+    SCALAR (plain requests, only when the pod requests it), or LEFT_OUT."""
+    if resource in ("cpu", "memory"):
+        return CPU_MEMORY
+    if resource == "ephemeral-storage":
+        return EPHEMERAL_STORAGE
+    return SCALAR if is_scalar_resource_name(resource) else LEFT_OUT
+
+
+def node_side(
+    kind: int,
+    resource: str,
+    allocatable: Mapping[str, int],
+    requested: Mapping[str, int],
+    node_requested: Mapping[str, int],
+) -> NodeSide:
+    """The node's side of one resource (`node_requested`: the requests cpu and memory
+    count, non-zero or plain): what calculateResourceAllocatableRequest reads of the node."""
+    if kind == CPU_MEMORY:
+        return kind, allocatable.get(resource, 0), node_requested.get(resource, 0)
+    if kind == EPHEMERAL_STORAGE:
+        return kind, allocatable.get(resource, 0), requested.get(resource, 0)
+    if kind == SCALAR and resource in allocatable:
+        return kind, allocatable[resource], requested.get(resource, 0)
+    return kind, 0, None
+
+
+def with_pod(side: NodeSide, pod_request: int) -> tuple[int, int]:
+    """(allocatable, requested with the pod) of one resource from the node's side; (0, 0)
+    when the resource is left out: not listed by the node, or a scalar resource the pod
+    does not request."""
+    kind, alloc, held = side
+    if held is None or (pod_request == 0 and kind == SCALAR):
+        return 0, 0
+    return alloc, held + pod_request
 
 
 def allocatable_and_requested(
@@ -154,15 +140,8 @@ def allocatable_and_requested(
     Port of resource_allocation.go: calculateResourceAllocatableRequest.
     """
     node_requested = requested if use_requested else non_zero_requested
-    if pod_request == 0 and is_scalar_resource_name(resource):
-        return 0, 0
-    if resource in ("cpu", "memory"):
-        return allocatable.get(resource, 0), node_requested.get(resource, 0) + pod_request
-    if resource == "ephemeral-storage":
-        return allocatable.get(resource, 0), requested.get(resource, 0) + pod_request
-    if is_scalar_resource_name(resource) and resource in allocatable:
-        return allocatable[resource], requested.get(resource, 0) + pod_request
-    return 0, 0
+    side = node_side(resource_kind(resource), resource, allocatable, requested, node_requested)
+    return with_pod(side, pod_request)
 
 
 @dataclass(frozen=True)
@@ -173,12 +152,22 @@ class ResourceAllocationScorer:
     configured resources in order (their weights are the scorer's business);
     use_requested: count cpu / memory as requested (BalancedAllocation) rather
     than with the non-zero defaults (NodeResourcesFit).
+
+    The node's side of every resource (node_side) is remembered per node generation:
+    a score then only adds the pod's requests, on every feasible node of a decision.
     """
 
     name: str
     scorer: Scorer
     resources: tuple[ResourceSpec, ...]
     use_requested: bool = False
+    _kinds: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _sides: dict[int, tuple[NodeSide, ...]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_kinds", tuple(resource_kind(r.name) for r in self.resources))
 
     def pod_request_list(self, pod: RawObj) -> tuple[int, ...]:
         """The pod's request of each configured resource, in order (cpu in millicores).
@@ -192,22 +181,34 @@ class ResourceAllocationScorer:
         # pod_requests reports "pods": 1 for the filter; no container requests pods.
         return tuple(0 if r.name == "pods" else totals.get(r.name, 0) for r in self.resources)
 
-    def score(self, pod_request_list: Sequence[int], node: NodeInfo) -> tuple[int, Status]:
+    def node_sides(self, node: NodeInfoLike) -> tuple[NodeSide, ...]:
+        """node_side of each configured resource, in order (remembered per generation)."""
+        generation = node.generation
+        sides = self._sides.get(generation)
+        if sides is None:
+            allocatable = node_facts(node).allocatable or {}
+            requested = node.requested
+            counted = requested if self.use_requested else node.non_zero_requested
+            sides = tuple(
+                node_side(kind, r.name, allocatable, requested, counted)
+                for kind, r in zip(self._kinds, self.resources, strict=True)
+            )
+            if len(self._sides) >= MAX_REMEMBERED_SIDES:
+                self._sides.clear()
+            self._sides[generation] = sides
+        return sides
+
+    def score(self, pod_request_list: Sequence[int], node: NodeInfoLike) -> tuple[int, Status]:
         """The node's raw score for a pod requesting `pod_request_list`.
 
         Port of resource_allocation.go: resourceAllocationScorer.score.
         """
         if not self.resources:
             return 0, RESOURCES_NOT_FOUND
-        allocatable = node_facts(node).allocatable or {}
-        requested = node.requested
-        non_zero = requested if self.use_requested else node_non_zero_requested(node)
         allocs: list[int] = []
         reqs: list[int] = []
-        for spec, pod_request in zip(self.resources, pod_request_list, strict=True):
-            alloc, req = allocatable_and_requested(
-                allocatable, requested, non_zero, spec.name, pod_request, self.use_requested
-            )
+        for side, pod_request in zip(self.node_sides(node), pod_request_list, strict=True):
+            alloc, req = with_pod(side, pod_request)
             # A resource the node cannot allocate is left out (both stay 0).
             allocs.append(alloc)
             reqs.append(req if alloc else 0)

@@ -115,6 +115,8 @@ def go_round(x: float) -> int:
 
 def go_div(a: int, b: int) -> int:
     """Go's integer division: truncates toward zero (Python's // floors)."""
+    if a >= 0 and b > 0:
+        return a // b  # the same for non-negative operands, and the usual case
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
