@@ -40,8 +40,8 @@ from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, mul, ne
-from typing import Any, NamedTuple
+from operator import add, itemgetter, ne
+from typing import Any, NamedTuple, cast
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
@@ -510,7 +510,7 @@ class _Contents:
     snapshot's decisions handed out, numbered, so each node's verdict can be told by
     a small int and compared with the previous decision's in C. The maps are held
     here, so the identities the numbers are keyed by are never reused while it lives;
-    past MAX_CONTENTS a new one starts (and the previous numbers mean nothing)."""
+    past MAX_CONTENTS a new one starts with what the previous verdicts use (`kept`)."""
 
     __slots__ = ("ids", "values", "_lock")
 
@@ -532,8 +532,14 @@ class _Contents:
                     hit = self.ids[key] = len(self.values) - 1
         return hit
 
+    def kept(self, numbers: list[int]) -> tuple[_Contents, list[int]]:
+        """A new numbering holding only the contents `numbers` use, and `numbers` in it."""
+        other = _Contents()
+        renumbered = {n: other.number(*self.values[n]) for n in set(numbers)}
+        return other, list(map(renumbered.__getitem__, numbers))
 
-MAX_CONTENTS = 4096
+
+MAX_CONTENTS = 16384
 
 
 class _Last(NamedTuple):
@@ -587,15 +593,19 @@ def _verdicts(
         made = last._replace(keys=keys, per_key=per_key, scored=scored, rows=rows)
         shared.last = made = made._replace(row_info=row_info)
         return made
-    contents: _Contents | None = shared.shared.get("contents")
-    if contents is None or len(contents.values) > MAX_CONTENTS:
-        contents = shared.shared["contents"] = _Contents()
+    if last is None:
+        contents, before = _Contents(), None
+    else:
+        contents, before = last.contents, last.numbers if last.names is names else None
+        if len(contents.values) > MAX_CONTENTS:
+            # Start afresh with what the previous verdicts hold, so they still compare.
+            contents, before = contents.kept(before or [])
     none: dict[str, int] = shared.share("no score", dict)
     numbered = {
         key: contents.number(ok, statuses, none, 0) for key, (ok, statuses, _) in per_key.items()
     }
     numbers = list(map(numbered.__getitem__, keys))
-    best = max((total for _, total in row_info.values()), default=None)
+    best = max(map(itemgetter(1), row_info.values()), default=None)
     tied: list[str] = []
     if scored:
         # Every feasible node holds the one key of a plain pass (outcome 0 and
@@ -612,9 +622,9 @@ def _verdicts(
             tied = list(map(names.__getitem__, compress(scored, map(top.__contains__, rows))))
     values = contents.values
     new = tuple.__new__
-    if last is not None and last.names is names and last.contents is contents:
+    if last is not None and before is not None:
         verdicts = list(last.verdicts)
-        for i in compress(range(len(names)), map(ne, numbers, last.numbers)):
+        for i in compress(range(len(names)), map(ne, numbers, before)):
             verdicts[i] = new(NodeVerdict, (names[i], *values[numbers[i]]))
     else:
         verdicts = [
@@ -691,25 +701,37 @@ def _score(
         if column.count(column[0]) == len(column)
     }
     varying = [name for name in order if name not in constant]
-    rows: list[Any] | None
-    distinct: list[Any]
+    weight_of = {name: w for name, (w, _) in columns.items()}
+    base = sum(weight_of[name] * value for name, value in constant.items())
     if not varying:
-        rows, distinct = None, [()]
-    elif len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
+        full = tuple(constant[name] for name in order)
+        return order, None, {(): full}, {(): base}
+    # The weighted sums node by node, column by column in C.
+    sums = [base] * len(feasible)
+    for name in varying:
+        sums = list(map(add, sums, map(weight_of[name].__mul__, columns[name][1])))
+    rows: list[Any]
+    # Each distinct row, as the tuple of its varying scores.
+    rows_of: list[tuple[int, ...]]
+    if len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
         rows = columns[varying[0]][1]
-        distinct = list(set(rows))
+        rows_of = [(row,) for row in set(rows)]
     else:
         rows = list(zip(*(columns[name][1] for name in varying), strict=True))
-        distinct = list(set(rows))
-    full_rows: dict[Any, tuple[int, ...]] = {}
-    sum_of: dict[Any, int] = {}
-    weights = [columns[name][0] for name in order]
-    # One weighted sum and one row of every plugin's score per distinct row.
-    for row in distinct:
-        values = dict(constant)
-        values.update(zip(varying, row if len(varying) != 1 else (row,), strict=True))
-        full = full_rows[row] = tuple(values[name] for name in order)
-        sum_of[row] = sum(map(mul, weights, full))
+        rows_of = list(set(rows))
+    sum_of = dict(zip(rows, sums, strict=True))
+    # Each distinct row's scores in profile order: the varying ones from the row, the
+    # constant ones after them, put in place by one itemgetter.
+    at = {name: i for i, name in enumerate((*varying, *constant))}
+    pick = itemgetter(*(at[name] for name in order))
+    tail = tuple(constant.values())
+    full_rows: dict[Any, tuple[int, ...]]
+    if len(order) == 1:
+        full_rows = {row[0]: row for row in rows_of}
+    elif len(varying) == 1:
+        full_rows = {row[0]: pick(row + tail) for row in rows_of}
+    else:
+        full_rows = {row: pick(row + tail) for row in rows_of}
     return order, rows, full_rows, sum_of
 
 
@@ -1117,7 +1139,7 @@ def _classes(
         return state
     if None in fresh:
         return None
-    ids = [i for i in fresh if i is not None]
+    ids = cast("list[int]", fresh)  # no None left
     memo.state = state = NodeState(table.names, mark, generations, ids)
     return state
 

@@ -61,8 +61,10 @@ MAX_NODE_GROUPS = 2
 MAX_NODE_GROUP_SETS = 32
 # (score plugin, pod score key) pairs whose raw scores per class are remembered.
 MAX_SCORE_KEYS = 64
-# Values a FilterMemo shares out before starting afresh.
-MAX_SHARED = 1024
+# Values a FilterMemo shares out before starting afresh: the status and score maps
+# of a snapshot's decisions, one score map per distinct row of scores (up to one per
+# feasible node with the whole profile), so a few decisions' worth on a large cluster.
+MAX_SHARED = 16384
 # Combinations of node groups and label classes (Memo.combined) kept at once.
 MAX_COMBINED = 16
 
