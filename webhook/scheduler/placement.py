@@ -45,7 +45,7 @@ from typing import Any, NamedTuple, cast
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.budget import CHUNK, OutOfTime, checkpoint, spent
+from webhook.scheduler.framework.budget import CHUNK, OutOfTime, budgeted, checkpoint, spent
 from webhook.scheduler.framework.memo import (
     FilterMemo,
     NodeState,
@@ -635,9 +635,7 @@ def _verdicts(
     return made
 
 
-def _same_row(
-    was: tuple[dict[str, int], int] | None, now: tuple[dict[str, int], int]
-) -> bool:
+def _same_row(was: tuple[dict[str, int], int] | None, now: tuple[dict[str, int], int]) -> bool:
     """Whether a row's (score map, sum) is the very one it was (the map by identity)."""
     return was is not None and was[0] is now[0] and was[1] == now[1]
 
@@ -960,7 +958,7 @@ def _filter_outcomes(
         for i in moved:
             generations[i] = infos[i].generation
         ids = list(state.ids)
-        alike = _alike(prepared, snapshot, table) if len(moved) > CHUNK else None
+        alike = _alike(prepared, snapshot, table, kept_only=True) if len(moved) > CHUNK else None
         if alike is not None:
             # Many nodes to judge again (a look that ran out of budget, a wave of
             # changes): one member of each group among them, as below.
@@ -985,7 +983,7 @@ def _filter_outcomes(
             if done < len(moved):
                 keep_partial(ids, generations, moved[done:])
         spec.step = (state.ids, moved)
-    elif (alike := _alike(prepared, snapshot, table)) is not None:
+    elif (alike := _alike(prepared, snapshot, table, kept_only=budgeted())) is not None:
         groups, first, generations = alike
         # Judge one member of each group of nodes the filters cannot tell apart.
         judged, done = judge([infos[i] for i in first.values()])
@@ -1021,7 +1019,7 @@ def _outcomes(
 
 
 def _alike(
-    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, *, kept_only: bool = False
 ) -> tuple[list[int], dict[int, int], list[int]] | None:
     """Each node's group of nodes the filters cannot tell apart for this pod (equal
     FilterPlugin.node_key of every active plugin), the first node of each group, and
@@ -1033,7 +1031,9 @@ def _alike(
     (`node_label_keys`: NodeAffinity's nodeSelector and required terms) is grouped by
     the node classes of those labels (Memo.node_classes, kept until a node's labels
     change), the combination kept while both are unchanged; only the rest are read
-    node by node.
+    node by node. With `kept_only`, None instead of reading any node's key one by
+    one: such a key costs about what judging the node does, and unlike a judged
+    node it is not remembered when a time budget cuts the reading short.
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
@@ -1065,6 +1065,8 @@ def _alike(
 
             groups = memo.combined(("groups", what), (labelled, classes.of_node), combine)
         if by_node:
+            if kept_only:
+                return None
             infos = table.infos
             columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
             if any(None in column for column in columns):
