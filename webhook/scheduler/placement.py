@@ -1193,9 +1193,16 @@ def explain(
     checkpoint()
     table = snapshot.node_table()
     spec, outcome_ids = _outcomes(prepared, snapshot, table)
-    # Outcome 0: every other filter passes.
-    others_pass = list(map((0).__eq__, outcome_ids))
-    if not any(others_pass):
+    # Outcome 0: every other filter passes. Kept with the spec while its outcomes are
+    # the same list, as the classes such nodes fall in below.
+    hit = spec.shared.get("explain")
+    if hit is None or hit[0] is not outcome_ids:
+        passing_others = list(map((0).__eq__, outcome_ids))
+        hit = spec.shared["explain"] = (outcome_ids, passing_others, any(passing_others), {})
+    others_pass: list[bool] = hit[1]
+    any_passes: bool = hit[2]
+    candidate_classes_of: dict[tuple[str, ...], tuple[list[int], set[int]]] = hit[3]
+    if not any_passes:
         return None
     checkpoint()
     inclusion = NodeInclusion(pod)
@@ -1208,8 +1215,13 @@ def explain(
     keys = filter_keys(state)
     classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
     verdicts = filter_classes(state, keys, classes.values)
-    candidate_classes = set(compress(classes.of_node, others_pass))
-    if any(verdicts[k].ok for k in candidate_classes):
+    known = candidate_classes_of.get(keys)
+    if known is None or known[0] is not classes.of_node:
+        known = candidate_classes_of[keys] = (
+            classes.of_node,
+            set(compress(classes.of_node, others_pass)),
+        )
+    if any(verdicts[k].ok for k in known[1]):
         return None
     candidates = list(compress(table.infos, others_pass))
     return Unschedulable(len(candidates), blocked_constraints(state, candidates))
