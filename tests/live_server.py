@@ -56,8 +56,10 @@ class LiveServer:
             )
             headers = {"Content-Type": "application/json"} if data is not None else {}
             conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+            # The response holds the socket too: closing only the connection would leave
+            # it open (and warned about when collected) if reading the body fails.
+            with conn.getresponse() as resp:
+                return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
         finally:
             conn.close()
 

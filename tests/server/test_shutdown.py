@@ -71,6 +71,7 @@ def client(srv: LiveServer, stream: Stream, stop: threading.Event, keepalive: bo
         body = json.dumps(review(pod.spread(1, ZONE, DNS, selector({"app": "web"})).obj(),
                                  uid=uid)).encode()
         started = time.monotonic()
+        resp: http.client.HTTPResponse | None = None
         try:
             conn.request("POST", "/validate", body=body,
                          headers={"Content-Type": "application/json"})
@@ -86,6 +87,8 @@ def client(srv: LiveServer, stream: Stream, stop: threading.Event, keepalive: bo
         except Exception as exc:  # every failure of an accepted request is recorded
             with stream.lock:
                 stream.failed.append((started, repr(exc)))
+            if resp is not None:
+                resp.close()  # it holds the socket as well as the connection does
             conn.close()
             conn = None
     if conn is not None:
