@@ -40,3 +40,54 @@ def test_verdicts_that_did_not_change_are_the_same_objects(
         for before, now in zip(again.nodes, after.nodes, strict=True):
             assert (before is now) == (before == now)
         again = after
+
+
+def test_looks_under_a_budget_read_no_node_key_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node key that reads the pod (NodeResourcesFit's is its verdict) costs what
+    judging the node costs and is not remembered when a budget cuts the reading short:
+    under a budget the nodes are judged one by one instead, each judged node kept, so
+    successive looks at a new pod shape always get further and end; without a budget
+    the grouping is used as before."""
+    from webhook.scheduler.framework import budget
+    from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
+    from webhook.scheduler.profile import default_framework
+
+    reads: list[str] = []
+    node_key = NodeResourcesFit.node_key
+
+    def counted(self, state, pod, node):  # type: ignore[no-untyped-def]
+        reads.append(node.name)
+        return node_key(self, state, pod, node)
+
+    monkeypatch.setattr(NodeResourcesFit, "node_key", counted)
+    nodes = [
+        make_node().name(f"n{i}").zone("ab"[i % 2]).allocatable(cpu=str(1 + i % 4)).obj()
+        for i in range(12)
+    ]
+    snapshot = Snapshot.from_objects(nodes)
+    fw = default_framework()
+    web = {"app": "web"}
+    pod = (
+        make_pod().name("web").labels(web).requests(cpu="2")
+        .constraints([constraint(1, ZONE, "DoNotSchedule", selector(web))])
+    ).obj()  # fmt: skip
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(budget, "_clock", lambda: next(ticks))
+    monkeypatch.setattr(placement, "CHUNK", 1)
+    looks = 0
+    while True:
+        looks += 1
+        assert looks <= 12
+        try:
+            with budget.within(4):
+                why = placement.explain(pod, snapshot, framework=fw)
+            break
+        except budget.OutOfTime:
+            continue
+    assert looks > 1 and why is None
+    assert reads == []
+    other = make_pod().name("db").requests(cpu="3").obj()
+    placement.feasible_nodes(other, snapshot, framework=fw)
+    assert reads

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple, cast
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.budget import CHUNK, OutOfTime, checkpoint, spent
+from webhook.scheduler.framework.budget import CHUNK, OutOfTime, budgeted, checkpoint, spent
 from webhook.scheduler.framework.memo import (
     FilterMemo,
     NodeState,
@@ -635,9 +635,7 @@ def _verdicts(
     return made
 
 
-def _same_row(
-    was: tuple[dict[str, int], int] | None, now: tuple[dict[str, int], int]
-) -> bool:
+def _same_row(was: tuple[dict[str, int], int] | None, now: tuple[dict[str, int], int]) -> bool:
     """Whether a row's (score map, sum) is the very one it was (the map by identity)."""
     return was is not None and was[0] is now[0] and was[1] == now[1]
 
@@ -960,7 +958,7 @@ def _filter_outcomes(
         for i in moved:
             generations[i] = infos[i].generation
         ids = list(state.ids)
-        alike = _alike(prepared, snapshot, table) if len(moved) > CHUNK else None
+        alike = _alike(prepared, snapshot, table, kept_only=True) if len(moved) > CHUNK else None
         if alike is not None:
             # Many nodes to judge again (a look that ran out of budget, a wave of
             # changes): one member of each group among them, as below.
@@ -985,7 +983,7 @@ def _filter_outcomes(
             if done < len(moved):
                 keep_partial(ids, generations, moved[done:])
         spec.step = (state.ids, moved)
-    elif (alike := _alike(prepared, snapshot, table)) is not None:
+    elif (alike := _alike(prepared, snapshot, table, kept_only=budgeted())) is not None:
         groups, first, generations = alike
         # Judge one member of each group of nodes the filters cannot tell apart.
         judged, done = judge([infos[i] for i in first.values()])
@@ -1021,7 +1019,7 @@ def _outcomes(
 
 
 def _alike(
-    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable
+    prepared: PreparedFilters, snapshot: Snapshot, table: NodeTable, *, kept_only: bool = False
 ) -> tuple[list[int], dict[int, int], list[int]] | None:
     """Each node's group of nodes the filters cannot tell apart for this pod (equal
     FilterPlugin.node_key of every active plugin), the first node of each group, and
@@ -1037,7 +1035,10 @@ def _alike(
     the node labels its key reads for this pod (`node_label_keys`: NodeAffinity's
     nodeSelector and required terms) is grouped by the node classes of those labels
     (Memo.node_classes, kept until a node's labels change), the combination kept while
-    both are unchanged; only the rest are read node by node.
+    both are unchanged; only the rest are read node by node. With `kept_only`, None
+    instead of reading any node's key one by one: such a key costs about what judging
+    the node does, and unlike a judged node it is not remembered when a time budget
+    cuts the reading short.
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
@@ -1048,7 +1049,7 @@ def _alike(
         if kept is not None and _few(kept.ids):
             own = tuple(p for p in own if p not in stated)
         else:
-            kept = None
+            kept, stated = None, ()
     if kept is None:
         kept = _node_groups(snapshot, table, prepared, shared)
     if kept is None:
@@ -1065,7 +1066,7 @@ def _alike(
         else:
             label_keys.extend(keys)
     memo = memo_of(snapshot)
-    what = (tuple(p.name for p in shared), tuple(dict.fromkeys(label_keys)))
+    what = (tuple(p.name for p in (*shared, *stated)), tuple(dict.fromkeys(label_keys)))
     try:
         if label_keys:
             keys = what[1]
@@ -1078,6 +1079,8 @@ def _alike(
 
             groups = memo.combined(("groups", what), (labelled, classes.of_node), combine)
         if by_node:
+            if kept_only:
+                return None
             infos = table.infos
             columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
             if any(None in column for column in columns):
@@ -1216,9 +1219,16 @@ def explain(
     checkpoint()
     table = snapshot.node_table()
     spec, outcome_ids = _outcomes(prepared, snapshot, table)
-    # Outcome 0: every other filter passes.
-    others_pass = list(map((0).__eq__, outcome_ids))
-    if not any(others_pass):
+    # Outcome 0: every other filter passes. Kept with the spec while its outcomes are
+    # the same list, as the classes such nodes fall in below.
+    hit = spec.shared.get("explain")
+    if hit is None or hit[0] is not outcome_ids:
+        passing_others = list(map((0).__eq__, outcome_ids))
+        hit = spec.shared["explain"] = (outcome_ids, passing_others, any(passing_others), {})
+    others_pass: list[bool] = hit[1]
+    any_passes: bool = hit[2]
+    candidate_classes_of: dict[tuple[str, ...], tuple[list[int], set[int]]] = hit[3]
+    if not any_passes:
         return None
     checkpoint()
     inclusion = NodeInclusion(pod)
@@ -1231,8 +1241,13 @@ def explain(
     keys = filter_keys(state)
     classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
     verdicts = filter_classes(state, keys, classes.values)
-    candidate_classes = set(compress(classes.of_node, others_pass))
-    if any(verdicts[k].ok for k in candidate_classes):
+    known = candidate_classes_of.get(keys)
+    if known is None or known[0] is not classes.of_node:
+        known = candidate_classes_of[keys] = (
+            classes.of_node,
+            set(compress(classes.of_node, others_pass)),
+        )
+    if any(verdicts[k].ok for k in known[1]):
         return None
     candidates = list(compress(table.infos, others_pass))
     return Unschedulable(len(candidates), blocked_constraints(state, candidates))

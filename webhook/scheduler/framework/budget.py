@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["CHUNK", "OutOfTime", "checkpoint", "spent", "within"]
+__all__ = ["CHUNK", "OutOfTime", "budgeted", "checkpoint", "spent", "within"]
 
-# Nodes judged between two checkpoints: a few hundred microseconds of work at most.
-CHUNK = 256
+# Nodes judged between two checkpoints: about a millisecond of work at most (a node
+# failing a filter is judged again for its reasons).
+CHUNK = 64
 
 _deadline: ContextVar[float | None] = ContextVar("topospread_deadline", default=None)
 _clock = time.monotonic
@@ -42,6 +43,11 @@ def within(seconds: float) -> Iterator[None]:
         yield
     finally:
         _deadline.reset(token)
+
+
+def budgeted() -> bool:
+    """Whether the calling thread runs under a budget (whatever is left of it)."""
+    return _deadline.get() is not None
 
 
 def spent() -> bool:

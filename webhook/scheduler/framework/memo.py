@@ -81,7 +81,6 @@ class NodeClasses(NamedTuple):
     values: list[ClassValues]
 
 
-
 class NodeState(NamedTuple):
     """One value per node of a NodeTable, with what tells whether it still holds.
 
