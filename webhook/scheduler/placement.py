@@ -1027,17 +1027,31 @@ def _alike(
     one by one (a plugin reads the node's name).
 
     The keys that do not depend on the pod are remembered per node (_node_groups). Of
-    the others, a plugin that names the node labels its key reads for this pod
-    (`node_label_keys`: NodeAffinity's nodeSelector and required terms) is grouped by
-    the node classes of those labels (Memo.node_classes, kept until a node's labels
-    change), the combination kept while both are unchanged; only the rest are read
-    node by node. With `kept_only`, None instead of reading any node's key one by
-    one: such a key costs about what judging the node does, and unlike a judged
-    node it is not remembered when a time budget cuts the reading short.
+    the others, a plugin whose key is its verdict for the pod but that can say what
+    its Filter reads of a node whatever the pod (`node_state_key`: NodeResourcesFit's
+    allocatable, pod count and requests) joins those remembered groups while they
+    stay few (at most a quarter of the nodes: pods alike, requests alike), and is
+    read node by node otherwise (every node's requests differ). A plugin that names
+    the node labels its key reads for this pod (`node_label_keys`: NodeAffinity's
+    nodeSelector and required terms) is grouped by the node classes of those labels
+    (Memo.node_classes, kept until a node's labels change), the combination kept while
+    both are unchanged; only the rest are read node by node. With `kept_only`, None
+    instead of reading any node's key one by one: such a key costs about what judging
+    the node does, and unlike a judged node it is not remembered when a time budget
+    cuts the reading short.
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
-    kept = _node_groups(snapshot, table, prepared, shared)
+    stated = tuple(p for p in own if getattr(p, "node_state_key", None) is not None)
+    kept = None
+    if stated:
+        kept = _node_groups(snapshot, table, prepared, shared, stated)
+        if kept is not None and _few(kept.ids):
+            own = tuple(p for p in own if p not in stated)
+        else:
+            kept, stated = None, ()
+    if kept is None:
+        kept = _node_groups(snapshot, table, prepared, shared)
     if kept is None:
         return None
     groups, generations = kept.ids, kept.generations
@@ -1052,7 +1066,7 @@ def _alike(
         else:
             label_keys.extend(keys)
     memo = memo_of(snapshot)
-    what = (tuple(p.name for p in shared), tuple(dict.fromkeys(label_keys)))
+    what = (tuple(p.name for p in (*shared, *stated)), tuple(dict.fromkeys(label_keys)))
     try:
         if label_keys:
             keys = what[1]
@@ -1092,17 +1106,29 @@ def _node_groups(
     table: NodeTable,
     prepared: PreparedFilters,
     plugins: tuple[FilterPlugin, ...],
+    stated: tuple[FilterPlugin, ...] = (),
 ) -> NodeState | None:
-    """The group of each node of `table` by the pod-independent node keys of `plugins`.
-    Regrouped only for nodes that changed."""
-    memo = memo_of(snapshot).node_groups(tuple(p.name for p in plugins))
+    """The group of each node of `table` by the pod-independent node keys of `plugins`
+    and the node state keys of `stated` (node_state_key). Regrouped only for nodes
+    that changed."""
+    signature = (*(p.name for p in plugins), *(f"{p.name} state" for p in stated))
+    memo = memo_of(snapshot).node_groups(signature)
     state, pod = prepared.state, prepared.pod
+    readers = [functools.partial(p.node_key, state, pod) for p in plugins]
+    readers += [p.node_state_key for p in stated]  # type: ignore[attr-defined]
 
     def key_of(info: NodeInfoLike) -> Hashable | None:
-        key = tuple(p.node_key(state, pod, info) for p in plugins)
+        key = tuple(read(info) for read in readers)
         return None if None in key else key
 
     return _classes(memo, snapshot, table, key_of)
+
+
+def _few(groups: list[int]) -> bool:
+    """Whether `groups` (a kept list of node groups) has at most a quarter as many
+    distinct groups as nodes: judging one node per group then costs less than reading
+    a verdict key on every node."""
+    return len(set(groups)) * 4 <= len(groups)
 
 
 def _classes(

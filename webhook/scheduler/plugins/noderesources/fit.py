@@ -154,6 +154,16 @@ class NodeResourcesFit:
         status = self.filter(state, pod, node)
         return "" if status is SUCCESS else (status.code.value, status.reason, status.parts)
 
+    def node_state_key(self, node: NodeInfoLike) -> Hashable:
+        """What Filter reads of a node whatever the pod (allocatable, pod count,
+        requests): nodes with equal keys get the same verdict for every pod."""
+        allocatable = node_facts(node).allocatable
+        return (
+            None if allocatable is None else tuple(sorted(allocatable.items())),
+            len(node.pods),
+            tuple(sorted(node.requested.items())),
+        )
+
     def pod_key(self, state: CycleState, pod: RawObj) -> Hashable:
         fit: FitState = state[self.name]
         return (fit.checks, fit.requests_extended)
