@@ -1029,9 +1029,10 @@ def _alike(
     The keys that do not depend on the pod are remembered per node (_node_groups). Of
     the others, a plugin whose key is its verdict for the pod but that can say what
     its Filter reads of a node whatever the pod (`node_state_key`: NodeResourcesFit's
-    allocatable, pod count and requests) joins those remembered groups while they
-    stay few (at most a quarter of the nodes: pods alike, requests alike), and is
-    read node by node otherwise (every node's requests differ). A plugin that names
+    allocatable, pod count and requests) joins those remembered groups when they are
+    few (at most a quarter of the nodes: pods alike, requests alike; decided once per
+    NodeTable, _stated_groups), and is read node by node otherwise (every node's
+    requests differ). A plugin that names
     the node labels its key reads for this pod (`node_label_keys`: NodeAffinity's
     nodeSelector and required terms) is grouped by the node classes of those labels
     (Memo.node_classes, kept until a node's labels change), the combination kept while
@@ -1043,14 +1044,11 @@ def _alike(
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
     stated = tuple(p for p in own if getattr(p, "node_state_key", None) is not None)
-    kept = None
-    if stated:
-        kept = _node_groups(snapshot, table, prepared, shared, stated)
-        if kept is not None and _few(kept.ids):
-            own = tuple(p for p in own if p not in stated)
-        else:
-            kept, stated = None, ()
-    if kept is None:
+    kept = _stated_groups(snapshot, table, prepared, shared, stated) if stated else None
+    if kept is not None:
+        own = tuple(p for p in own if p not in stated)
+    else:
+        stated = ()
         kept = _node_groups(snapshot, table, prepared, shared)
     if kept is None:
         return None
@@ -1111,8 +1109,7 @@ def _node_groups(
     """The group of each node of `table` by the pod-independent node keys of `plugins`
     and the node state keys of `stated` (node_state_key). Regrouped only for nodes
     that changed."""
-    signature = (*(p.name for p in plugins), *(f"{p.name} state" for p in stated))
-    memo = memo_of(snapshot).node_groups(signature)
+    memo = memo_of(snapshot).node_groups(_signature(plugins, stated))
     state, pod = prepared.state, prepared.pod
     readers = [functools.partial(p.node_key, state, pod) for p in plugins]
     readers += [p.node_state_key for p in stated]  # type: ignore[attr-defined]
@@ -1124,11 +1121,37 @@ def _node_groups(
     return _classes(memo, snapshot, table, key_of)
 
 
-def _few(groups: list[int]) -> bool:
-    """Whether `groups` (a kept list of node groups) has at most a quarter as many
-    distinct groups as nodes: judging one node per group then costs less than reading
-    a verdict key on every node."""
-    return len(set(groups)) * 4 <= len(groups)
+def _signature(
+    plugins: tuple[FilterPlugin, ...], stated: tuple[FilterPlugin, ...]
+) -> tuple[str, ...]:
+    """What names a set of node groups (Memo.node_groups)."""
+    return (*(p.name for p in plugins), *(f"{p.name} state" for p in stated))
+
+
+def _stated_groups(
+    snapshot: Snapshot,
+    table: NodeTable,
+    prepared: PreparedFilters,
+    plugins: tuple[FilterPlugin, ...],
+    stated: tuple[FilterPlugin, ...],
+) -> NodeState | None:
+    """The node groups of `plugins` and of the node state keys of `stated` (see _alike)
+    when they are few: at most a quarter as many groups as nodes, so judging one node
+    per group costs less than reading a verdict key on every node. Decided once per
+    NodeTable (until nodes come or go); groups that are not few are not kept."""
+    memo = memo_of(snapshot)
+    signature = _signature(plugins, stated)
+
+    def decide() -> bool:
+        kept = _node_groups(snapshot, table, prepared, plugins, stated)
+        few = kept is not None and len(set(kept.ids)) * 4 <= len(kept.ids)
+        if not few:
+            memo.forget_node_groups(signature)
+        return few
+
+    if not memo.combined(("few", signature), (table.names,), decide):
+        return None
+    return _node_groups(snapshot, table, prepared, plugins, stated)
 
 
 def _classes(

@@ -295,6 +295,10 @@ class Memo:
             memo = self._node_groups[signature] = FilterMemo(None)
         return memo
 
+    def forget_node_groups(self, signature: tuple[str, ...]) -> None:
+        """Drop the node groups of `signature` (a caller that will not use them)."""
+        self._node_groups.pop(signature, None)
+
     def score_classes(self, plugin: str) -> FilterMemo:
         """Each node's class of nodes alike for one score plugin's Score whatever the pod
         (equal `score_node_key`), for the caller to fill and check as node_groups."""

@@ -20,7 +20,7 @@ Optional hooks a plugin may add (found with getattr; upstream has no such points
   labels instead of reading node_key node by node);
 - filter `node_state_key(node)`, for a plugin whose node_key reads the pod: what its
   Filter reads of a node whatever the pod (equal keys, equal statuses for every pod),
-  so nodes can be grouped once per node generation while those groups are few;
+  so nodes can be grouped once per node generation when those groups are few;
 - score `score_key(state, pod)` with `score_node_key(node)`: what Score reads of the
   pod and, whatever the pod, of a node (equal pairs give equal raw scores);
 - score `score_label_keys(state, pod)`: the node labels Score reads for this pod,
