@@ -32,13 +32,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_created, as_dict, meta
+from webhook.api.kube import RawObj, as_created, controller_of
 from webhook.config import Settings
 from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import explain, warm
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
+from webhook.scheduler.profile import framework_of
 
 __all__ = [
     "OUTCOMES",
@@ -151,8 +152,7 @@ def _answer_matters(pod: RawObj, settings: Settings) -> bool:
     client that shows it sent the pod, not a controller creating its replicas."""
     if settings.deny_unschedulable:
         return True
-    refs = meta(pod).get("ownerReferences")
-    return not (isinstance(refs, list) and any(as_dict(r).get("controller") is True for r in refs))
+    return controller_of(pod) is None
 
 
 def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[Blocked]:
@@ -240,6 +240,4 @@ def prime(snapshot: Snapshot, settings: Settings) -> None:
     reviews do not spend their budget on it. Called where the state is built: a
     snapshot file before the workers fork, a live source before it reports synced."""
     for profile in settings.scheduler:
-        framework = settings.framework_for({"spec": {"schedulerName": profile.scheduler_name}})
-        if framework is not None:
-            warm(snapshot, framework)
+        warm(snapshot, framework_of(profile))

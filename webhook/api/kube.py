@@ -123,6 +123,18 @@ def as_created(pod: RawObj, namespace: str) -> RawObj:
     return {**pod, "metadata": {**m, "namespace": namespace}}
 
 
+def controller_of(obj: RawObj) -> dict[str, Any] | None:
+    """The first ownerReference marked `controller: true`, None when there is none.
+
+    Port of meta/v1/controller_ref.go: GetControllerOf.
+    """
+    refs = meta(obj).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
 def pod_namespace(pod: RawObj) -> str:
     """The pod's namespace; a pod read from a file without one lives in "default"."""
     ns = meta(pod).get("namespace")

@@ -492,16 +492,23 @@ def _reasons(
     return dict(sorted(reasons.items()))
 
 
+def _kept_with(spec: FilterMemo, name: str, ids: list[int], make: Callable[[], Any]) -> Any:
+    """make(), derived from the spec's outcome list `ids` and kept with the spec while
+    its outcomes are that very list (replaced whole when a node's outcome moves)."""
+    hit = spec.shared.get(name)
+    if hit is None or hit[0] is not ids:
+        hit = spec.shared[name] = (ids, make())
+    return hit[1]
+
+
 def _affinity_matches(spec: FilterMemo, ids: list[int]) -> list[bool]:
-    """Whether the NodeAffinity filter passes each node, from its remembered outcomes;
-    kept with the spec while `ids` is unchanged."""
-    hit = spec.shared.get("affinity")
-    if hit is not None and hit[0] is ids:
-        matches: list[bool] = hit[1]
-        return matches
-    passed = [outcome["NodeAffinity"].ok for outcome in spec.outcomes]
-    matches = list(map(passed.__getitem__, ids))
-    spec.shared["affinity"] = (ids, matches)
+    """Whether the NodeAffinity filter passes each node, from its remembered outcomes."""
+
+    def make() -> list[bool]:
+        passed = [outcome["NodeAffinity"].ok for outcome in spec.outcomes]
+        return list(map(passed.__getitem__, ids))
+
+    matches: list[bool] = _kept_with(spec, "affinity", ids, make)
     return matches
 
 
@@ -1242,15 +1249,16 @@ def explain(
     checkpoint()
     table = snapshot.node_table()
     spec, outcome_ids = _outcomes(prepared, snapshot, table)
-    # Outcome 0: every other filter passes. Kept with the spec while its outcomes are
-    # the same list, as the classes such nodes fall in below.
-    hit = spec.shared.get("explain")
-    if hit is None or hit[0] is not outcome_ids:
-        passing_others = list(map((0).__eq__, outcome_ids))
-        hit = spec.shared["explain"] = (outcome_ids, passing_others, any(passing_others), {})
-    others_pass: list[bool] = hit[1]
-    any_passes: bool = hit[2]
-    candidate_classes_of: dict[tuple[str, ...], tuple[list[int], set[int]]] = hit[3]
+
+    # Outcome 0: every other filter passes; kept with the spec, as the node classes
+    # such nodes fall in (per topology keys) below.
+    def passing_others() -> tuple[list[bool], bool, dict[Any, Any]]:
+        passes = list(map((0).__eq__, outcome_ids))
+        return passes, any(passes), {}
+
+    others_pass, any_passes, candidate_classes_of = _kept_with(
+        spec, "explain", outcome_ids, passing_others
+    )
     if not any_passes:
         return None
     checkpoint()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Mapping
 from typing import Any, Final
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import RawObj, as_dict, controller_of, pod_namespace
 from webhook.api.labels import compile_node_affinity
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState
@@ -106,11 +106,11 @@ def owned_by(pvc: RawObj, pod: RawObj) -> bool:
     CAVEAT: a pod without a uid (one not created yet, as at admission) owns any
     claim with a controller reference; upstream always has the uid.
     """
+    ref = controller_of(pvc)
+    if ref is None:
+        return False
     uid = as_dict(pod.get("metadata")).get("uid")
-    for ref in as_dict(pvc.get("metadata")).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return uid is None or ref.get("uid") == uid
-    return False
+    return uid is None or ref.get("uid") == uid
 
 
 def not_owner(pvc: RawObj, pod: RawObj) -> str:

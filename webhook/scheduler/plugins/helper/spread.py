@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from webhook.api.kube import RawObj, meta, pod_namespace, spec
+from webhook.api.kube import RawObj, controller_of, meta, pod_namespace, spec
 from webhook.api.labels import selector_from_set, selector_requirements
 from webhook.scheduler.framework.types import Reads
 
@@ -56,18 +56,6 @@ def _inpod_namespace(snapshot: Any, attribute: str, namespace: str) -> Iterable[
     return objects if isinstance(objects, list) else ()
 
 
-def _controller_of(pod: RawObj) -> dict[str, Any] | None:
-    """metav1.GetControllerOf: the first owner reference marked controller.
-
-    Port of meta/v1/controller_ref.go: GetControllerOf.
-    """
-    refs = meta(pod).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def _services_label_set(pod: RawObj, snapshot: Any) -> dict[str, str]:
     """Merged spec.selector of the Services in the pod's namespace that select it.
 
@@ -108,7 +96,7 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     namespace = pod_namespace(pod)
     match_labels = _services_label_set(pod, snapshot)
     expressions: list[RawObj] = []
-    owner = _controller_of(pod)
+    owner = controller_of(pod)
     if owner is not None:
         api_version, kind = owner.get("apiVersion"), owner.get("kind")
         attribute = (
