@@ -34,6 +34,8 @@ PLUGINS = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    # On by default since v1.36 (GA in v1.37): appended last by applyFeatureGates.
+    "NodeDeclaredFeatures",
 ]
 WEIGHTS = {
     "TaintToleration": 3,
