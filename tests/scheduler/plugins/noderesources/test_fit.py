@@ -20,9 +20,13 @@ from typing import Any
 import pytest
 
 from tests.builders import make_node, make_pod, node_info
+from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import NodeResourcesFitArgs
+from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Status
+from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
+from webhook.scheduler.profile import build
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -373,3 +377,35 @@ def test_native_resources_are_never_ignored() -> None:
     state = CycleState()
     plugin.pre_filter(state, pod, None)
     assert plugin.filter(state, pod, on_node(res())) == Status.of(R, insufficient(K8S_IO_A))
+
+
+def _config(args: Any) -> Any:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": args}],
+            }
+        ],
+    }
+
+
+def test_the_args_come_from_the_scheduler_configuration() -> None:
+    """pluginConfig's ignoredResources reach the Filter of the built profile: the pod
+    asking example.com/bbb of a node without it fits only once the resource is ignored."""
+    pod = pod_of([sres(1, 1, {EXT_B: 1})])
+    snapshot = Snapshot.from_objects([NODE])
+    for args, fits in (({}, False), ({"ignoredResources": [EXT_B]}, True)):
+        profiles, errors = resolve_configuration(_config(args))
+        assert errors == []
+        assert place(pod, snapshot, framework=build(profiles[0])).nodes[0].feasible is fits
+
+
+def test_args_that_are_not_a_list_of_strings_are_refused() -> None:
+    _, errors = resolve_configuration(_config({"ignoredResources": EXT_B}))
+    assert errors == [
+        'profiles[0].pluginConfig[0].args: Invalid value: {"ignoredResources":"example.com/bbb"}:'
+        " ignoredResources: must be a list of strings, got 'example.com/bbb'"
+    ]
