@@ -178,6 +178,22 @@ class PodBuilder:
         self._pod["spec"]["containers"][0].setdefault("resources", {})["requests"] = dict(resources)
         return self
 
+    def scheduling_gates(self, *names: str) -> PodBuilder:
+        """st.MakePod().SchedulingGates([...]): spec.schedulingGates by name."""
+        self._pod["spec"]["schedulingGates"] = [{"name": n} for n in names]
+        return self
+
+    def scheduler_name(self, name: str) -> PodBuilder:
+        self._pod["spec"]["schedulerName"] = name
+        return self
+
+    def resource_claim(self, name: str, template: str = "claim-template") -> PodBuilder:
+        """A spec.resourceClaims entry made from a ResourceClaimTemplate (DRA)."""
+        self._pod["spec"].setdefault("resourceClaims", []).append(
+            {"name": name, "resourceClaimTemplateName": template}
+        )
+        return self
+
     def obj(self) -> RawObj:
         return copy.deepcopy(self._pod)
 
@@ -221,6 +237,11 @@ class NodeBuilder:
 
     def images(self, images: list[RawObj]) -> NodeBuilder:
         self._node.setdefault("status", {})["images"] = copy.deepcopy(images)
+        return self
+
+    def declared_features(self, *features: str) -> NodeBuilder:
+        """st.MakeNode().DeclaredFeatures([...]): status.declaredFeatures."""
+        self._node.setdefault("status", {})["declaredFeatures"] = list(features)
         return self
 
     def obj(self) -> RawObj:

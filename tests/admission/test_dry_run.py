@@ -445,3 +445,49 @@ def test_documented_example_on_the_demo_snapshot() -> None:
             ZONE: {"eu-west-1a": 1, "eu-west-1b": 2, "eu-west-1c": 0},
         },
     }
+
+
+# ---------------------------------------------------------------------------------------
+# Pods no scheduling cycle is run for
+
+
+@pytest.mark.parametrize(
+    ("pod", "not_scheduled"),
+    [
+        (
+            incoming().scheduling_gates("example.com/quota").obj(),
+            {
+                "reason": "SchedulingGated",
+                "message": "waiting for scheduling gates: [example.com/quota]",
+                "plugin": "SchedulingGates",
+            },
+        ),
+        (
+            incoming().resource_claim("gpu").obj(),
+            {
+                "reason": "NotModelled",
+                "message": "not modelled: DynamicResources",
+                "plugin": "DynamicResources",
+            },
+        ),
+        (
+            incoming().scheduler_name("volcano").obj(),
+            {"reason": "OtherScheduler", "message": 'schedulerName "volcano" has no profile here'},
+        ),
+    ],
+    ids=["gated", "resource claims", "another scheduler's"],
+)
+def test_the_annotation_says_why_a_pod_is_not_placed(pod: RawObj, not_scheduled: RawObj) -> None:
+    """The spread cluster would put the pod on b1; instead selected-node is empty and the
+    placement carries notScheduled beside every key of interfaces.md's shape."""
+    got = annotations(patched(pod, post(SPREAD_CLUSTER, pod, Settings(), dry_run=True)))
+    assert got[SELECTED_NODE] == ""
+    assert json.loads(got[PLACEMENT]) == {
+        "selectedNode": None,
+        "feasible": 0,
+        "nodes": 0,
+        "top": [],
+        "reasons": {},
+        "distribution": {},
+        "notScheduled": not_scheduled,
+    }

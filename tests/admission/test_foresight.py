@@ -396,3 +396,27 @@ def test_metrics_count_each_outcome() -> None:
     assert 'topospread_foresight_total{outcome="blocked"} 2.0' in text
     assert 'topospread_foresight_total{outcome="skipped"} 1.0' in text
     assert 'outcome="checked"' not in text
+
+
+def _with(obj: RawObj, **spec_fields: Any) -> RawObj:
+    return {**obj, "spec": {**obj["spec"], **spec_fields}}
+
+
+@pytest.mark.parametrize(
+    "spec_fields",
+    [
+        {"schedulingGates": [{"name": "example.com/quota"}]},
+        {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]},
+        {"schedulerName": "volcano"},
+    ],
+    ids=["gated", "resource claims (DynamicResources not modelled)", "another scheduler's"],
+)
+def test_a_pod_no_cycle_runs_for_is_skipped(spec_fields: dict[str, Any]) -> None:
+    """The same pod the skewed cluster blocks (denied under the policy) is skipped, allowed
+    and not warned about when the scheduler runs no cycle for it (placement.not_scheduled)."""
+    settings = Settings(deny_unschedulable=True)
+    assert answered(SKEWED, web(dns()), settings).foresight == "blocked"
+    answer = answered(SKEWED, _with(web(dns()), **spec_fields), settings)
+    assert answer.foresight == "skipped"
+    assert answer.doc["response"]["allowed"] is True
+    assert answer.doc["response"].get("warnings") is None

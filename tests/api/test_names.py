@@ -11,6 +11,7 @@ from webhook.api.names import (
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
+    regex_error,
     selector_selects,
     validate_label_selector,
 )
@@ -331,3 +332,17 @@ def test_go_json_never_fails() -> None:
     assert go_json(deep) == "[...]"
     assert go_json(looped) == "{...}"
     assert go_json({1: "a", "b": 2}) == '{"1":"a","b":2}'
+
+
+@pytest.mark.parametrize(
+    ("examples", "want"),
+    [
+        ((), "msg (regex used for validation is 'x')"),
+        (("a",), "msg (e.g. 'a', regex used for validation is 'x')"),
+        (("a", "b", "c"), "msg (e.g. 'a',  or 'b',  or 'c', regex used for validation is 'x')"),
+    ],
+    ids=["no example", "one example", "three: two spaces before each or"],
+)
+def test_regex_error_joins_examples_as_apimachinery(examples: tuple[str, ...], want: str) -> None:
+    """validation.go RegexError: each example followed by ", ", the next after " or "."""
+    assert regex_error("msg", "x", *examples) == want

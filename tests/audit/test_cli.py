@@ -213,3 +213,18 @@ def test_unreachable_cluster_exits_two(tmp_path: Path, capsys: Any) -> None:
     )
     code, _, err = run(capsys, "--kubeconfig", str(kubeconfig), "--request-timeout", "2")
     assert code == 2 and "cannot reach the cluster" in err
+
+
+def test_without_nodes_lists_pods_no_cycle_runs_for_apart(tmp_path: Path, capsys: Any) -> None:
+    """JSON key notScheduled (pod -> why), and a line per pod in the text."""
+    volcano = web("web-v", "node-a1")
+    volcano["spec"]["schedulerName"] = "volcano"
+    path = snapshot(tmp_path, [*NODES, REPLICA_SET, volcano, web("web-0", "node-a1")])
+    argv = ("--snapshot", path, "--without-nodes", f"{ZONE}=eu-west-1a")
+    code, out, _ = run(capsys, *argv, "-o", "json")
+    doc = json.loads(out)
+    why = 'not placed by this scheduler: schedulerName "volcano" has no profile here'
+    assert doc["notScheduled"] == {"shop/web-v": why}
+    assert doc["pending"] == []
+    code, out, _ = run(capsys, *argv)
+    assert f"  shop/web-v: {why}" in out.splitlines()

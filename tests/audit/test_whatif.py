@@ -150,3 +150,25 @@ def test_queue_order_is_priority_then_age_then_name() -> None:
 def test_selector_matching_nothing_changes_nothing() -> None:
     result = drill(node("a1", "a"), pod("p1", "a1"), selector_=parse_selector(f"{ZONE}=zz"))
     assert result.removed == [] and result.placed == {} and result.pending == []
+
+
+def test_pods_no_cycle_runs_for_are_listed_apart() -> None:
+    """Zone a is lost with three pods on it: the ordinary one comes back on b1; the
+    one for another scheduler and the one with resource claims are neither placed nor
+    pending, each listed with placement.NotScheduled's words. (A gated pod cannot be
+    running: the API refuses scheduling gates on a bound pod.)"""
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    result = drill(
+        node("a1", "a"),
+        node("b1", "b"),
+        pod("volcano", "a1", spread=False, schedulerName="volcano"),
+        pod("dra", "a1", spread=False, resourceClaims=claims),
+        pod("plain", "a1", spread=False),
+    )
+    assert result.placed == {"default/plain": "b1"}
+    assert (result.pending, result.reasons) == ([], {})
+    assert result.not_scheduled == {
+        "default/volcano": 'not placed by this scheduler: schedulerName "volcano" has no '
+        "profile here",
+        "default/dra": "not placed: not modelled: DynamicResources",
+    }

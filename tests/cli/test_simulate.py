@@ -34,6 +34,8 @@ PLUGINS = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    # On by default since v1.36 (GA in v1.37): appended last by applyFeatureGates.
+    "NodeDeclaredFeatures",
 ]
 WEIGHTS = {
     "TaintToleration": 3,
@@ -473,3 +475,79 @@ def test_table_says_when_nodes_tie() -> None:
     assert "3 nodes tie at score" in table
     assert "n000, n001, n002" in table
     assert "picks one of them at random" in table
+
+
+# ---------------------------------------------------------------------------------------
+# pods no scheduling cycle is run for
+
+VOLCANO = str(paths.DATA / "render" / "volcano.yaml")
+
+
+def test_another_schedulers_workload_is_reported_and_the_rest_simulated(
+    tmp_path: Path, capsys
+) -> None:
+    """A render with a Deployment for schedulerName volcano next to an ordinary one: the
+    ordinary one is placed over both zones, volcano's is reported as not placed by this
+    scheduler (kube-scheduler leaves it to volcano), exit 0."""
+    snap = old_revision_snapshot(tmp_path)
+    code, out, err = run(capsys, "--snapshot", snap, "-o", "json", VOLCANO)
+    assert code == 0, err
+    api, trainer = json.loads(out)
+    assert (api["workload"], api["placements"]) == ("Deployment ml/api", ["a1", "b1"])
+    assert "notScheduled" not in api
+    assert trainer["workload"] == "Deployment ml/trainer"
+    assert trainer["notScheduled"] == {
+        "reason": "OtherScheduler",
+        "message": 'schedulerName "volcano" has no profile here',
+    }
+    assert (trainer["nodes"], trainer["selectedNode"]) == ([], None)
+    assert trainer["placements"] == [None, None, None]
+    code, out, err = run(capsys, "--snapshot", snap, VOLCANO)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "== Deployment ml/trainer (3 replicas)" in lines
+    assert (
+        'Pod ml/trainer: not placed by this scheduler: schedulerName "volcano" has no '
+        "profile here" in lines
+    )
+    assert "Pod ml/api: 2/2 nodes feasible, selected a1" in lines
+
+
+@pytest.mark.parametrize(
+    ("pod", "not_scheduled", "line"),
+    [
+        (
+            make_pod().name("web").scheduling_gates("example.com/quota").obj(),
+            {
+                "reason": "SchedulingGated",
+                "message": "waiting for scheduling gates: [example.com/quota]",
+                "plugin": "SchedulingGates",
+            },
+            "Pod default/web: not placed: gated: waiting for scheduling gates: "
+            "[example.com/quota]",
+        ),
+        (
+            make_pod().name("web").resource_claim("gpu").obj(),
+            {
+                "reason": "NotModelled",
+                "message": "not modelled: DynamicResources",
+                "plugin": "DynamicResources",
+            },
+            "Pod default/web: not placed: not modelled: DynamicResources",
+        ),
+    ],
+    ids=["gated", "resource claims"],
+)
+def test_a_held_pod_is_reported_not_placed(
+    tmp_path: Path, capsys, pod: Any, not_scheduled: Any, line: str
+) -> None:
+    """simulate JSON carries notScheduled (and no node), the table one line."""
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(pod))
+    code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", "--replicas", "2", str(path))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["notScheduled"] == not_scheduled
+    assert (doc["nodes"], doc["selectedNode"], doc["placements"]) == ([], None, [None, None])
+    code, out, err = run(capsys, "--snapshot", SMALL, str(path))
+    assert (code, out) == (0, line + "\n")

@@ -42,6 +42,7 @@ from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState, Status
 from webhook.scheduler.plugins.imagelocality import ImageLocality
 from webhook.scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
+from webhook.scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from webhook.scheduler.plugins.nodeports import NodePorts
 from webhook.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from webhook.scheduler.plugins.volumebinding import VolumeBinding
@@ -140,6 +141,7 @@ def volume(p: RawObj, source: str, value: RawObj, name: str = "disk") -> RawObj:
 
 FILTERS: list[Callable[[], Any]] = [
     NodePorts, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, InterPodAffinity,
+    NodeDeclaredFeatures,
 ]
 SCORES: list[Callable[[], Any]] = [ImageLocality, InterPodAffinity]
 
@@ -262,6 +264,14 @@ CASES: list[tuple[str, str, str, list[RawObj], RawObj]] = [
         "Node", "status.images",
         [node("n1", "a", [{"names": [IMAGE], "sizeBytes": 500 * MB}]), *NODES[1:]],
         {**pod("incoming"), "spec": {"containers": [{"name": "c", "image": IMAGE}]}},
+    ),
+    (
+        "node declared features decide NodeDeclaredFeatures",
+        "Node", "status.declaredFeatures",
+        [make_node().name("n1").zone("a").declared_features("UserNamespacesHostNetworkSupport")
+         .obj(), *NODES[1:]],
+        {**pod("incoming"), "spec": {"containers": [{"name": "c", "image": "i"}],
+                                     "hostNetwork": True, "hostUsers": False}},
     ),
     # ---- Pod: pod (anti-)affinity of existing pods
     (
@@ -728,3 +738,26 @@ def test_trim_knows_the_api_version_of_every_catalogued_kind() -> None:
     """A List item names no kind nor apiVersion: trim supplies the catalogue's."""
     for kind, entry in CATALOG.items():
         assert trim({"metadata": {"name": "x"}}, kind)["apiVersion"] == entry.api_version
+
+
+@pytest.mark.parametrize(
+    ("spec_fields", "kept"),
+    [
+        ({"schedulerName": "volcano"}, {"schedulerName": "volcano"}),
+        ({"schedulerName": "default-scheduler"}, {}),
+        (
+            {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-tpl"}]},
+            {"resourceClaims": [{"name": "gpu"}]},
+        ),
+    ],
+    ids=["another scheduler's name", "the default name: dropped", "resource claims by name"],
+)
+def test_trim_pod_keeps_what_says_whether_this_scheduler_places_it(
+    spec_fields: RawObj, kept: RawObj
+) -> None:
+    """A drill re-places a running pod only when placement.not_scheduled lets it: its
+    schedulerName and whether it has resource claims survive trimming."""
+    full = pod("p", "n1")
+    full["spec"].update(spec_fields)
+    spec = trim(dress(full))["spec"]
+    assert {k: spec[k] for k in ("schedulerName", "resourceClaims") if k in spec} == kept

@@ -378,6 +378,8 @@ def _node_obj(i: int, spec: dict[str, Any], zone: str | None = None) -> dict[str
         b = b.allocatable(cpu=cpu, pods=pods, **spec.get("memory", {}))
     if spec.get("images"):
         b = b.images(spec["images"])
+    if spec.get("declared"):
+        b = b.declared_features(*spec["declared"])
     return b.obj()
 
 
@@ -394,6 +396,8 @@ def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
         pod["spec"]["nodeName"] = spec["node_name"]
     if spec.get("image"):
         pod["spec"]["containers"][0]["image"] = spec["image"]
+    if spec.get("userns_host_network"):  # needs NodeDeclaredFeatures' feature
+        pod["spec"].update(hostNetwork=True, hostUsers=False)
     if spec.get("preferred_node"):
         key, value, weight = spec["preferred_node"]
         requirement = {"key": key, "operator": "In", "values": [value]}
@@ -537,6 +541,9 @@ def test_place_scores_equal_one_node_at_a_time(nodes, residents, soft, tolerates
 MB = 1024 * 1024
 
 
+USERNS = "UserNamespacesHostNetworkSupport"
+
+
 def _image(name: str, mb: int) -> dict[str, Any]:
     return {"names": [name], "sizeBytes": mb * MB}
 
@@ -554,6 +561,9 @@ profile_node_st = st.fixed_dictionaries(
         "memory": st.sampled_from([{}, {"memory": "4Gi"}, {"memory": "16Gi"}]),
         "images": st.sampled_from(
             [None, None, [_image("web:1", 300)], [_image("web:1", 300), _image("side:2", 40)]]
+        ),
+        "declared": st.sampled_from(
+            [None, None, [USERNS], ["PerPodPIDLimit"], ["PerPodPIDLimit", USERNS]]
         ),
     }
 )
@@ -585,6 +595,7 @@ profile_incoming_st = st.fixed_dictionaries(
         "cpu": st.sampled_from([None, "100m", "500m", "3"]),
         "node_name": st.sampled_from([None, None, None, None, "n1"]),
         "image": st.sampled_from([None, "web:1", "side:2"]),
+        "userns_host_network": st.sampled_from([False, False, True]),
         "preferred_node": st.sampled_from([None, None, (ZONE, "zb", 5), (RACK, "r1", 30)]),
         "pod_affinity": st.sampled_from(
             [

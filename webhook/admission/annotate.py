@@ -1,7 +1,9 @@
 """Dry-run placement annotations: the mutation step and its 32 KiB rendering.
 
 `topospread.io/selected-node` holds the node name ("" when unschedulable);
-`topospread.io/placement` holds a JSON summary. Both are deterministic (no
+`topospread.io/placement` holds a JSON summary, with `notScheduled` when the scheduler
+never runs a cycle for the pod (another scheduler's schedulerName, scheduling gates,
+resource claims: placement.not_scheduled). Both are deterministic (no
 timestamps, no random ids) so a reinvoked webhook writes the same patch, and
 their total size stays under ANNOTATION_BUDGET whatever the cluster size.
 """
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from webhook.admission.context import MutationContext
-from webhook.api.kube import RawObj, as_created, meta, spec
+from webhook.api.kube import RawObj, as_created, meta
 from webhook.scheduler import placement
 
 log = logging.getLogger("topospread.inject")
@@ -105,6 +107,10 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
         "top": _top(nodes),
         "reasons": dict(sorted(placement.reasons.items())),
     }
+    # Optional on PlacementLike: only placement.Placement says why no cycle ran.
+    held = getattr(placement, "not_scheduled", None)
+    if held is not None:
+        summary["notScheduled"] = held.to_json()
     # Reasons are few (one per failing plugin and taint); names of taints could be long,
     # so cap each reason string defensively before fitting the distribution.
     if len(_dumps(summary).encode()) > budget // 2:
@@ -141,16 +147,15 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
     if ctx.snapshot is None:
         return [f"{_PLACEMENT_PATH}: placement annotations not written: {NO_STATE}"]
     framework = ctx.settings.framework_for(pod)
-    if framework is None:
-        name = spec(pod).get("schedulerName")
-        return [
-            f"{_PLACEMENT_PATH}: placement annotations not written: no profile of the "
-            f"scheduler configuration schedules pods of schedulerName {name!r}"
-        ]
     try:
-        decision = placement.place(
-            as_created(pod, ctx.namespace), ctx.snapshot, framework=framework
-        )
+        created = as_created(pod, ctx.namespace)
+        # Another scheduler's pod (no profile: framework None), a gated pod, a pod with
+        # resource claims: the annotation says why instead of placing it.
+        why = placement.not_scheduled(created, framework)
+        if why is not None:
+            decision = placement.Placement.held(created, why)
+        else:
+            decision = placement.place(created, ctx.snapshot, framework=framework)
         written = placement_annotations(decision)
     except Exception:
         log.exception("placement failed for pod %r", meta(pod).get("name"))

@@ -8,7 +8,9 @@ matching pods per domain it counted. That is a warning, or a denial under
 `policy.denyUnschedulable: true`.
 
 A pod no node can take for another reason (no node at all, taints, resources, node
-affinity) is not reported: the constraints are not what stops it.
+affinity) is not reported: the constraints are not what stops it. A pod the scheduler
+never runs a cycle for (another scheduler's schedulerName, scheduling gates, resource
+claims: placement.not_scheduled) is skipped: nothing is placed for it now.
 
 Only Pods at CREATE: a workload's template would be checked against a state that
 will have changed by the time its pods exist, with replicas placed one after the
@@ -36,7 +38,7 @@ from webhook.api.kube import RawObj, as_created, controller_of
 from webhook.config import Settings
 from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import explain, warm
+from webhook.scheduler.placement import explain, not_scheduled, warm
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
 from webhook.scheduler.profile import framework_of
@@ -101,7 +103,8 @@ class Blocked(ConstraintBlock):
 # What one look ended in (topospread_foresight_total's label): checked (some node
 # takes the pod, or none passes the other filters: nothing to say), blocked (its
 # DoNotSchedule constraints leave it no node), skipped (its answer could change
-# nothing, or there is no cluster state), over_budget, error.
+# nothing, there is no cluster state, or no scheduling cycle runs for the pod),
+# over_budget, error.
 OUTCOMES = ("checked", "blocked", "skipped", "over_budget", "error")
 
 
@@ -204,6 +207,8 @@ def foresee(
         return Foresight()
     budget = settings.foresight_budget_ms
     if snapshot is None or budget == 0 or not _answer_matters(pod, settings):
+        return Foresight(outcome="skipped")
+    if not_scheduled(pod, settings.framework_for(pod)) is not None:
         return Foresight(outcome="skipped")
     try:
         with within(budget / 1000):

@@ -61,11 +61,15 @@ def max_len_error(length: int) -> str:
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery RegexError: the message, examples and the regex used."""
+    """apimachinery RegexError: the message, examples and the regex used. Each example
+    is followed by ", " and the next joined with " or ", so real clusters print two
+    spaces before each "or": (e.g. 'MyValue',  or 'my_value',  or '12345', regex ...).
+
+    Port of apimachinery/pkg/util/validation/validation.go: RegexError."""
     if not examples:
         return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}'" for e in examples)
-    return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:

@@ -58,6 +58,8 @@ class AuditReport:
             out["removedNodes"] = list(self.drill.removed)
             out["pending"] = list(self.drill.pending)
             out["pendingReasons"] = {p: self.drill.reasons.get(p, {}) for p in self.drill.pending}
+            if self.drill.not_scheduled:
+                out["notScheduled"] = dict(self.drill.not_scheduled)
         return out
 
 
@@ -110,6 +112,8 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
         for pod in drill.pending:
             why = "; ".join(f"{n} {r}" for r, n in drill.reasons.get(pod, {}).items())
             out.append(f"  {paint('pending', 'yellow')} {pod}: {why or 'no node'}")
+        for pod, why_not in drill.not_scheduled.items():
+            out.append(f"  {pod}: {why_not}")
         out.append("")
     moves_by_workload: dict[str, list[str]] = {}
     if report.plan is not None:

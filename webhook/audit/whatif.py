@@ -11,7 +11,9 @@ first; then namespace/name). A pod that fits nowhere waits, and the waiting pods
 tried again, in the same order, after each later placement (a placed pod can open a
 domain to a spread or satisfy an affinity). Pods that do not come back elsewhere are
 not re-placed: DaemonSet pods and mirror pods (owned by their Node) belong to their
-node, and terminating pods were never running.
+node, and terminating pods were never running. A pod the scheduler never runs a cycle
+for (another scheduler's schedulerName, resource claims: placement.not_scheduled) is
+listed apart in `not_scheduled`, neither placed nor pending.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from webhook.audit.inventory import (
     unbound,
 )
 from webhook.config import Settings
-from webhook.scheduler.placement import place
+from webhook.scheduler.placement import not_scheduled, place
 
 __all__ = ["WhatIf", "queue_order", "without_nodes"]
 
@@ -39,13 +41,15 @@ class WhatIf:
     """removed: the nodes taken away (sorted); state: the cluster after re-placement;
     placed: pod ("ns/name", its original name) -> the node it went to; pending: pods
     that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
-    failing with it (its last attempt)."""
+    failing with it (its last attempt); not_scheduled: pod -> why this scheduler does
+    not place it (placement.NotScheduled.text())."""
 
     removed: list[str]
     state: ClusterState
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    not_scheduled: dict[str, str] = field(default_factory=dict)
 
 
 def queue_order(pod: RawObj) -> tuple[int, str, str]:
@@ -84,6 +88,9 @@ def without_nodes(
             work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": pod_name}})
         work.delete({"kind": "Node", "metadata": {"name": name}})
     queue = sorted((p for p in displaced if _comes_back(p)), key=queue_order)
+    held = {pod_key(p): not_scheduled(unbound(p), settings.framework_for(p)) for p in queue}
+    apart = {key: why.text() for key, why in held.items() if why is not None}
+    queue = [p for p in queue if pod_key(p) not in apart]
     placed: dict[str, str] = {}
     bound: list[RawObj] = []
     waiting: list[RawObj] = []
@@ -91,11 +98,7 @@ def without_nodes(
 
     def attempt(pod: RawObj) -> bool:
         fresh = unbound(pod)
-        framework = settings.framework_for(fresh)
-        if framework is None:  # no profile schedules it: it stays pending, as upstream
-            reasons[pod_key(pod)] = {"no scheduler profile schedules this pod": 1}
-            return False
-        decision = place(fresh, work, framework=framework)
+        decision = place(fresh, work, framework=settings.framework_for(fresh))
         if decision.selected_node is None:
             reasons[pod_key(pod)] = dict(decision.reasons)
             return False
@@ -133,4 +136,4 @@ def without_nodes(
                 break
     running = staying + bound
     after = ClusterState(work, running, state.owners)
-    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons)
+    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons, apart)

@@ -9,8 +9,11 @@ stands for its pod template, with the labels its controller adds to each pod
 new revision, so `matchLabelKeys` narrows as it does in the cluster; its
 `spec.replicas` copies are placed one after another (`--replicas` overrides).
 Prints every node's filter verdicts and scores, the chosen node, the placements and
-the distribution. Exit codes: 0 on success (even when a pod fits nowhere), 2 on bad
-input or an unreachable cluster.
+the distribution. A pod no scheduling cycle is run for (another scheduler's
+schedulerName, scheduling gates, resource claims: placement.not_scheduled) gets one
+line saying why, and `notScheduled` in JSON; the other workloads are simulated. Exit
+codes: 0 on success (even when a pod fits nowhere), 2 on bad input or an unreachable
+cluster.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template, spec
+from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
-from webhook.scheduler.placement import Placement, Simulation, simulate
+from webhook.scheduler.placement import Placement, Simulation, not_scheduled, simulate
 
 __all__ = [
     "Workload",
@@ -237,6 +240,8 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     scores of the plugins that differ between feasible nodes.
     """
     first: Placement = sim.first
+    if first.not_scheduled is not None:
+        return f"Pod {first.pod}: {first.not_scheduled.text()}\n"
     lines = []
     feasible = len(first.feasible)
     chosen = first.selected_node or "none"
@@ -341,12 +346,11 @@ def cli_simulate(
         for w in workloads:
             _warn_invalid(w.pod, err)
             framework = target.settings.framework_for(w.pod)
-            if framework is None:
-                name = spec(w.pod).get("schedulerName")
-                raise InputError(
-                    f"{w.title}: no profile of the scheduler configuration schedules pods "
-                    f"of schedulerName {name!r}"
-                )
+            why = not_scheduled(w.pod, framework) if framework is None else None
+            if why is not None:  # another scheduler's pod: reported, not placed
+                held = Placement.held(w.pod, why)
+                results.append((w, Simulation([None] * w.replicas, held, {})))
+                continue
             results.append(
                 (w, simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework))
             )

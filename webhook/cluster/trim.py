@@ -7,7 +7,7 @@ plugin reads each field):
 
     every kind    kind, apiVersion, metadata.{name, namespace, uid, resourceVersion}
     Node          metadata.labels, spec.{taints, unschedulable}, status.allocatable,
-                  status.images[].{names, sizeBytes}
+                  status.images[].{names, sizeBytes}, status.declaredFeatures
     Pod           metadata.{labels, ownerReferences (controller fields), deletionTimestamp},
                   spec.{nodeName, overhead, resources (pod-level requests),
                   affinity.{podAffinity, podAntiAffinity},
@@ -15,7 +15,9 @@ plugin reads each field):
                   identifying fields), containers[].{name, resources.requests,
                   ports[] with a hostPort: {hostPort, hostIP, protocol}},
                   initContainers[].{name, restartPolicy, resources.requests, ports
-                  likewise}}, status.phase, and the in-place resize state that can
+                  likewise}, schedulerName unless default-scheduler, resourceClaims[].name
+                  (a drill re-places a pod only if this scheduler would)}, status.phase,
+                  and the in-place resize state that can
                   change a pod's requests (container statuses whose requests differ
                   from the spec's, the PodResizePending condition)
     Service       spec.selector
@@ -68,6 +70,8 @@ _KNOWN_VERSIONS: dict[str, str] = {k.kind: k.api_version for k in CATALOG.values
 _OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller")
 _META_FIELDS = ("name", "namespace", "uid", "resourceVersion")
 _RESIZE_CONDITION = "PodResizePending"
+# The profile pods name by default: not worth keeping on every pod.
+_DEFAULT_SCHEDULER = "default-scheduler"
 # storage helpers GetPersistentVolumeClass / GetPersistentVolumeClaimClass read it first.
 _BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 # A claim's annotations VolumeBinding reads: its class, whether the PV controller has
@@ -279,6 +283,14 @@ def _pod(obj: RawObj, out: RawObj) -> None:
         pod_level = _requests(spec.get("resources"))
         if pod_level is not None:
             new_spec["resources"] = pod_level
+        scheduler = spec.get("schedulerName")
+        if scheduler and scheduler != _DEFAULT_SCHEDULER:
+            new_spec["schedulerName"] = _intern(scheduler)
+        claims = spec.get("resourceClaims")
+        if isinstance(claims, list) and claims:
+            new_spec["resourceClaims"] = [
+                {"name": c.get("name")} if isinstance(c, dict) else c for c in claims
+            ]
     out["spec"] = new_spec
 
     status = obj.get("status")
@@ -328,6 +340,9 @@ def _node(obj: RawObj, out: RawObj) -> None:
         images = _images(status.get("images"))
         if images:
             new_status["images"] = images
+        declared = status.get("declaredFeatures")
+        if isinstance(declared, list) and declared:
+            new_status["declaredFeatures"] = [_intern(f) for f in declared]
         if new_status:
             out["status"] = new_status
 

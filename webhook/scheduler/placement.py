@@ -43,7 +43,8 @@ from itertools import compress, repeat
 from operator import add, itemgetter, ne
 from typing import Any, NamedTuple, cast
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.field import go_quote
+from webhook.api.kube import RawObj, as_dict, pod_namespace, spec
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.budget import CHUNK, OutOfTime, budgeted, checkpoint, spent
 from webhook.scheduler.framework.memo import (
@@ -98,12 +99,14 @@ PluginStatus = Status
 
 __all__ = [
     "NodeVerdict",
+    "NotScheduled",
     "Placement",
     "PluginStatus",
     "Simulation",
     "Unschedulable",
     "explain",
     "feasible_nodes",
+    "not_scheduled",
     "place",
     "pod_ref",
     "simulate",
@@ -139,6 +142,61 @@ class NodeVerdict(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class NotScheduled:
+    """Why this scheduler never runs a scheduling cycle for the pod (no Filter, Score or
+    PostFilter: it never preempts either); the same words on every surface.
+
+    reason: "OtherScheduler" (no profile schedules its spec.schedulerName: kube-scheduler
+    leaves it to that scheduler), "SchedulingGated" (upstream's PodScheduled reason: a
+    PreEnqueue plugin holds it) or "NotModelled" (DynamicResources: its claims are not
+    modelled); plugin: the PreEnqueue plugin that holds it ("" for OtherScheduler);
+    message: the plugin's status message, or for OtherScheduler which name.
+    """
+
+    reason: str
+    message: str
+    plugin: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        out = {"reason": self.reason, "message": self.message}
+        if self.plugin:
+            out["plugin"] = self.plugin
+        return out
+
+    def text(self) -> str:
+        """One line for people: 'not placed by this scheduler: schedulerName "volcano"
+        has no profile here', "not placed: gated: waiting for scheduling gates: [a]",
+        "not placed: not modelled: DynamicResources"."""
+        if self.reason == "OtherScheduler":
+            return f"not placed by this scheduler: {self.message}"
+        if self.reason == "SchedulingGated":
+            return f"not placed: gated: {self.message}"
+        return f"not placed: {self.message}"
+
+
+def not_scheduled(pod: RawObj, framework: Framework | None) -> NotScheduled | None:
+    """Whether the profile never schedules the pod, and why; None when it does.
+
+    `framework` None: no profile of the configuration has the pod's schedulerName
+    (Settings.framework_for answers None), so kube-scheduler's informer never hands it
+    the pod. Else the profile's PreEnqueue plugins, in order (upstream's
+    RunPreEnqueuePlugins): the first that rejects the pod keeps it out of the queue.
+    """
+    if framework is None:
+        name = spec(pod).get("schedulerName")
+        return NotScheduled(
+            "OtherScheduler",
+            f"schedulerName {go_quote(str(name or ''))} has no profile here",
+        )
+    for plugin in framework.pre_enqueue:
+        status = plugin.pre_enqueue(pod)
+        if not status.ok:
+            reason = "SchedulingGated" if plugin.name == "SchedulingGates" else "NotModelled"
+            return NotScheduled(reason, status.reason, plugin.name)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     """The decision for one pod.
 
@@ -148,7 +206,8 @@ class Placement:
     (kube-scheduler picks one of them at random); reasons: failure reason -> number
     of nodes failing with it (a node failing two plugins counts under both);
     distribution: topology key -> domain -> matching pods, before this pod; error:
-    what failed the scheduling cycle (a score plugin's error), None when nothing did.
+    what failed the scheduling cycle (a score plugin's error), None when nothing did;
+    not_scheduled: why no cycle ran at all (then `nodes` is empty), None when one ran.
     """
 
     pod: str
@@ -158,6 +217,7 @@ class Placement:
     distribution: dict[str, dict[str, int]]
     tied_nodes: list[str] = field(default_factory=list)
     error: str | None = None
+    not_scheduled: NotScheduled | None = None
 
     @property
     def feasible(self) -> list[NodeVerdict]:
@@ -175,7 +235,14 @@ class Placement:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.not_scheduled is not None:
+            out["notScheduled"] = self.not_scheduled.to_json()
         return out
+
+    @classmethod
+    def held(cls, pod: RawObj, why: NotScheduled) -> Placement:
+        """The answer for a pod no scheduling cycle is run for."""
+        return cls(pod_ref(pod), [], None, {}, {}, not_scheduled=why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +293,9 @@ def place(
     must get the same answer (see the module docstring).
     """
     fw = framework if framework is not None else framework_for(args)
+    held = not_scheduled(pod, fw)
+    if held is not None:  # PreEnqueue keeps it out of the queue: no cycle, no PostFilter
+        return Placement.held(pod, held)
     done = _filters(pod, snapshot, fw)
     grouped, table, shared = done.grouped, done.table, done.shared
     pre, soft = done.pre, done.soft

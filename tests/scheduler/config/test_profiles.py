@@ -67,11 +67,12 @@ def profile(plugins: dict[str, Any] | None = None, **extra: Any) -> dict[str, An
 
 def test_default_profile() -> None:
     """An empty configuration is the default-scheduler profile: the issue's filters in
-    order (plus DynamicResources, on by default upstream) and score weights."""
+    order (plus DynamicResources and NodeDeclaredFeatures, on by default upstream,
+    appended by applyFeatureGates) and score weights."""
     p = one({})
     assert p.scheduler_name == "default-scheduler"
-    assert p.enabled("filter")[:-1] == FILTERS
-    assert p.enabled("filter")[-1] == "DynamicResources"
+    assert p.enabled("filter")[:-2] == FILTERS
+    assert p.enabled("filter")[-2:] == ("DynamicResources", "NodeDeclaredFeatures")
     assert p.score_weights == WEIGHTS
     assert p.enabled("queueSort") == ("PrioritySort",)
     assert p.enabled("bind") == ("DefaultBinder",)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.upstream_messages import KEY_REGEX
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import (
     DefaultPreemptionArgs,
@@ -101,6 +102,22 @@ def fit(
                 "resource group name can't contain '/'"
             ],
             id="ignored resource group with a slash",
+        ),
+        pytest.param(
+            NodeResourcesFitArgs(
+                ignored_resources=("example.com/aaa", "foo"),
+                ignored_resource_groups=("example.com",),
+            ),
+            [],
+            id="IgnoredResources and IgnoredResourceGroups: valid args",
+        ),
+        pytest.param(
+            NodeResourcesFitArgs(ignored_resources=("",)),
+            [
+                'ignoredResources[0]: Invalid value: "": name part must be non-empty',
+                f'ignoredResources[0]: Invalid value: "": name part {KEY_REGEX}',
+            ],
+            id="IgnoredResources: name is empty",
         ),
     ],
 )

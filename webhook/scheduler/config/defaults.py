@@ -4,7 +4,9 @@ profile's plugins are merged with them, and each plugin's args defaults
 (pkg/scheduler/apis/config/v1/defaults.go).
 
 Feature gates at the newest release's defaults: DynamicResourceAllocation is on, so
-DynamicResources is a default plugin (topospread does not model it);
+DynamicResources is a default plugin (topospread does not model it: its PreEnqueue
+refuses pods with resource claims); NodeDeclaredFeatures is on (GA in v1.37), so
+applyFeatureGates appends NodeDeclaredFeatures to the multiPoint list;
 StorageCapacityScoring is on (Beta since v1.37), so VolumeBindingArgs without a shape
 get the default one.
 
@@ -25,6 +27,7 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "EXTENSION_POINTS",
     "PLUGIN_EXTENSION_POINTS",
+    "PRE_ENQUEUE_PLUGINS",
     "UNMODELLED_PLUGINS",
     "default_args",
     "merge_plugin_set",
@@ -73,6 +76,9 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("DefaultBinder", None),
     # applyFeatureGates: DynamicResourceAllocation (GA, on).
     ("DynamicResources", None),
+    # applyFeatureGates: NodeDeclaredFeatures (on by default since v1.36, GA in v1.37),
+    # appended last: the last filter, after InterPodAffinity and DynamicResources.
+    ("NodeDeclaredFeatures", None),
 )
 
 _F = frozenset
@@ -100,13 +106,18 @@ PLUGIN_EXTENSION_POINTS: Mapping[str, frozenset[str]] = {
     "DynamicResources": _F(
         {"preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind"}
     ),
+    "NodeDeclaredFeatures": _F({"preFilter", "filter"}),
 }
 
-# Default plugins the placement model does not run: queue sort, binding, preemption,
-# scheduling gates, and DynamicResources (DRA is out of scope).
+# Default plugins whose Filter and Score the placement model does not run: queue sort,
+# binding, preemption, and DynamicResources (DRA is out of scope: only its PreEnqueue
+# runs, refusing pods with resource claims, see plugins/schedulinggates.py).
+# SchedulingGates has only a PreEnqueue, which placement.not_scheduled runs.
 UNMODELLED_PLUGINS = frozenset(
     {"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder", "DynamicResources"}
 )
+# The PreEnqueue plugins placement runs (upstream's order is the profile's).
+PRE_ENQUEUE_PLUGINS = frozenset({"SchedulingGates", "DynamicResources"})
 
 _DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
 

@@ -118,6 +118,15 @@ def _int(value: Any, path: str) -> int:
     return value
 
 
+def _strings(raw: Any, path: str) -> tuple[str, ...]:
+    """A list of strings ([]string in the Args), None as empty."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise _DecodeError(f"{path}: must be a list of strings, got {raw!r}")
+    return tuple(raw)
+
+
 def _resource_specs(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
     out = []
     for i, item in enumerate(raw if isinstance(raw, list) else []):
@@ -159,8 +168,10 @@ def decode_args(name: str, raw: Any) -> Any:
         if isinstance(rtcr, dict):
             shape = _shape(rtcr.get("shape"), "scoringStrategy.requestedToCapacityRatio.shape")
         return NodeResourcesFitArgs(
-            ignored_resources=tuple(raw.get("ignoredResources") or ()),
-            ignored_resource_groups=tuple(raw.get("ignoredResourceGroups") or ()),
+            ignored_resources=_strings(raw.get("ignoredResources"), "ignoredResources"),
+            ignored_resource_groups=_strings(
+                raw.get("ignoredResourceGroups"), "ignoredResourceGroups"
+            ),
             scoring_strategy=ScoringStrategy(
                 strategy.get("type", ""),
                 _resource_specs(strategy.get("resources"), "scoringStrategy.resources"),

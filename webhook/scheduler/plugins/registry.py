@@ -9,6 +9,7 @@ from typing import Any
 from webhook.scheduler.plugins.imagelocality import ImageLocality
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
 from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
+from webhook.scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from webhook.scheduler.plugins.nodename import NodeName
 from webhook.scheduler.plugins.nodeports import NodePorts
 from webhook.scheduler.plugins.noderesources.balanced_allocation import (
@@ -18,6 +19,7 @@ from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
 from webhook.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from webhook.scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from webhook.scheduler.plugins.schedulinggates import DynamicResources, SchedulingGates
 from webhook.scheduler.plugins.tainttoleration import TaintToleration
 from webhook.scheduler.plugins.volumebinding import VolumeBinding
 from webhook.scheduler.plugins.volumerestrictions import VolumeRestrictions
@@ -35,6 +37,7 @@ def _with_args(cls: Callable[..., Any]) -> Callable[[Any], Any]:
 
 
 REGISTRY: dict[str, Callable[[Any], Any]] = {
+    "SchedulingGates": _no_args(SchedulingGates),
     "NodeUnschedulable": _no_args(NodeUnschedulable),
     "NodeName": _no_args(NodeName),
     "TaintToleration": _no_args(TaintToleration),
@@ -49,6 +52,9 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "InterPodAffinity": _with_args(InterPodAffinity),
     "NodeResourcesBalancedAllocation": _with_args(NodeResourcesBalancedAllocation),
     "ImageLocality": _no_args(ImageLocality),
+    "NodeDeclaredFeatures": _no_args(NodeDeclaredFeatures),
+    # Its PreEnqueue only: the pods it would allocate devices for are not modelled.
+    "DynamicResources": _no_args(DynamicResources),
 }
 
 

@@ -8,10 +8,17 @@ renders them and counted one by one.
 CAVEAT: a node that reports status.allocatable is read as upstream does, so a missing
 `pods` entry allows no pod at all; a node without status.allocatable is treated as
 having unlimited resources and no pod cap.
+The args' `ignoredResources` and `ignoredResourceGroups` (the part of an extended
+resource's name before the "/") leave those extended resources unchecked, as upstream;
+native scalar resources (`kubernetes.io/`-prefixed, hugepages-*) are never ignored.
+
 CAVEAT: DRA is not modelled: an extended resource that a DeviceClass maps to devices
 is still checked against allocatable here (no DeviceClass is known); the one
 DRAExtendedResource rule kept is upstream's skip of a scalar resource the node does
-not list when the pod requests no extended resource at all.
+not list when the pod requests no extended resource at all, never for a
+`kubernetes.io/`-prefixed native resource (counted as upstream counts it:
+"Insufficient kubernetes.io/something", unresolvable on a node without it) other
+than DRA's implicit `deviceclass.resource.kubernetes.io/` names.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ __all__ = ["REASON_TOO_MANY_PODS", "FitState", "NodeResourcesFit", "fit_reasons"
 
 REASON_TOO_MANY_PODS = "Too many pods"
 FIXED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+# DRAExtendedResource's implicit extended resource name of a DeviceClass
+# ("deviceclass.resource.kubernetes.io/<class>"): the one kubernetes.io name DRA serves.
+_DRA_IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,22 +66,44 @@ class FitState:
     requests_extended: bool
 
 
-def fit_state(pod: RawObj) -> FitState:
-    """Port of fit.go: computePodResourceRequest, as the comparisons it feeds."""
+def _ignored(name: str, args: NodeResourcesFitArgs) -> bool:
+    """Whether fitsRequest skips this scalar resource: an extended resource named in
+    ignoredResources, or whose prefix (before the "/") is in ignoredResourceGroups.
+
+    Port of fit.go: fitsRequest (its ignoredExtendedResources / ignoredResourceGroups
+    check, which applies to extended resources only)."""
+    if not is_extended_resource_name(name):
+        return False
+    return name in args.ignored_resources or name.split("/")[0] in args.ignored_resource_groups
+
+
+def fit_state(pod: RawObj, args: NodeResourcesFitArgs | None = None) -> FitState:
+    """Port of fit.go: computePodResourceRequest, as the comparisons fitsRequest makes
+    with the plugin's args (ignored extended resources left out)."""
     requests = pod_requests(pod, use_status=False) if isinstance(pod, dict) else pod_requests({})
     checks = [(name, requests[name]) for name in FIXED_RESOURCES if requests.get(name, 0) > 0]
-    checks += [
+    scalars = [
         (name, amount)
         for name, amount in sorted(requests.items())
         if name not in FIXED_RESOURCES and name != "pods" and amount != 0
     ]
+    requests_extended = any(is_extended_resource_name(name) for name, _ in scalars)
+    if args is not None and (args.ignored_resources or args.ignored_resource_groups):
+        scalars = [(name, amount) for name, amount in scalars if not _ignored(name, args)]
     return FitState(
         requests=requests,
-        checks=tuple(checks),
-        requests_extended=any(
-            is_extended_resource_name(name) for name, _ in checks if name not in FIXED_RESOURCES
-        ),
+        checks=(*checks, *scalars),
+        requests_extended=requests_extended,
     )
+
+
+def _left_to_dra(name: str, state: FitState) -> bool:
+    """DRAExtendedResource: a scalar resource the node does not list, when the pod asks
+    no extended resource, is the DynamicResources plugin's; a native kubernetes.io
+    resource is not (upstream counts it: "kubernetes.io resource capacity enforced")."""
+    if name in FIXED_RESOURCES or state.requests_extended:
+        return False
+    return "kubernetes.io/" not in name or name.startswith(_DRA_IMPLICIT_PREFIX)
 
 
 def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
@@ -88,10 +120,7 @@ def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
         requested = node.requested
         for name, amount in state.checks:
             total = allocatable.get(name)
-            if total is None and name not in FIXED_RESOURCES and not state.requests_extended:
-                # DRAExtendedResource (GA): with no extended resource requested there is
-                # no device class mapping, and a scalar resource the node does not list
-                # is left to the DynamicResources plugin.
+            if total is None and _left_to_dra(name, state):
                 continue
             total = total or 0
             if amount > total - requested.get(name, 0):
@@ -120,11 +149,12 @@ class NodeResourcesFit:
     )
 
     def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
+        self.args = args if args is not None else NodeResourcesFitArgs()
         self.scoring = FitScoring(args)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
         """Port of fit.go: PreFilter."""
-        state[self.name] = fit_state(pod)
+        state[self.name] = fit_state(pod, self.args)
         return SUCCESS
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Status:
