@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from webhook.api.labels import parse_selector
+from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import PolicyReportWriter
@@ -85,6 +86,8 @@ def cli_audit(args: argparse.Namespace) -> int:
         )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    elif args.output == "html":
+        sys.stdout.write(audit_page(report.to_json(), generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))

@@ -196,9 +196,10 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--output",
-        choices=["text", "json"],
+        choices=["text", "json", "html"],
         default="text",
-        help="text (default) or json (the document of docs/audit.md)",
+        help="text (default), json (the document of docs/audit.md) or html (one "
+        "self-contained page of that document)",
     )
     watch = p.add_argument_group("periodic audit (the audit Deployment)")
     watch.add_argument(
@@ -358,9 +359,10 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
     p.add_argument(
         "-o",
         "--output",
-        choices=["json", "table"],
+        choices=["json", "table", "html"],
         default="table",
-        help="table (default) or json (one document; a list for several workloads)",
+        help="table (default), json (one document; a list for several workloads) or html "
+        "(one self-contained page of that document)",
     )
     p.add_argument(
         "--all-nodes",
