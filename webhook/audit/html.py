@@ -620,6 +620,7 @@ def simulate_page(doc: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> str:
     return _page("topospread simulate", body)
 
 
-def utc_now() -> str:
-    """The time a report is made, as the page shows it."""
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def utc_now(at: float | None = None) -> str:
+    """The time a report is made (`at`: Unix seconds; default now), as the page shows it."""
+    moment = datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

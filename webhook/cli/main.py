@@ -227,6 +227,20 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --watch: write PolicyReports (as audit.policyReports: true)",
     )
+    watch.add_argument(
+        "--reports",
+        choices=["wgpolicyk8s", "openreports", "both"],
+        default=None,
+        help="with --watch: the API the reports go to (as audit.reports; default "
+        "wgpolicyk8s: wgpolicyk8s.io/v1alpha2 PolicyReports; openreports: "
+        "openreports.io/v1alpha1 Reports)",
+    )
+    watch.add_argument(
+        "--report",
+        action="store_true",
+        help="with --watch: serve the latest audit as an HTML page at /report on "
+        "--metrics-bind (as audit.report: true)",
+    )
 
 
 def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
