@@ -272,7 +272,10 @@ def _constraint(w: Mapping[str, Any], c: Mapping[str, Any], i: int) -> str:
         if violated
         else f'<span class="good">skew {skew:,} ≤ maxSkew {max_skew:,}</span>'
     )
+    limit = _limit(c, domains)
     extra = ""
+    if limit is not None and violated:
+        extra += f" · at most {limit:,} per domain (dashed)"
     if isinstance(c.get("minDomains"), int):
         extra += f" · minDomains {_int(c['minDomains'])}"
     if isinstance(c.get("pods"), int):
@@ -288,7 +291,7 @@ def _constraint(w: Mapping[str, Any], c: Mapping[str, Any], i: int) -> str:
         f'<span class="mute">{_e(c.get("whenUnsatisfiable", ""))}</span></p>'
         f"<p>{verdict}{_e(extra)}</p>{error}"
         + _domain_rows(
-            domains, before=_before_of(w, c, i), limit=_limit(c, domains), violated=violated
+            domains, before=_before_of(w, c, i), limit=limit, violated=violated
         )
         + "</div>"
     )
