@@ -219,6 +219,16 @@ class Page:
                 out.append(f"dialog: {params.get('message')}")
         return out
 
+    def emulate(self, media: str = "", **features: str) -> None:
+        """Emulate a CSS media type (`print`) and media features
+        (`prefers_color_scheme="dark"`), as DevTools' rendering panel does."""
+        self.browser.send(
+            "Emulation.setEmulatedMedia",
+            self.session,
+            media=media,
+            features=[{"name": k.replace("_", "-"), "value": v} for k, v in features.items()],
+        )
+
     def screenshot(self) -> bytes:
         shot = self.browser.send(
             "Page.captureScreenshot", self.session, format="png", captureBeyondViewport=False

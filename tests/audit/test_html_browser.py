@@ -157,3 +157,32 @@ def test_no_horizontal_scroll_at_320_px(browser: Browser, tmp_path: Path, which:
     assert page.errors == []
     assert page.eval("document.documentElement.clientWidth") == NARROW
     assert horizontal_overflow(page) == 0
+
+
+def luminance(css_colour: str) -> float:
+    """Relative luminance (0 black .. 1 white) of a computed `rgb(r, g, b)` colour."""
+    r, g, b = (int(x) / 255 for x in css_colour[css_colour.index("(") + 1 : -1].split(",")[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.mark.parametrize(
+    ("media", "scheme", "dark"),
+    [("", "light", False), ("", "dark", True), ("print", "dark", False)],
+)
+def test_colours_follow_the_colour_scheme_and_print_is_light(
+    browser: Browser, tmp_path: Path, media: str, scheme: str, dark: bool
+) -> None:
+    """Dark text on a light page, light on dark with prefers-color-scheme: dark, and
+    always dark on light when printed; the violated bars stay distinct from the others."""
+    page = load(browser, tmp_path, demo_audit("--plan")[1])
+    page.emulate(media, prefers_color_scheme=scheme)
+    background = luminance(page.eval("getComputedStyle(document.body).backgroundColor"))
+    text = luminance(page.eval("getComputedStyle(document.body).color"))
+    assert (background < text) is dark
+    assert abs(background - text) > 0.5
+    fills = page.eval(
+        "[...new Set([...document.querySelectorAll('li.domain')].map(li => "
+        "getComputedStyle(li.querySelector('rect.now')).fill))]"
+    )
+    assert len(fills) == 2  # over the limit, and within it
+    assert page.errors == []
