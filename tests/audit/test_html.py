@@ -159,7 +159,7 @@ def test_drill_groups_pending_pods_by_reason_with_the_scale_up_diagnosis() -> No
     groups = {s.find_all("h3")[0].text(): s for s in root.find_all("section", cls="reason")}
     expected: dict[str, list[str]] = {}
     for pod in doc["pending"]:
-        key = "; ".join(f"{n} {r}" for r, n in doc["pendingReasons"][pod].items())
+        key = "; ".join(doc["pendingReasons"][pod])
         expected.setdefault(key, []).append(pod)
     assert set(groups) == set(expected)
     for key, pods in expected.items():
@@ -168,9 +168,9 @@ def test_drill_groups_pending_pods_by_reason_with_the_scale_up_diagnosis() -> No
         assert [li.find_all("code")[0].text() for li in section.find_all("li")] == pods
         helped = sum(1 for p in pods if doc["scaleUp"][p])
         assert f"{helped} of {len(pods)} would fit on a new node" in section.text()
-    db = groups["4 Insufficient memory"].text()
+    db = groups["Insufficient memory"].text()
     assert "fits on a new node of group m6i.xlarge in zone eu-west-1c" in db
-    spread = groups["4 node(s) didn't match pod topology spread constraints"].text()
+    spread = groups["node(s) didn't match pod topology spread constraints"].text()
     assert "no new node would help" in spread
 
 
@@ -374,3 +374,25 @@ FREE_KEYS = {
     "filters",
     "matchLabels",
 }
+
+
+def test_a_drill_lists_changed_workloads_before_unchanged_ones() -> None:
+    """Violated first, then those the drill changed within maxSkew, then the rest."""
+    doc = drill_document()
+    [violated] = doc["workloads"]
+    changed = json.loads(json.dumps(violated))
+    changed.update(name="api")
+    c = changed["constraints"][0]
+    c.update(violated=False, skew=1, domains={"eu-west-1a": 1, "eu-west-1b": 2, "eu-west-1c": 2})
+    unchanged = json.loads(json.dumps(changed))
+    unchanged.update(name="db")
+    unchanged["constraints"][0]["before"] = unchanged["constraints"][0]["domains"]
+    doc["workloads"] = [unchanged, changed, violated]
+    root = parse(audit_page(doc))
+    headings = [h.text() for h in root.find_all("h2") if "workload" in h.text()]
+    assert headings == [
+        "1 workload violating a constraint",
+        "1 workload changed by the drill, within maxSkew",
+        "1 workload within maxSkew, unchanged",
+    ]
+    assert list(cards(root)) == ["shop/web", "shop/api", "shop/db"]

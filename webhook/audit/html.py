@@ -337,8 +337,8 @@ def _pending(doc: Mapping[str, Any]) -> str:
     scale_up = _dict(doc.get("scaleUp"))
     groups: dict[str, list[str]] = {}
     for pod in pending:
-        why = _counts(reasons.get(pod))
-        key = "; ".join(f"{n:,} {r}" for r, n in why.items()) or "no node"
+        # Grouped by the reasons themselves; how many nodes gave each varies by pod.
+        key = "; ".join(_counts(reasons.get(pod))) or "no node"
         groups.setdefault(key, []).append(pod)
     out = [f"<h2>{_n(len(pending), 'pending pod')}</h2>"]
     for key, pods in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -448,8 +448,17 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
     def violated(w: Mapping[str, Any]) -> bool:
         return any(_dict(c).get("violated") is True for c in _list(w.get("constraints")))
 
+    def changed(w: Mapping[str, Any]) -> bool:
+        """Whether a drill changed the workload's domains."""
+        constraints = [_dict(c) for c in _list(w.get("constraints"))]
+        return any(
+            (before := _before_of(w, c, i)) is not None and before != _counts(c.get("domains"))
+            for i, c in enumerate(constraints)
+        )
+
     bad = [w for w in workloads if violated(w)]
-    fine = [w for w in workloads if not violated(w)]
+    moved = [w for w in workloads if not violated(w) and changed(w)]
+    fine = [w for w in workloads if not violated(w) and not changed(w)]
 
     def card(w: Mapping[str, Any]) -> str:
         ref = f"{w.get('kind', '')} {w.get('namespace', '')}/{w.get('name', '')}"
@@ -457,10 +466,15 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
 
     body.append(f"<h2>{_n(len(bad), 'workload')} violating a constraint</h2>")
     body.append(f'<div class="cards">{"".join(card(w) for w in bad)}</div>')
+    if moved:
+        body.append(f"<h2>{_n(len(moved), 'workload')} changed by the drill, within maxSkew</h2>")
+        body.append(f'<div class="cards">{"".join(card(w) for w in moved)}</div>')
     if fine:
         cards = f'<div class="cards">{"".join(card(w) for w in fine)}</div>'
         head = f"{_n(len(fine), 'workload')} within maxSkew"
-        if len(bad) + len(fine) > OPEN_CARDS:
+        if moved:
+            head += ", unchanged"
+        if len(workloads) > OPEN_CARDS:
             body.append(f"<details><summary><h2>{head}</h2></summary>{cards}</details>")
         else:
             body.append(f"<h2>{head}</h2>{cards}")
