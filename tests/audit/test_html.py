@@ -99,12 +99,18 @@ def test_demo_audit_has_a_card_per_workload_and_a_bar_per_domain() -> None:
 
 def test_audit_summary_counts_come_from_the_document() -> None:
     doc, html = demo_audit("--plan")
-    stats = parse(html).find_all("ul", cls="stats")[0].text()
-    assert f"{len(doc['workloads'])} workloads" in stats
+    stats = [li.text() for li in parse(html).find_all("ul", cls="stats")[0].find_all("li")]
     checked = sum(len(w["constraints"]) for w in doc["workloads"])
-    assert f"{checked} constraints checked" in stats
-    assert f"{doc['violations']} violated" in stats
-    assert f"{len(doc['plan'])} evictions planned" in stats
+    assert stats == [
+        plural(len(doc["workloads"]), "workload"),
+        plural(checked, "constraint") + " checked",
+        f"{doc['violations']} violated",
+        plural(len(doc["plan"]), "eviction") + " planned",
+    ]
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def test_plan_lists_every_eviction_in_order() -> None:

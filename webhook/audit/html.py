@@ -351,13 +351,13 @@ def _pending(doc: Mapping[str, Any]) -> str:
         helped = sum(1 for p in pods if _list(scale_up.get(p)))
         diagnosis = ""
         if any(p in scale_up for p in pods):
-            diagnosis = f'<p class="mute">{helped:,} of {len(pods):,} would fit on a new node</p>'
+            diagnosis = f"; {helped:,} of {len(pods):,} would fit on a new node"
         inner = f'<ul class="list">{rows}</ul>'
         if len(pods) > ROWS_SHOWN:
             inner = f"<details><summary>the pods</summary>{inner}</details>"
         out.append(
             f'<section class="reason" data-pods="{len(pods)}"><h3>{_e(key)}</h3>'
-            f'<p class="mute">{_n(len(pods), "pod")}</p>{diagnosis}{inner}</section>'
+            f'<p class="mute">{_n(len(pods), "pod")}{diagnosis}</p>{inner}</section>'
         )
     return "".join(out)
 
@@ -422,13 +422,17 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
     workloads = [_dict(w) for w in _list(doc.get("workloads"))]
     constraints = sum(len(_list(w.get("constraints"))) for w in workloads)
     violations = _int(doc.get("violations"))
+    def s(count: int) -> str:
+        return "" if count == 1 else "s"
+
+    moves = len(_list(doc.get("plan")))
     stats: list[tuple[int | str, str, str]] = [
-        (len(workloads), " workloads", ""),
-        (constraints, " constraints checked", ""),
+        (len(workloads), f" workload{s(len(workloads))}", ""),
+        (constraints, f" constraint{s(constraints)} checked", ""),
         (violations, " violated", "bad" if violations else "good"),
     ]
     if "plan" in doc:
-        stats.append((len(_list(doc.get("plan"))), " evictions planned", ""))
+        stats.append((moves, f" eviction{s(moves)} planned", ""))
     if "pending" in doc:
         stats.append((len(_list(doc.get("pending"))), " pending", "warn"))
     body = [
