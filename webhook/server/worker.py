@@ -178,8 +178,10 @@ class NoAccessLogger(Logger):  # type: ignore[misc]  # gunicorn is untyped
         if msg == "Listening at: %s (%s)" and args and not args[0]:
             scheme = "https" if self.cfg.is_ssl else "http"
             where = ",".join(f"{scheme}://{b}" for b in self.cfg.bind)
-            msg = "Listening at: %s (%s): each of the %d workers opens its own listener"
-            args = (where, args[1], self.cfg.workers)
+            workers = self.cfg.workers
+            who = f"each of the {workers} workers" if workers != 1 else "the worker"
+            msg = "Listening at: %s (%s): %s opens its own listener"
+            args = (where, args[1], who)
         super().info(msg, *args, **kwargs)
 
     def access(self, resp: Any, req: Any, environ: Any, request_time: Any) -> None:
