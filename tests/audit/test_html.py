@@ -22,6 +22,7 @@ from tests.audit.reports import (
     write_snapshot,
 )
 from tests.htmltree import Element, parse
+from tests.paths import DEMO_SNAPSHOT
 from webhook.audit.html import NAMES_SHOWN, ROWS, ROWS_SHOWN, audit_page, simulate_page
 
 
@@ -402,3 +403,11 @@ def test_a_drill_lists_changed_workloads_before_unchanged_ones() -> None:
         "1 workload within maxSkew, unchanged",
     ]
     assert list(cards(root)) == ["shop/web", "shop/api", "shop/db"]
+
+
+def test_html_exits_as_json_does() -> None:
+    """-o html changes the output, not the exit status (1: something is violated)."""
+    snapshot = ("audit", "--snapshot", str(DEMO_SNAPSHOT))
+    json_code, doc = cli(*snapshot, "-o", "json")
+    html_code, _ = cli(*snapshot, "-o", "html")
+    assert html_code == json_code == (1 if json.loads(doc)["violations"] else 0)
