@@ -174,3 +174,25 @@ def preempting_document() -> dict[str, Any]:
         "preemption": {"node": "node-a", "victims": ["default/low-1", "default/low-2"]},
         "scaleUp": {"default/urgent": [{"group": "m6i.xlarge", "zone": "eu-west-1a"}]},
     }
+
+
+def full_cluster() -> list[RawObj]:
+    """Three one-pod nodes in zones a, b, c, each holding one pod of a ReplicaSet's
+    spread: losing zone a leaves its pod nowhere to go (Too many pods)."""
+    out: list[RawObj] = []
+    for zone in ("a", "b", "c"):
+        node = f"node-{zone}"
+        out.append(
+            make_node().name(node).hostname().zone(f"zone-{zone}").allocatable(pods="1").obj()
+        )
+        out.append(
+            make_pod()
+            .name(f"web-{zone}")
+            .namespace("shop")
+            .label("app", "web")
+            .node(node)
+            .owner("ReplicaSet", "web-5d9c")
+            .spread(1, ZONE, DNS, selector({"app": "web"}))
+            .obj()
+        )
+    return out

@@ -16,11 +16,13 @@ from tests.audit.reports import (
     cli,
     demo_audit,
     drill_document,
+    full_cluster,
     outage_document,
     payload_cluster,
     preempting_document,
     write_snapshot,
 )
+from tests.builders import ZONE
 from tests.htmltree import Element, parse
 from tests.paths import DEMO_SNAPSHOT
 from webhook.audit.html import NAMES_SHOWN, ROWS, ROWS_SHOWN, audit_page, simulate_page
@@ -411,3 +413,21 @@ def test_html_exits_as_json_does() -> None:
     json_code, doc = cli(*snapshot, "-o", "json")
     html_code, _ = cli(*snapshot, "-o", "html")
     assert html_code == json_code == (1 if json.loads(doc)["violations"] else 0)
+
+
+def test_a_real_drill_groups_its_pending_pods_by_reason(tmp_path: Path) -> None:
+    """Zone a lost with no room elsewhere: the pods `pending` lists, under the reasons
+    `pendingReasons` gives them."""
+    cluster = str(write_snapshot(tmp_path / "c.json", full_cluster()))
+    args = ("audit", "--snapshot", cluster, "--without-nodes", f"{ZONE}=zone-a")
+    doc = json.loads(cli(*args, "-o", "json")[1])
+    assert doc["pending"], "the drill must leave a pod pending"
+    root = parse(cli(*args, "-o", "html")[1])
+    shown = {
+        s.find_all("h3")[0].text(): [li.find_all("code")[0].text() for li in s.find_all("li")]
+        for s in root.find_all("section", cls="reason")
+    }
+    expected: dict[str, list[str]] = {}
+    for pod in doc["pending"]:
+        expected.setdefault("; ".join(doc["pendingReasons"][pod]), []).append(pod)
+    assert shown == expected

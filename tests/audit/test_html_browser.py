@@ -18,6 +18,7 @@ from tests.audit.reports import (
     cli,
     demo_audit,
     drill_document,
+    full_cluster,
     payload_cluster,
     write_snapshot,
 )
@@ -104,11 +105,18 @@ def test_drill_renders_before_after_pending_and_pods_that_stay_down(
 
 
 def test_real_drill_renders_without_errors(browser: Browser, tmp_path: Path) -> None:
-    doc, html = demo_audit("--without-nodes", "topology.kubernetes.io/zone=eu-west-1a")
-    page = load(browser, tmp_path, html)
+    """A zone lost with no room elsewhere: its removed node and its pending pods."""
+    cluster = str(write_snapshot(tmp_path / "c.json", full_cluster()))
+    args = ("audit", "--snapshot", cluster, "--without-nodes", "topology.kubernetes.io/zone=zone-a")
+    doc = json.loads(cli(*args, "-o", "json")[1])
+    page = load(browser, tmp_path, cli(*args, "-o", "html")[1])
     assert page.errors == []
-    text = page.eval("document.body.innerText")
-    assert f"{len(doc['removedNodes'])} removed nodes" in text
+    removed = page.eval("document.querySelector('p.drill-nodes').textContent")
+    assert removed.split(" ", 1) == [str(len(doc["removedNodes"])), "removed node"]
+    pods = page.eval(
+        "[...document.querySelectorAll('section.reason li code')].map(e => e.textContent)"
+    )
+    assert sorted(pods) == sorted(doc["pending"]) != []
 
 
 def test_simulate_of_5000_nodes_renders_its_summary(browser: Browser, tmp_path: Path) -> None:
