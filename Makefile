@@ -2,9 +2,12 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# The project with its test tools (make test, lint, bench) / with what serving needs only.
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-profile bench-load fuzz audit lock certs clean
+.PHONY: run test lint bench bench-audit bench-report bench-profile bench-load fuzz audit lock certs \
+	clean browser report-screenshot
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -13,15 +16,35 @@ $(VENV)/bin/python:
 
 $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
 
-certs/tls.crt: | $(STAMP)
+$(RUN_STAMP): $(VENV)/bin/python pyproject.toml
+	$(PY) -m pip install -q -e .
+	@touch $(RUN_STAMP)
+
+certs/tls.crt: | $(RUN_STAMP)
 	$(VENV)/bin/topospread certs --service topospread --namespace topospread --out certs
 
-run: $(STAMP) certs/tls.crt
+run: $(RUN_STAMP) certs/tls.crt
 	$(VENV)/bin/topospread serve --cert-dir certs --bind 127.0.0.1:8443
 
-test: $(STAMP)
+# Debian's chromium for the browser tests (tests/browser.py), installed only when missing
+# and only where apt-get runs as root (CI); the package lists are refreshed only if the
+# install fails without. Elsewhere the browser tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the browser tests (apt-get)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 \
+	    || { apt-get update -q >/dev/null 2>&1 \
+	         && apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; } \
+	    || echo "chromium could not be installed: the browser tests will skip" >&2; \
+	  else \
+	    echo "no chromium (and no apt-get as root to install it): the browser tests will skip" >&2; \
+	  fi; }
+
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check webhook tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/bandit -q -r webhook bench/bench_load.py -b bandit-baseline.json
@@ -37,6 +60,17 @@ bench: $(STAMP)
 
 bench-audit: $(STAMP)
 	$(PY) bench/bench_audit.py
+
+# bench-audit with `audit -o html` timed against `-o json` in the same runs.
+bench-report: $(STAMP)
+	$(PY) bench/bench_audit.py --html
+
+# docs/report.png, the README's picture: the demo snapshot's audit page (with --plan),
+# rendered by the headless Chromium the browser tests use.
+report-screenshot: $(STAMP) browser
+	$(VENV)/bin/topospread audit --snapshot webhook/data/demo-snapshot.yaml --plan -o html \
+	  > $(VENV)/report-demo.html || [ $$? = 1 ]
+	$(PY) -m tests.browser $(VENV)/report-demo.html docs/report.png 880 720
 
 # kube-scheduler's whole default profile on the issue-10 cluster (5,000 varied nodes,
 # 150,000 pods with affinity terms): docs/performance.md.

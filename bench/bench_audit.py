@@ -1,7 +1,7 @@
 """Benchmark of `topospread audit` on a large cluster (a script, not a test).
 
     .venv/bin/python bench/bench_audit.py [--nodes 5000] [--deployments 500] [--pods 150000]
-                                          [--runs 3]
+                                          [--runs 3] [--html]
 
 Generates NODES nodes in 3 zones and DEPLOYMENTS Deployments, each with a ReplicaSet
 owning PODS / DEPLOYMENTS pods placed on nodes at random; half of the apps carry a
@@ -15,7 +15,14 @@ would (each a fresh `python -m webhook` process, interleaved, --runs times):
 
 and reports the median wall time of each, the ratios audit/simulate and
 plan/simulate of each run (targets 1.5 and 4), each process's peak RSS (target 700 MB)
-and the load average. Finally it applies the plan's moves to the snapshot and audits
+and the load average. With --html (`make bench-report`) each run also times
+
+  html       `audit --snapshot F -o html`
+  soft-json  `audit --snapshot F --include-soft -o json` (the hostname constraints too:
+  soft-html  `... -o html`                                5,000 domains each)
+
+and reports html/audit and soft-html/soft-json per run (target 1.2) and the size of
+each page (target 5 MB). Finally it applies the plan's moves to the snapshot and audits
 the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
 
@@ -228,6 +235,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -245,6 +253,12 @@ def main() -> int:
         "audit": ["audit", "--snapshot", str(snap), "-o", "json"],
         "plan": ["audit", "--snapshot", str(snap), "--plan", "-o", "json"],
     }
+    if args.html:
+        soft = ["audit", "--snapshot", str(snap), "--include-soft", "-o"]
+        commands["html"] = ["audit", "--snapshot", str(snap), "-o", "html"]
+        commands["soft-json"] = [*soft, "json"]
+        commands["soft-html"] = [*soft, "html"]
+    sizes: dict[str, int] = {}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
     ratios: dict[str, list[float]] = {"audit": [], "plan": []}
@@ -255,7 +269,10 @@ def main() -> int:
         loads.append(os.getloadavg()[0])
         for name, argv in commands.items():
             wall, peak, out, code = run(argv)
-            if name != "simulate":
+            sizes[name] = len(out.encode())
+            if name in ("html", "soft-json", "soft-html"):
+                pass
+            elif name != "simulate":
                 doc = json.loads(out)
                 if name == "plan":
                     plan_doc = doc
@@ -288,6 +305,15 @@ def main() -> int:
             f"{name}/simulate: median ratio {statistics.median(values):.2f} "
             f"(runs: {', '.join(f'{r:.2f}' for r in values)}; target <= {target[name]})"
         )
+    if args.html:
+        for page, doc in (("html", "audit"), ("soft-html", "soft-json")):
+            each = [h / j for h, j in zip(walls[page], walls[doc], strict=True)]
+            print(
+                f"{page}/{doc}: median ratio {statistics.median(each):.2f} (runs: "
+                f"{', '.join(f'{r:.2f}' for r in each)}; target <= 1.2); page "
+                f"{sizes[page] / 2**20:.2f} MiB, document {sizes[doc] / 2**20:.2f} MiB "
+                f"(target <= 5 MB)"
+            )
     print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
 
     moves = plan_doc.get("plan", [])

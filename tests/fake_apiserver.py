@@ -9,6 +9,7 @@
     server.drop_next_event("Pod")                    # next pod event: half a line, then hang up
     server.hold_lists("StatefulSet") / release_lists("StatefulSet")
     server.install_policy_reports()                 # serve wgpolicyk8s.io/v1alpha2
+    server.install_policy_reports(OPEN_REPORT)      # serve openreports.io/v1alpha1 Reports
     server.fail_next("PolicyReport", 500)            # next PolicyReport request fails
     server.stop()
 
@@ -24,7 +25,9 @@ served the same way (AUDIT_COLLECTIONS; not watched by the informer tests). The
 PolicyReport API (wgpolicyk8s.io/v1alpha2) answers 404, as on a cluster without its
 CRD, until install_policy_reports(); then it serves discovery, lists (with an
 equality labelSelector), GET, POST (409 AlreadyExists), PUT (409 Conflict on a stale
-resourceVersion) and DELETE (with a uid precondition) as kube-apiserver does.
+resourceVersion) and DELETE (with a uid precondition) as kube-apiserver does. The
+OpenReports Report API (openreports.io/v1alpha1, `reports`) is served the same way,
+on its own, once install_policy_reports(OPEN_REPORT) says its CRD is there.
 """
 
 from __future__ import annotations
@@ -71,6 +74,21 @@ ALL_COLLECTIONS = {**COLLECTIONS, **AUDIT_COLLECTIONS}
 KIND_OF_PATH = {path: kind for kind, (path, _) in ALL_COLLECTIONS.items()}
 POLICY_REPORTS = "/apis/wgpolicyk8s.io/v1alpha2"
 POLICY_REPORT = "PolicyReport"
+OPEN_REPORTS = "/apis/openreports.io/v1alpha1"
+OPEN_REPORT = "Report"
+# kind -> (API path, group/version, plural) of each reporting API.
+REPORT_APIS: dict[str, tuple[str, str, str]] = {
+    POLICY_REPORT: (POLICY_REPORTS, "wgpolicyk8s.io/v1alpha2", "policyreports"),
+    OPEN_REPORT: (OPEN_REPORTS, "openreports.io/v1alpha1", "reports"),
+}
+
+
+def report_kind(path: str) -> str | None:
+    """The reporting API kind a path belongs to, None for any other path."""
+    for kind, (prefix, _, _) in REPORT_APIS.items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return kind
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,8 +103,8 @@ class Request:
 
     @property
     def kind(self) -> str | None:
-        if self.path.startswith(POLICY_REPORTS + "/"):
-            return POLICY_REPORT
+        if report_kind(self.path) is not None:
+            return report_kind(self.path)
         return KIND_OF_PATH.get(self.path)
 
     @property
@@ -135,12 +153,13 @@ class FakeApiServer:
         self._objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in kinds}
         self._events: dict[str, list[_Event]] = {k: [] for k in kinds}
         self._compacted: dict[str, int] = dict.fromkeys(kinds, 0)
-        self._failures: dict[str, deque[int]] = {k: deque() for k in [*kinds, POLICY_REPORT]}
+        self._failures: dict[str, deque[int]] = {k: deque() for k in [*kinds, *REPORT_APIS]}
         self._drops: dict[str, int] = dict.fromkeys(kinds, 0)
         self._held: dict[str, threading.Event] = {}
         self._quiet: set[str] = set()
         self._watch_gen: dict[str, int] = dict.fromkeys(kinds, 0)
-        self._reports: dict[tuple[str, str], RawObj] | None = None
+        # kind -> (namespace, name) -> stored report; None while its CRD is absent.
+        self._stores: dict[str, dict[tuple[str, str], RawObj] | None] = dict.fromkeys(REPORT_APIS)
         self._stopping = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -281,68 +300,71 @@ class FakeApiServer:
 
     # ---- the PolicyReport API ---------------------------------------------------------
 
-    def install_policy_reports(self) -> None:
-        """Serve wgpolicyk8s.io/v1alpha2 from now on (the CRD is installed)."""
+    def install_policy_reports(self, kind: str = POLICY_REPORT) -> None:
+        """Serve that reporting API from now on (its CRD is installed)."""
         with self._cond:
-            if self._reports is None:
-                self._reports = {}
+            if self._stores[kind] is None:
+                self._stores[kind] = {}
 
-    def uninstall_policy_reports(self) -> None:
-        """The CRD is gone: every PolicyReport request answers 404 again."""
+    def uninstall_policy_reports(self, kind: str = POLICY_REPORT) -> None:
+        """The CRD is gone: every request to that API answers 404 again."""
         with self._cond:
-            self._reports = None
+            self._stores[kind] = None
 
-    def put_policy_report(self, obj: RawObj) -> RawObj:
-        """Store a PolicyReport as someone else would (uid and resourceVersion set)."""
+    def put_policy_report(self, obj: RawObj, kind: str = POLICY_REPORT) -> RawObj:
+        """Store a report as someone else would (uid and resourceVersion set)."""
         with self._cond:
-            assert self._reports is not None, "install_policy_reports() first"
-            return copy.deepcopy(self._store_report(copy.deepcopy(obj), new=True))
+            assert self._stores[kind] is not None, "install_policy_reports() first"
+            return copy.deepcopy(self._store_report(copy.deepcopy(obj), kind, new=True))
 
-    def policy_reports(self) -> dict[tuple[str, str], RawObj]:
-        """(namespace, name) -> the stored PolicyReport (deep copies)."""
+    def policy_reports(self, kind: str = POLICY_REPORT) -> dict[tuple[str, str], RawObj]:
+        """(namespace, name) -> the stored report of that API (deep copies)."""
         with self._cond:
-            return copy.deepcopy(self._reports or {})
+            return copy.deepcopy(self._stores[kind] or {})
 
     def writes(self) -> list[Request]:
         """The requests that were not GETs, in order."""
         with self._cond:
             return [r for r in self.requests if r.method != "GET"]
 
-    def _store_report(self, obj: RawObj, *, new: bool) -> RawObj:
-        assert self._reports is not None
+    def _store_report(self, obj: RawObj, kind: str, *, new: bool) -> RawObj:
+        store = self._stores[kind]
+        assert store is not None
         self._rv += 1
-        obj.setdefault("apiVersion", "wgpolicyk8s.io/v1alpha2")
-        obj.setdefault("kind", POLICY_REPORT)
+        obj.setdefault("apiVersion", REPORT_APIS[kind][1])
+        obj.setdefault("kind", kind)
         meta = obj.setdefault("metadata", {})
         if new:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
         meta["resourceVersion"] = str(self._rv)
-        self._reports[(meta["namespace"], meta["name"])] = obj
+        store[(meta["namespace"], meta["name"])] = obj
         return obj
 
     def _report_call(
         self, method: str, path: str, query: dict[str, str], body: Any
     ) -> tuple[int, Any]:
-        """Answer one request under POLICY_REPORTS."""
-        rest = path[len(POLICY_REPORTS) :].strip("/").split("/")
+        """Answer one request under a reporting API (REPORT_APIS)."""
+        kind = report_kind(path)
+        assert kind is not None
+        prefix, group_version, plural = REPORT_APIS[kind]
+        rest = path[len(prefix) :].strip("/").split("/")
         with self._cond:
-            if self._reports is None:
+            store = self._stores[kind]
+            if store is None:
                 msg = "the server could not find the requested resource"
                 return 404, _status(404, "NotFound", msg)
             if rest == [""] and method == "GET":
                 return 200, {
                     "kind": "APIResourceList",
                     "apiVersion": "v1",
-                    "groupVersion": "wgpolicyk8s.io/v1alpha2",
-                    "resources": [
-                        {"name": "policyreports", "namespaced": True, "kind": POLICY_REPORT}
-                    ],
+                    "groupVersion": group_version,
+                    "resources": [{"name": plural, "namespaced": True, "kind": kind}],
                 }
             ns: str | None = None
-            if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == "policyreports":
+            if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == plural:
                 ns, name = rest[1], (rest[3] if len(rest) == 4 else None)
-            elif rest == ["policyreports"]:
+            elif rest == [plural]:
                 name = None
             else:
                 return 404, _status(404, "NotFound", f"no resource at {path}")
@@ -354,28 +376,29 @@ class FakeApiServer:
                 )
                 items = [
                     copy.deepcopy(o)
-                    for (o_ns, _), o in sorted(self._reports.items())
+                    for (o_ns, _), o in sorted(store.items())
                     if (ns is None or o_ns == ns)
                     and all(o["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())
                 ]
                 meta = {"resourceVersion": str(self._rv)}
-                return 200, {"kind": "PolicyReportList", "metadata": meta, "items": items}
+                return 200, {"kind": f"{kind}List", "metadata": meta, "items": items}
             if ns is None:
                 return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
             if name is None and method == "POST":
                 if not isinstance(body, dict):
                     return 400, _status(400, "BadRequest", "the body is not an object")
                 got = body.get("metadata", {}).get("name")
-                if (ns, got) in self._reports:
-                    msg = f'policyreports "{got}" already exists'
+                if (ns, got) in store:
+                    msg = f'{plural} "{got}" already exists'
                     return 409, _status(409, "AlreadyExists", msg)
                 body["metadata"]["namespace"] = ns
-                return 201, copy.deepcopy(self._store_report(copy.deepcopy(body), new=True))
+                stored_new = self._store_report(copy.deepcopy(body), kind, new=True)
+                return 201, copy.deepcopy(stored_new)
             if name is None:
                 return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
-            stored = self._reports.get((ns, name))
+            stored = store.get((ns, name))
             if stored is None:
-                return 404, _status(404, "NotFound", f'policyreports "{name}" not found')
+                return 404, _status(404, "NotFound", f'{plural} "{name}" not found')
             if method == "GET":
                 return 200, copy.deepcopy(stored)
             if method == "PUT":
@@ -390,12 +413,12 @@ class FakeApiServer:
                     return 409, _status(409, "Conflict", msg)
                 body = copy.deepcopy(body)
                 body["metadata"]["uid"] = stored["metadata"]["uid"]
-                return 200, copy.deepcopy(self._store_report(body, new=False))
+                return 200, copy.deepcopy(self._store_report(body, kind, new=False))
             if method == "DELETE":
                 pre = (body or {}).get("preconditions") or {}
                 if "uid" in pre and pre["uid"] != stored["metadata"]["uid"]:
                     return 409, _status(409, "Conflict", "Precondition failed: UID mismatch")
-                del self._reports[(ns, name)]
+                del store[(ns, name)]
                 return 200, _status(200, "", "deleted") | {"status": "Success"}
             return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
 
@@ -531,7 +554,7 @@ class _Handler(BaseHTTPRequestHandler):
         if failure is not None:
             self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
             return
-        if not request.path.startswith(POLICY_REPORTS):
+        if report_kind(request.path) is None:
             self._send_json(405, _status(405, "MethodNotAllowed", f"{method} {request.path}"))
             return
         status, body = self.fake._report_call(method, request.path, request.query, request.body)
@@ -553,7 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
         request, failure = self._request("GET")
         parts = urlsplit(self.path)
         query = request.query
-        if parts.path == POLICY_REPORTS or parts.path.startswith(POLICY_REPORTS + "/"):
+        if report_kind(parts.path) is not None:
             if failure is not None:
                 self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
                 return

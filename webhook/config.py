@@ -19,6 +19,10 @@ The config file is YAML. Keys we own:
   audit.policyReports: bool, default false: write one wgpolicyk8s.io/v1alpha2
                        PolicyReport per namespace with the violations (docs/audit-server.md)
   audit.includeSoft:   bool, default false: also audit ScheduleAnyway constraints
+  audit.reports:       wgpolicyk8s | openreports | both, default wgpolicyk8s: the API(s)
+                       audit.policyReports writes to (openreports.io/v1alpha1 Report)
+  audit.report:        bool, default false: `audit --watch` serves the latest audit as
+                       an HTML page at /report on its metrics port
 Other keys are free and kept in `raw`.
 
 The scheduler profiles are resolved here, once (webhook.scheduler.config.profiles):
@@ -83,7 +87,13 @@ def default_profiles() -> tuple[ResolvedProfile, ...]:
 AUDIT_DEFAULT_INTERVAL = 300
 FORESIGHT_DEFAULT_BUDGET_MS = 25
 FORESIGHT_MAX_BUDGET_MS = 10_000
-_AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports")
+_AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports", "report", "reports")
+# audit.reports: the reporting APIs audit.policyReports writes to.
+REPORT_APIS: dict[str, tuple[str, ...]] = {
+    "wgpolicyk8s": ("wgpolicyk8s",),
+    "openreports": ("openreports",),
+    "both": ("wgpolicyk8s", "openreports"),
+}
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,15 @@ class AuditSettings:
     policy_reports: bool = False
     # Also audit ScheduleAnyway constraints (the CLI's --include-soft).
     include_soft: bool = False
+    # audit.reports: which APIs policy_reports writes to (a key of REPORT_APIS).
+    reports: str = "wgpolicyk8s"
+    # audit.report: serve the latest audit as HTML at /report on the metrics port.
+    report: bool = False
+
+    @property
+    def report_apis(self) -> tuple[str, ...]:
+        """The reporting APIs written to: none unless policy_reports is on."""
+        return REPORT_APIS[self.reports] if self.policy_reports else ()
 
 
 @dataclass(frozen=True)
@@ -169,10 +188,19 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
             "audit.intervalSeconds: must be a whole number of seconds, 0 or more "
             f"(0 turns the periodic audit off), got {interval!r}"
         )
+    reports = section.get("reports")
+    if reports is None:
+        reports = "wgpolicyk8s"
+    if reports not in REPORT_APIS:
+        raise ConfigError(
+            f"audit.reports: must be one of {' | '.join(REPORT_APIS)}, got {reports!r}"
+        )
     return AuditSettings(
         interval_seconds=interval,
         policy_reports=_bool(section, "policyReports", False, "audit."),
         include_soft=_bool(section, "includeSoft", False, "audit."),
+        reports=str(reports),
+        report=_bool(section, "report", False, "audit."),
     )
 
 

@@ -152,10 +152,13 @@ def samples(metrics: AuditMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...
     return out
 
 
-def report_view(server: FakeApiServer) -> dict[str, list[tuple[str, str, str, str]]]:
-    """namespace -> (workload, rule, skew, result) of our reports' results."""
+def report_view(
+    server: FakeApiServer, kind: str = "PolicyReport"
+) -> dict[str, list[tuple[str, str, str, str]]]:
+    """namespace -> (workload, rule, skew, result) of our reports' results (of the
+    reporting API of `kind`)."""
     out = {}
-    for (ns, name), obj in server.policy_reports().items():
+    for (ns, name), obj in server.policy_reports(kind).items():
         if name == REPORT_NAME and obj["metadata"].get("labels") == OURS:
             out[ns] = [
                 (

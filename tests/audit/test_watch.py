@@ -67,6 +67,9 @@ def wait_for(check: Callable[[], bool], what: str, deadline: float = 15.0) -> No
         ({"intervalSeconds": 0}, AuditSettings(0, False, False)),
         ({"intervalSeconds": None}, AuditSettings(300, False, False)),
         ({"policyReports": True, "includeSoft": True}, AuditSettings(300, True, True)),
+        ({"reports": "openreports"}, AuditSettings(300, False, False, "openreports")),
+        ({"reports": None}, AuditSettings(300, False, False, "wgpolicyk8s")),
+        ({"report": True}, AuditSettings(300, False, False, report=True)),
     ],
 )
 def test_audit_config_values(raw: Any, expected: AuditSettings) -> None:
@@ -91,8 +94,14 @@ def test_audit_config_values(raw: Any, expected: AuditSettings) -> None:
         ({"includeSoft": 1}, "audit.includeSoft: must be true or false, got 1"),
         (
             {"policyreports": True},
-            "audit.policyreports: unknown key (known: includeSoft, intervalSeconds, policyReports)",
+            "audit.policyreports: unknown key (known: includeSoft, intervalSeconds, "
+            "policyReports, report, reports)",
         ),
+        (
+            {"reports": "openreport"},
+            "audit.reports: must be one of wgpolicyk8s | openreports | both, got 'openreport'",
+        ),
+        ({"report": "on"}, "audit.report: must be true or false, got 'on'"),
     ],
 )
 def test_audit_config_errors_name_the_key(raw: Any, message: str) -> None:
@@ -100,6 +109,25 @@ def test_audit_config_errors_name_the_key(raw: Any, message: str) -> None:
     with pytest.raises(ConfigError) as exc:
         settings_from_dict({"audit": raw})
     assert message in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "apis"),
+    [
+        pytest.param({}, (), id="off: nothing written"),
+        pytest.param({"reports": "both"}, (), id="reports without policyReports: nothing"),
+        pytest.param({"policyReports": True}, ("wgpolicyk8s",), id="today's meaning"),
+        pytest.param(
+            {"policyReports": True, "reports": "openreports"}, ("openreports",), id="openreports"
+        ),
+        pytest.param(
+            {"policyReports": True, "reports": "both"}, ("wgpolicyk8s", "openreports"), id="both"
+        ),
+    ],
+)
+def test_audit_reports_choose_the_apis_written_to(raw: Any, apis: tuple[str, ...]) -> None:
+    """audit.policyReports turns writing on; audit.reports says to which API(s)."""
+    assert settings_from_dict({"audit": raw}).audit.report_apis == apis
 
 
 # ---- metrics --------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The periodic audit's install: one Deployment of one replica running `audit --watch`,
 its own ServiceAccount and ClusterRole (list on exactly what an audit lists; the
-PolicyReport verbs exactly when PolicyReports are on), the same in render(), the
-kustomize overlays audit/ and audit-policyreports/ (built by kustomize) and the Helm
-chart (rendered by Helm), and nothing of it by default.
+PolicyReport verbs exactly when PolicyReports are on, on the API(s) audit.reports
+names), the same in render(), the kustomize overlays audit/, audit-policyreports/,
+audit-openreports/ and audit-report/ (built by kustomize) and the Helm chart (rendered
+by Helm), and nothing of it by default.
 """
 
 from __future__ import annotations
@@ -56,11 +57,32 @@ def listed() -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def expected_grants(policy_reports: bool) -> dict[tuple[str, str], list[str]]:
+def expected_grants(
+    policy_reports: bool, reports: str = "wgpolicyk8s"
+) -> dict[tuple[str, str], list[str]]:
     want = listed()
-    if policy_reports:
+    if policy_reports and reports in ("wgpolicyk8s", "both"):
         want[("wgpolicyk8s.io", "policyreports")] = REPORT_VERBS
+    if policy_reports and reports in ("openreports", "both"):
+        want[("openreports.io", "reports")] = REPORT_VERBS
     return want
+
+
+# (policyReports, reports, report): every way the audit's reporting can be set.
+REPORTING = [
+    pytest.param(False, "wgpolicyk8s", False, id="none"),
+    pytest.param(True, "wgpolicyk8s", False, id="policyreports"),
+    pytest.param(True, "openreports", False, id="openreports"),
+    pytest.param(True, "both", False, id="both"),
+    pytest.param(False, "openreports", False, id="openreports without policyReports"),
+    pytest.param(False, "wgpolicyk8s", True, id="report page"),
+]
+
+
+def install(policy_reports: bool, reports: str, report: bool) -> manifests.Install:
+    return manifests.Install(
+        audit=True, audit_policy_reports=policy_reports, audit_reports=reports, audit_report=report
+    )
 
 
 # ---- render() ---------------------------------------------------------------------------------
@@ -71,12 +93,22 @@ def test_nothing_of_the_audit_is_installed_by_default() -> None:
     assert audit_only(manifests.render()) == []
 
 
-@pytest.mark.parametrize("policy_reports", [False, True])
-def test_audit_role_lists_exactly_what_an_audit_reads(policy_reports: bool) -> None:
-    """list on every AUDIT_RESOURCES kind, nothing else; the PolicyReport verbs (get,
-    list, create, update, delete) exactly when PolicyReports are on."""
-    objs = manifests.render(manifests.Install(audit=True, audit_policy_reports=policy_reports))
-    assert grants(named(objs, "ClusterRole")) == expected_grants(policy_reports)
+@pytest.mark.parametrize(("policy_reports", "reports", "report"), REPORTING)
+def test_audit_role_lists_exactly_what_an_audit_reads(
+    policy_reports: bool, reports: str, report: bool
+) -> None:
+    """list on every AUDIT_RESOURCES kind, nothing else; the report verbs (get, list,
+    create, update, delete) exactly when PolicyReports are on, on the API(s) of
+    audit.reports; the /report page needs no verb."""
+    objs = manifests.render(install(policy_reports, reports, report))
+    assert grants(named(objs, "ClusterRole")) == expected_grants(policy_reports, reports)
+    command = named(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["command"]
+    args = build_parser().parse_args(command[1:])
+    assert (args.policy_reports, args.reports or "wgpolicyk8s", args.report) == (
+        policy_reports,
+        reports if policy_reports else "wgpolicyk8s",
+        report,
+    )
     # The webhook's own role gains nothing.
     assert grants(named(objs, "ClusterRole", "topospread")) == grants(
         named(manifests.render(), "ClusterRole", "topospread")
@@ -141,20 +173,27 @@ def test_audit_objects_are_schema_valid(version: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("overlay", "policy_reports"), [("audit", False), ("audit-policyreports", True)]
+    ("overlay", "policy_reports", "reports", "report"),
+    [
+        ("audit", False, "wgpolicyk8s", False),
+        ("audit-policyreports", True, "wgpolicyk8s", False),
+        ("audit-openreports", True, "openreports", False),
+        ("audit-report", False, "wgpolicyk8s", True),
+    ],
 )
-def test_kustomize_audit_overlays_build_the_rendering(overlay: str, policy_reports: bool) -> None:
+def test_kustomize_audit_overlays_build_the_rendering(
+    overlay: str, policy_reports: bool, reports: str, report: bool
+) -> None:
     """`kubectl kustomize deploy/kustomize/<overlay>`: exactly render()'s audit objects;
-    the PolicyReport verbs and --policy-reports only in audit-policyreports/."""
+    the report verbs and flags only in the overlay that turns them on."""
     built = kustomize_build(KUSTOMIZE / overlay)
-    want = audit_only(
-        manifests.render(manifests.Install(audit=True, audit_policy_reports=policy_reports))
-    )
+    want = audit_only(manifests.render(install(policy_reports, reports, report)))
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731 - a sort key
     assert sorted(built, key=key) == sorted(want, key=key)
-    assert grants(named(built, "ClusterRole")) == expected_grants(policy_reports)
+    assert grants(named(built, "ClusterRole")) == expected_grants(policy_reports, reports)
     command = named(built, "Deployment")["spec"]["template"]["spec"]["containers"][0]["command"]
     assert ("--policy-reports" in command) is policy_reports
+    assert ("--report" in command) is report
 
 
 # ---- Helm -------------------------------------------------------------------------------------
@@ -170,15 +209,19 @@ def test_helm_renders_no_audit_unless_enabled(cert_dir: Path) -> None:
     assert audit_only(helm_audit(cert_dir, enabled=False, policyReports=True)) == []
 
 
-@pytest.mark.parametrize("policy_reports", [False, True])
-def test_helm_audit_equals_the_rendering(cert_dir: Path, policy_reports: bool) -> None:
+@pytest.mark.parametrize(("policy_reports", "reports", "report"), REPORTING)
+def test_helm_audit_equals_the_rendering(
+    cert_dir: Path, policy_reports: bool, reports: str, report: bool
+) -> None:
     """audit.enabled: the same objects as render(Install(audit=True, ...)), labels aside."""
-    got = audit_only(helm_audit(cert_dir, enabled=True, policyReports=policy_reports))
-    want = audit_only(
-        manifests.render(manifests.Install(audit=True, audit_policy_reports=policy_reports))
+    got = audit_only(
+        helm_audit(
+            cert_dir, enabled=True, policyReports=policy_reports, reports=reports, report=report
+        )
     )
+    want = audit_only(manifests.render(install(policy_reports, reports, report)))
     assert _without_labels(got) == _without_labels(want)
-    assert grants(named(got, "ClusterRole")) == expected_grants(policy_reports)
+    assert grants(named(got, "ClusterRole")) == expected_grants(policy_reports, reports)
 
 
 def test_helm_audit_values_become_flags(cert_dir: Path) -> None:
@@ -210,6 +253,8 @@ def test_helm_audit_defaults_are_the_manifests_defaults() -> None:
         "enabled": d.audit,
         "intervalSeconds": d.audit_interval_seconds,
         "policyReports": d.audit_policy_reports,
+        "reports": d.audit_reports,
+        "report": d.audit_report,
         "includeSoft": d.audit_include_soft,
         "resources": d.audit_resources,
     }
@@ -221,6 +266,8 @@ def test_helm_audit_defaults_are_the_manifests_defaults() -> None:
         ({"enabled": "yes"}, "/audit/enabled"),
         ({"enabled": True, "intervalSeconds": -1}, "/audit/intervalSeconds"),
         ({"enabled": True, "policyReports": "true"}, "/audit/policyReports"),
+        ({"enabled": True, "reports": "wgpolicy"}, "/audit/reports"),
+        ({"enabled": True, "report": "yes"}, "/audit/report"),
         ({"enabled": True, "replicas": 2}, "'replicas' not allowed"),
     ],
 )

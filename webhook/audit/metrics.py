@@ -50,7 +50,9 @@ def skew_labels(report: AuditReport) -> dict[SkewKey, tuple[int, int]]:
 class AuditMetrics:
     """The collectors of the periodic audit, in a registry of their own."""
 
-    def __init__(self, *, policy_reports: bool = False) -> None:
+    def __init__(
+        self, *, policy_reports: bool = False, report_apis: tuple[str, ...] = ("wgpolicyk8s",)
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.violations = Gauge(
@@ -116,13 +118,21 @@ class AuditMetrics:
             ["operation"],
             registry=r,
         )
-        # Only registered with PolicyReports on: an unlabelled gauge is always exported.
+        # Only registered with that API written to: an unlabelled gauge is always exported.
         self.crd_available: Gauge | None = None
-        if policy_reports:
+        self.openreports_crd_available: Gauge | None = None
+        if policy_reports and "wgpolicyk8s" in report_apis:
             self.crd_available = Gauge(
                 "topospread_audit_policyreport_crd_available",
                 "1 when the wgpolicyk8s.io/v1alpha2 PolicyReport API answered at the last "
                 "sync, 0 when it is not installed (only with audit.policyReports).",
+                registry=r,
+            )
+        if policy_reports and "openreports" in report_apis:
+            self.openreports_crd_available = Gauge(
+                "topospread_audit_openreports_crd_available",
+                "1 when the openreports.io/v1alpha1 Report API answered at the last sync, "
+                "0 when it is not installed (only with audit.reports openreports or both).",
                 registry=r,
             )
         # Every label set starts at 0, so a rate() has a start and the series exist.
@@ -164,15 +174,18 @@ class AuditMetrics:
         self.errors.labels(stage if stage in ERROR_STAGES else "audit").inc()
 
     def observe_reports(self, outcome: SyncOutcome) -> None:
-        """Record what a PolicyReport sync did."""
+        """Record what a PolicyReport (or OpenReports Report) sync did."""
         if not self._reports_seen:
             self._reports_seen = True
             for op in REPORT_OPERATIONS:
                 self.report_errors.labels(op)
                 if op != "list":
                     self.report_writes.labels(op)
-        if outcome.crd_available is not None and self.crd_available is not None:
-            self.crd_available.set(1 if outcome.crd_available else 0)
+        gauge = (
+            self.openreports_crd_available if outcome.api == "openreports" else self.crd_available
+        )
+        if outcome.crd_available is not None and gauge is not None:
+            gauge.set(1 if outcome.crd_available else 0)
         for op, count in (
             ("create", len(outcome.created)),
             ("update", len(outcome.updated)),

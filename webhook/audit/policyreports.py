@@ -1,7 +1,16 @@
-"""PolicyReports: the audit's violations as wgpolicyk8s.io/v1alpha2 objects, one per namespace.
+"""PolicyReports: the audit's violations as wgpolicyk8s.io/v1alpha2 PolicyReports, or as
+openreports.io/v1alpha1 Reports (their successor, written by Kyverno 1.15 and read by
+Policy Reporter 3.2), one per namespace.
 
     results = desired_results(report, state, now=time.time())   # namespace -> results (pure)
     outcome = PolicyReportWriter(conn).sync(results)             # create, update, delete
+    outcome = PolicyReportWriter(conn, OPENREPORTS).sync(results)   # the same as Reports
+
+The two APIs share the result's shape (openreports/reports-api
+apis/openreports.io/v1alpha1/report_types.go: ReportResult keeps wgpolicyk8s's JSON
+names: policy, rule, result, severity, category, source, scored, timestamp,
+resources, message, properties); a Report also names its `source` at the top.
+Everything below holds for either API, each written by its own writer.
 
 Each namespace with a violated constraint gets one PolicyReport named `topospread`,
 labelled `app.kubernetes.io/managed-by: topospread`, with one result per violated
@@ -18,7 +27,7 @@ other module's source to keep it so. Requests are raw JSON over the urllib3 pool
 the kubernetes client's ApiClient (auth from its Configuration), as lister.py reads;
 no client model class is ever built.
 
-No PolicyReport API (404 on the collection: the CRD is not installed): one log line
+No such API (404 on the collection: the CRD is not installed): one log line
 when that starts, `crd_available = False` in the outcome, nothing written; the next
 sync asks again. Any other failure is one log line and one error in the outcome,
 and the sync goes on with the next namespace (a lost connection ends it: the next
@@ -47,9 +56,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "API_PATH",
+    "APIS",
     "MANAGED_BY",
+    "OPENREPORTS",
     "REPORT_NAME",
+    "WGPOLICYK8S",
     "PolicyReportWriter",
+    "ReportApi",
     "SyncOutcome",
     "desired_results",
     "policy_report",
@@ -58,9 +71,26 @@ __all__ = [
 
 log = logging.getLogger("topospread.audit.policyreports")
 
-GROUP_VERSION = "wgpolicyk8s.io/v1alpha2"
-API_PATH = f"/apis/{GROUP_VERSION}"
-PLURAL = "policyreports"
+
+@dataclass(frozen=True)
+class ReportApi:
+    """One reporting API: its name in audit.reports, group/version, kind and plural."""
+
+    name: str
+    group_version: str
+    kind: str
+    plural: str
+
+    @property
+    def path(self) -> str:
+        return f"/apis/{self.group_version}"
+
+
+WGPOLICYK8S = ReportApi("wgpolicyk8s", "wgpolicyk8s.io/v1alpha2", "PolicyReport", "policyreports")
+OPENREPORTS = ReportApi("openreports", "openreports.io/v1alpha1", "Report", "reports")
+APIS = {api.name: api for api in (WGPOLICYK8S, OPENREPORTS)}
+GROUP_VERSION = WGPOLICYK8S.group_version
+API_PATH = WGPOLICYK8S.path
 REPORT_NAME = "topospread"
 POLICY = "topospread"
 SOURCE = "topospread"
@@ -173,19 +203,22 @@ def _summary(results: list[RawObj]) -> dict[str, int]:
     return summary
 
 
-def policy_report(namespace: str, results: list[RawObj]) -> RawObj:
-    """A new PolicyReport for `namespace` holding `results`."""
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": "PolicyReport",
+def policy_report(namespace: str, results: list[RawObj], api: ReportApi = WGPOLICYK8S) -> RawObj:
+    """A new PolicyReport (or OpenReports Report) for `namespace` holding `results`."""
+    report: RawObj = {
+        "apiVersion": api.group_version,
+        "kind": api.kind,
         "metadata": {
             "name": REPORT_NAME,
             "namespace": namespace,
             "labels": {MANAGED_BY[0]: MANAGED_BY[1]},
         },
-        "summary": _summary(results),
-        "results": results,
     }
+    if api is OPENREPORTS:
+        report["source"] = SOURCE
+    report["summary"] = _summary(results)
+    report["results"] = results
+    return report
 
 
 def _identity(result: Any) -> str:
@@ -219,7 +252,8 @@ def _ours(obj: Any) -> bool:
 class SyncOutcome:
     """What one sync did: namespaces whose report was created, updated, deleted or left
     as it was; errors as (operation, namespace, message); crd_available: whether the
-    PolicyReport API answered (None when the sync never got to ask)."""
+    API answered (None when the sync never got to ask); api: which one (its name in
+    audit.reports)."""
 
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -227,6 +261,7 @@ class SyncOutcome:
     unchanged: list[str] = field(default_factory=list)
     errors: list[tuple[str, str, str]] = field(default_factory=list)
     crd_available: bool | None = None
+    api: str = WGPOLICYK8S.name
 
 
 class _Unreachable(Exception):
@@ -249,10 +284,12 @@ def _message(body: Any, status: int) -> str:
 
 
 class PolicyReportWriter:
-    """Keeps each namespace's `topospread` PolicyReport equal to the latest audit."""
+    """Keeps each namespace's `topospread` PolicyReport (or Report, per `api`) equal to
+    the latest audit."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, api: ReportApi = WGPOLICYK8S) -> None:
         self.conn = conn
+        self.api = api
         self._missing_logged = False
 
     def _call(
@@ -292,14 +329,15 @@ class PolicyReportWriter:
         return int(response.status), parsed
 
     def _collection(self, namespace: str | None = None) -> str:
+        api = self.api
         if namespace is None:
-            return f"{API_PATH}/{PLURAL}"
-        return f"{API_PATH}/namespaces/{namespace}/{PLURAL}"
+            return f"{api.path}/{api.plural}"
+        return f"{api.path}/namespaces/{namespace}/{api.plural}"
 
     def sync(self, desired: Mapping[str, list[RawObj]]) -> SyncOutcome:
         """Create, update and delete our reports so that exactly the namespaces of
         `desired` have one, holding those results. Never raises."""
-        outcome = SyncOutcome()
+        outcome = SyncOutcome(api=self.api.name)
         try:
             self._sync(desired, outcome)
         except _Unreachable as exc:
@@ -308,7 +346,9 @@ class PolicyReportWriter:
 
     def _error(self, outcome: SyncOutcome, op: str, namespace: str, message: str) -> None:
         where = f" in namespace {namespace}" if namespace else ""
-        log.warning("PolicyReport %s%s failed: %s; retried at the next audit", op, where, message)
+        log.warning(
+            "%s %s%s failed: %s; retried at the next audit", self.api.kind, op, where, message
+        )
         outcome.errors.append((op, namespace, message))
 
     def _sync(self, desired: Mapping[str, list[RawObj]], outcome: SyncOutcome) -> None:
@@ -319,18 +359,20 @@ class PolicyReportWriter:
             if not self._missing_logged:
                 self._missing_logged = True
                 log.warning(
-                    "audit.policyReports is on but the API server has no %s PolicyReport "
-                    "(GET %s answered 404): install the PolicyReport CRD; no report is "
+                    "audit.policyReports is on but the API server has no %s %s "
+                    "(GET %s answered 404): install the %s CRD; no report is "
                     "written, asked again at every audit",
-                    GROUP_VERSION,
+                    self.api.group_version,
+                    self.api.kind,
                     self._collection(),
+                    self.api.kind,
                 )
             return
         if status != 200 or not isinstance(body, dict):
             self._error(outcome, "list", "", _message(body, status))
             return
         if self._missing_logged:
-            log.info("the %s PolicyReport API is available now", GROUP_VERSION)
+            log.info("the %s %s API is available now", self.api.group_version, self.api.kind)
             self._missing_logged = False
         outcome.crd_available = True
         ours: dict[str, RawObj] = {}
@@ -348,7 +390,8 @@ class PolicyReportWriter:
         self, ns: str, results: list[RawObj], existing: RawObj | None, outcome: SyncOutcome
     ) -> None:
         if existing is None:
-            status, body = self._call("POST", self._collection(ns), policy_report(ns, results))
+            report = policy_report(ns, results, self.api)
+            status, body = self._call("POST", self._collection(ns), report)
             if status in (200, 201):
                 outcome.created.append(ns)
             elif status == 409:
@@ -356,7 +399,7 @@ class PolicyReportWriter:
                     outcome,
                     "create",
                     ns,
-                    f"a PolicyReport {ns}/{REPORT_NAME} exists that topospread does not "
+                    f"a {self.api.kind} {ns}/{REPORT_NAME} exists that topospread does not "
                     f"manage (no label {MANAGED_BY[0]}={MANAGED_BY[1]}); left alone",
                 )
             else:

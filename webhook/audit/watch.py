@@ -1,13 +1,16 @@
 """The periodic audit: `topospread audit --watch`, one process per deployment.
 
-    loop = AuditLoop(read, settings, metrics, writer)     # read() -> a fresh ClusterState
-    server = MetricsServer("0.0.0.0:9090", metrics).start()   # /metrics and /healthz
+    page = LatestReport()                                 # with audit.report only
+    loop = AuditLoop(read, settings, metrics, writers, on_report=page.update)
+    server = MetricsServer("0.0.0.0:9090", metrics, page).start()   # /metrics, /healthz, /report
     loop.run(stop)                                        # until stop is set (SIGTERM)
 
 Every `audit.intervalSeconds` (start to start; 0: no audit at all, the process only
 serves /healthz and its metrics) the loop reads the whole cluster again (a paginated
 list of every kind an audit needs), runs the same audit as the CLI (run_audit),
-exports it as metrics and, with a writer, syncs the PolicyReports. The state is
+exports it as metrics, with writers syncs the PolicyReports (one writer per reporting
+API of audit.reports) and, with audit.report, renders the HTML page /report serves
+(webhook/audit/html.py, from the same JSON document `audit -o json` prints). The state is
 listed again each time rather than kept by a watch: an audit every few minutes needs
 a consistent picture, not a current one, and the memory of 150,000 pods is given back
 between runs (docs/audit-server.md weighs both).
@@ -21,13 +24,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook.api.kube import RawObj
+from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import SyncOutcome, desired_results
@@ -36,7 +40,14 @@ from webhook.audit.run import run_audit
 from webhook.config import Settings
 from webhook.errors import ConfigError, TopospreadError
 
-__all__ = ["AuditLoop", "AuditStopped", "MetricsServer", "ReportSink", "parse_bind"]
+__all__ = [
+    "AuditLoop",
+    "AuditStopped",
+    "LatestReport",
+    "MetricsServer",
+    "ReportSink",
+    "parse_bind",
+]
 
 log = logging.getLogger("topospread.audit")
 
@@ -59,8 +70,9 @@ class AuditLoop:
         read: Callable[[], ClusterState],
         settings: Settings,
         metrics: AuditMetrics,
-        writer: ReportSink | None = None,
+        writer: ReportSink | Sequence[ReportSink] | None = None,
         *,
+        on_report: Callable[[AuditReport, float], None] | None = None,
         interval: float | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.monotonic,
@@ -68,7 +80,13 @@ class AuditLoop:
         self.read = read
         self.settings = settings
         self.metrics = metrics
-        self.writer = writer
+        if writer is None:
+            self.writers: list[ReportSink] = []
+        elif isinstance(writer, Sequence):
+            self.writers = list(writer)
+        else:
+            self.writers = [writer]
+        self.on_report = on_report
         self.interval = settings.audit.interval_seconds if interval is None else interval
         self.include_soft = settings.audit.include_soft
         self._clock = clock
@@ -107,8 +125,13 @@ class AuditLoop:
             report.violations,
             seconds,
         )
-        if self.writer is not None:
-            self._write(self.writer, report, state, now)
+        for writer in self.writers:
+            self._write(writer, report, state, now)
+        if self.on_report is not None:
+            try:
+                self.on_report(report, now)
+            except Exception:  # a bug: the audit and its metrics stand
+                log.exception("rendering the report page failed")
         return report
 
     def _failed(self, stage: str, message: str | None) -> None:
@@ -159,8 +182,37 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.removeprefix("[").removesuffix("]"), int(port)
 
 
+class LatestReport:
+    """The HTML page of the latest audit, for /report (rendered once per audit, in the
+    audit's thread; a request only reads the bytes)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._page: bytes | None = None
+
+    def update(self, report: AuditReport, at: float) -> None:
+        page = audit_page(report.to_json(), generated=utc_now(at)).encode()
+        with self._lock:
+            self._page = page
+
+    def page(self) -> bytes | None:
+        """The page, None before the first audit completed."""
+        with self._lock:
+            return self._page
+
+
+# The page /report serves before the first audit completed.
+_NO_REPORT_YET = (
+    b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+    b"<title>topospread audit</title></head><body><p>No audit has completed yet; "
+    b"the page appears after the first one.</p></body></html>\n"
+)
+_HTML = "text/html; charset=utf-8"
+
+
 class _Handler(BaseHTTPRequestHandler):
     metrics: AuditMetrics
+    report: LatestReport | None
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         """Scrapes and probes are not logged."""
@@ -178,17 +230,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self.metrics.exposition(), CONTENT_TYPE_LATEST)
         elif path == "/healthz":
             self._send(200, b"ok\n", "text/plain; charset=utf-8")
+        elif path == "/report" and self.report is not None:
+            page = self.report.page()
+            self._send(200 if page else 503, page or _NO_REPORT_YET, _HTML)
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
 
 class MetricsServer:
-    """Plain HTTP /metrics and /healthz in a daemon thread (no TLS: it carries counts,
-    no secrets, and stays inside the cluster; see docs/audit-server.md)."""
+    """Plain HTTP /metrics and /healthz (and /report with a LatestReport) in a daemon
+    thread (no TLS: it carries counts and workload names, no secrets, and stays inside
+    the cluster; see docs/audit-server.md)."""
 
-    def __init__(self, bind: str, metrics: AuditMetrics) -> None:
+    def __init__(self, bind: str, metrics: AuditMetrics, report: LatestReport | None = None):
         host, port = parse_bind(bind)
-        handler = type("Handler", (_Handler,), {"metrics": metrics})
+        handler = type("Handler", (_Handler,), {"metrics": metrics, "report": report})
         self._httpd = ThreadingHTTPServer((host, port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None

@@ -9,8 +9,9 @@ nothing is violated, 1 when something is (in the state reported: after re-placem
 with --without-nodes), 2 on usage, read or connection errors.
 
 `--watch` is the server side (the audit Deployment): the same audit every
-audit.intervalSeconds until SIGTERM, exported on --metrics-bind (/metrics, /healthz)
-and, with audit.policyReports, written as PolicyReports (webhook/audit/watch.py). A
+audit.intervalSeconds until SIGTERM, exported on --metrics-bind (/metrics, /healthz,
+and with audit.report the HTML page /report) and, with audit.policyReports, written
+as PolicyReports or OpenReports Reports (audit.reports; webhook/audit/watch.py). A
 failing list or write never ends it; it exits 0 on SIGTERM, 2 on bad flags or config.
 """
 
@@ -27,12 +28,13 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from webhook.api.labels import parse_selector
+from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import PolicyReportWriter
+from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
-from webhook.audit.watch import AuditLoop, AuditStopped, MetricsServer
+from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
@@ -85,6 +87,8 @@ def cli_audit(args: argparse.Namespace) -> int:
         )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    elif args.output == "html":
+        sys.stdout.write(audit_page(report.to_json(), generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
@@ -111,6 +115,8 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
             interval_seconds=audit.interval_seconds if interval is None else interval,
             policy_reports=audit.policy_reports or args.policy_reports,
             include_soft=audit.include_soft or args.include_soft,
+            reports=getattr(args, "reports", None) or audit.reports,
+            report=audit.report or getattr(args, "report", False),
         ),
     )
 
@@ -150,7 +156,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    writer = None
+    writers = []
     if args.snapshot:
         path: str = args.snapshot
 
@@ -172,16 +178,20 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
         def read() -> ClusterState:
             return _read_live(conn, stop)
 
-        if settings.audit.policy_reports:
-            writer = PolicyReportWriter(conn)
-    metrics = AuditMetrics(policy_reports=writer is not None)
+        writers = [PolicyReportWriter(conn, APIS[name]) for name in settings.audit.report_apis]
+    metrics = AuditMetrics(
+        policy_reports=bool(writers), report_apis=tuple(w.api.name for w in writers)
+    )
+    page = LatestReport() if settings.audit.report else None
     try:
-        server = MetricsServer(args.metrics_bind, metrics).start()
+        server = MetricsServer(args.metrics_bind, metrics, page).start()
     except OSError as exc:
         raise ConfigError(f"--metrics-bind {args.metrics_bind}: {exc.strerror or exc}") from exc
-    log.info("serving /metrics and /healthz on %s", args.metrics_bind)
+    paths = "/metrics, /healthz and /report" if page else "/metrics and /healthz"
+    log.info("serving %s on %s", paths, args.metrics_bind)
     try:
-        AuditLoop(read, settings, metrics, writer).run(stop)
+        on_report = page.update if page is not None else None
+        AuditLoop(read, settings, metrics, writers, on_report=on_report).run(stop)
     finally:
         server.stop()
     log.info("stopped")

@@ -198,9 +198,10 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--output",
-        choices=["text", "json"],
+        choices=["text", "json", "html"],
         default="text",
-        help="text (default) or json (the document of docs/audit.md)",
+        help="text (default), json (the document of docs/audit.md) or html (one "
+        "self-contained page of that document)",
     )
     watch = p.add_argument_group("periodic audit (the audit Deployment)")
     watch.add_argument(
@@ -227,6 +228,20 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         "--policy-reports",
         action="store_true",
         help="with --watch: write PolicyReports (as audit.policyReports: true)",
+    )
+    watch.add_argument(
+        "--reports",
+        choices=["wgpolicyk8s", "openreports", "both"],
+        default=None,
+        help="with --watch: the API the reports go to (as audit.reports; default "
+        "wgpolicyk8s: wgpolicyk8s.io/v1alpha2 PolicyReports; openreports: "
+        "openreports.io/v1alpha1 Reports)",
+    )
+    watch.add_argument(
+        "--report",
+        action="store_true",
+        help="with --watch: serve the latest audit as an HTML page at /report on "
+        "--metrics-bind (as audit.report: true)",
     )
 
 
@@ -360,9 +375,10 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
     p.add_argument(
         "-o",
         "--output",
-        choices=["json", "table"],
+        choices=["json", "table", "html"],
         default="table",
-        help="table (default) or json (one document; a list for several workloads)",
+        help="table (default), json (one document; a list for several workloads) or html "
+        "(one self-contained page of that document)",
     )
     p.add_argument(
         "--all-nodes",

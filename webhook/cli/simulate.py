@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
+from webhook.audit.html import simulate_page
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
@@ -354,14 +355,18 @@ def cli_simulate(
             results.append(
                 (w, simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework))
             )
-    if getattr(args, "output", "table") == "json":
+    output = getattr(args, "output", "table")
+    if output in ("json", "html"):
         if len(results) == 1:
-            out.write(json.dumps(results[0][1].to_json(), indent=2) + "\n")
+            document: Any = results[0][1].to_json()
         else:
-            docs_json = [
+            document = [
                 {"workload": w.title, "replicas": w.replicas, **sim.to_json()} for w, sim in results
             ]
-            out.write(json.dumps(docs_json, indent=2) + "\n")
+        if output == "html":
+            out.write(simulate_page(document))
+        else:
+            out.write(json.dumps(document, indent=2) + "\n")
     else:
         for i, (w, sim) in enumerate(results):
             if len(results) > 1:

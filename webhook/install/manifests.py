@@ -13,8 +13,12 @@ explained in docs/install.md.
 With `Install(audit=True)` the install also runs the periodic audit: its own
 Deployment `topospread-audit` (one replica, `topospread audit --watch`), ServiceAccount
 and read-only ClusterRole, and a Service for its /metrics; `audit_policy_reports=True`
-adds the PolicyReport verbs to that role and `--policy-reports` to the command. The
-kustomize tree has them as audit/ and audit-policyreports/ (docs/audit-server.md).
+adds the PolicyReport verbs to that role and `--policy-reports` to the command;
+`audit_reports="openreports"` (or "both") grants the same verbs on OpenReports Reports
+instead (or as well) and adds `--reports`; `audit_report=True` adds `--report` (the
+HTML page /report on the metrics port, no RBAC). The kustomize tree has them as
+audit/, audit-policyreports/, audit-openreports/ and audit-report/
+(docs/audit-server.md).
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ __all__ = [
     "AUDIT_NAME",
     "AUDIT_ROLE_RULES",
     "CLUSTER_ROLE_RULES",
+    "OPEN_REPORT_RULE",
     "POLICY_REPORT_RULE",
+    "REPORT_RULES",
     "DEFAULT_CONFIG",
     "DEFAULT_IMAGE",
     "Install",
@@ -148,6 +154,18 @@ POLICY_REPORT_RULE: RawObj = {
     "resources": ["policyreports"],
     "verbs": ["get", "list", "create", "update", "delete"],
 }
+# The same verbs on openreports.io/v1alpha1 Reports (audit.reports openreports or both).
+OPEN_REPORT_RULE: RawObj = {
+    "apiGroups": ["openreports.io"],
+    "resources": ["reports"],
+    "verbs": ["get", "list", "create", "update", "delete"],
+}
+# audit.reports -> the rules its writers need.
+REPORT_RULES: dict[str, list[RawObj]] = {
+    "wgpolicyk8s": [POLICY_REPORT_RULE],
+    "openreports": [OPEN_REPORT_RULE],
+    "both": [POLICY_REPORT_RULE, OPEN_REPORT_RULE],
+}
 
 AUDIT_RESOURCES: RawObj = {
     "requests": {"cpu": "100m", "memory": "256Mi"},
@@ -187,6 +205,10 @@ class Install:
     # The periodic audit's Deployment (see the module docstring).
     audit: bool = False
     audit_policy_reports: bool = False
+    # audit.reports: wgpolicyk8s | openreports | both (the APIs audit_policy_reports writes).
+    audit_reports: str = "wgpolicyk8s"
+    # audit.report: serve the HTML page /report on the metrics port.
+    audit_report: bool = False
     audit_include_soft: bool = False
     audit_interval_seconds: int = AUDIT_INTERVAL_SECONDS
     audit_resources: RawObj = field(default_factory=lambda: copy.deepcopy(AUDIT_RESOURCES))
@@ -268,6 +290,10 @@ def audit_command(opt: Install) -> list[str]:
         command.append("--include-soft")
     if opt.audit_policy_reports:
         command.append("--policy-reports")
+        if opt.audit_reports != "wgpolicyk8s":
+            command.extend(["--reports", opt.audit_reports])
+    if opt.audit_report:
+        command.append("--report")
     return command
 
 
@@ -276,7 +302,7 @@ def audit_objects(opt: Install) -> list[RawObj]:
     ns = opt.namespace
     rules = copy.deepcopy(AUDIT_ROLE_RULES)
     if opt.audit_policy_reports:
-        rules.append(copy.deepcopy(POLICY_REPORT_RULE))
+        rules.extend(copy.deepcopy(REPORT_RULES[opt.audit_reports]))
     selector = {"app.kubernetes.io/name": AUDIT_NAME}
     container: RawObj = {
         "name": "audit",
@@ -820,34 +846,42 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     out["audit/audit.yaml"] = header + to_yaml(plain)
     out["audit/kustomization.yaml"] = header + _kustomization({"resources": ["audit.yaml"]})
     reports = [
-        {
-            "target": {
-                "group": "rbac.authorization.k8s.io",
-                "version": "v1",
-                "kind": "ClusterRole",
-                "name": AUDIT_NAME,
-            },
-            "patch": _json_patch(
-                [{"op": "add", "path": "/rules/-", "value": copy.deepcopy(POLICY_REPORT_RULE)}]
-            ),
-        },
-        {
-            "target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": AUDIT_NAME},
-            "patch": _json_patch(
-                [
-                    {
-                        "op": "add",
-                        "path": "/spec/template/spec/containers/0/command/-",
-                        "value": "--policy-reports",
-                    }
-                ]
-            ),
-        },
+        _audit_patch("ClusterRole", [("/rules/-", copy.deepcopy(POLICY_REPORT_RULE))]),
+        _audit_command_patch("--policy-reports"),
     ]
     out["audit-policyreports/kustomization.yaml"] = header + _kustomization(
         {"resources": ["../audit"], "patches": reports}
     )
+    # audit-openreports/: the Report verbs and `--policy-reports --reports openreports`.
+    out["audit-openreports/kustomization.yaml"] = header + _kustomization(
+        {
+            "resources": ["../audit"],
+            "patches": [
+                _audit_patch("ClusterRole", [("/rules/-", copy.deepcopy(OPEN_REPORT_RULE))]),
+                _audit_command_patch("--policy-reports", "--reports", "openreports"),
+            ],
+        }
+    )
+    # audit-report/: `--report` (the HTML page /report on the metrics port).
+    out["audit-report/kustomization.yaml"] = header + _kustomization(
+        {"resources": ["../audit"], "patches": [_audit_command_patch("--report")]}
+    )
     return out
+
+
+def _audit_patch(kind: str, adds: list[tuple[str, object]]) -> RawObj:
+    """A kustomize patch adding `adds` (path, value) to the audit's object of `kind`."""
+    group = {"ClusterRole": "rbac.authorization.k8s.io", "Deployment": "apps"}[kind]
+    return {
+        "target": {"group": group, "version": "v1", "kind": kind, "name": AUDIT_NAME},
+        "patch": _json_patch([{"op": "add", "path": path, "value": v} for path, v in adds]),
+    }
+
+
+def _audit_command_patch(*flags: str) -> RawObj:
+    """A kustomize patch appending `flags` to the audit container's command."""
+    path = "/spec/template/spec/containers/0/command/-"
+    return _audit_patch("Deployment", [(path, flag) for flag in flags])
 
 
 def write_kustomize(root: str | Path) -> list[Path]:

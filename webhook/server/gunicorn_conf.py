@@ -135,6 +135,14 @@ def on_starting(server: Any) -> None:
                 os.unlink(os.path.join(path, name))
 
 
+def post_fork(server: Any, worker: Any) -> None:
+    """Name the listener this worker opened (with reuse_port each worker binds its own,
+    so the arbiter's `Listening at:` line has none to name)."""
+    sockets = getattr(worker, "sockets", None) or []
+    if sockets:
+        server.log.info("worker %s listening at %s", worker.pid, ",".join(str(s) for s in sockets))
+
+
 def child_exit(server: Any, worker: Any) -> None:
     """Drop a dead worker's live gauges from the shared metrics."""
     from webhook.server.metrics import mark_process_dead
@@ -174,6 +182,7 @@ OPTIONS: dict[str, Any] = {
     "loglevel": loglevel,
     "control_socket_disable": control_socket_disable,
     "on_starting": on_starting,
+    "post_fork": post_fork,
     "child_exit": child_exit,
     "worker_exit": worker_exit,
     "on_exit": on_exit,

@@ -171,5 +171,18 @@ class NoAccessLogger(Logger):  # type: ignore[misc]  # gunicorn is untyped
     def access_log_enabled(self) -> bool:
         return False
 
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        """gunicorn's arbiter names the listeners it opened; with reuse_port it opens
+        none (each worker opens its own after the fork, gunicorn_conf.post_fork logs
+        them), which would read `Listening at:  (PID)`: say the address instead."""
+        if msg == "Listening at: %s (%s)" and args and not args[0]:
+            scheme = "https" if self.cfg.is_ssl else "http"
+            where = ",".join(f"{scheme}://{b}" for b in self.cfg.bind)
+            workers = self.cfg.workers
+            who = f"each of the {workers} workers" if workers != 1 else "the worker"
+            msg = "Listening at: %s (%s): %s opens its own listener"
+            args = (where, args[1], who)
+        super().info(msg, *args, **kwargs)
+
     def access(self, resp: Any, req: Any, environ: Any, request_time: Any) -> None:
         """No access log."""
