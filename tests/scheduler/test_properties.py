@@ -32,10 +32,10 @@ from tests.builders import (
     with_affinity,
 )
 from tests.scheduler.frameworks import spread_only
-from webhook.scheduler import placement
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework import budget
-from webhook.scheduler.framework.runtime import run_filters
+from webhook.scheduler.framework.runtime import filter as runtime_filter
+from webhook.scheduler.framework.runtime.framework import run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Code, Status
 from webhook.scheduler.placement import (
@@ -210,7 +210,7 @@ def reference_place(
     reasons: dict[str, int] = {}
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        others = run_filters(prepared, info)
+        others = run_filter_plugins(prepared, info)
         if spread_error is not None:
             spread = spread_error
         elif not isinstance(pre, Status) and pre.constraints:
@@ -670,7 +670,7 @@ def reference_explain(
     candidates = []
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        if all(s.ok for s in run_filters(prepared, info).values()):
+        if all(s.ok for s in run_filter_plugins(prepared, info).values()):
             if filter_node(pre, info).ok:
                 return None
             candidates.append(info)
@@ -685,7 +685,7 @@ def _interrupted(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop_after:
     ticks = iter(range(10**6))
     with (
         mock.patch.object(budget, "_clock", lambda: next(ticks)),
-        mock.patch.object(placement, "CHUNK", 1),
+        mock.patch.object(runtime_filter, "CHUNK", 1),
     ):
         try:
             with budget.within(stop_after):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from webhook.api.kube import RawObj
 
@@ -31,6 +31,7 @@ __all__ = [
     "CycleState",
     "FilterPlugin",
     "NodeInfoLike",
+    "NodeVerdict",
     "Plugin",
     "PreFilterPlugin",
     "PreScorePlugin",
@@ -99,6 +100,33 @@ class CycleState(dict[str, Any]):
     """framework.CycleState: what one plugin's PreFilter / PreScore leaves for its own
     Filter / Score in one scheduling cycle, under the plugin's own key. Never shared
     between cycles; a plugin reads only its own entries."""
+
+
+class NodeVerdict(NamedTuple):
+    """One node's outcome: every filter plugin's status, and scores when feasible.
+
+    Immutable; a NamedTuple because a placement builds one per node (thousands).
+    Nodes with the same outcome share the very same `filters` and `scores`
+    dicts: read them, never edit them.
+    """
+
+    name: str
+    feasible: bool
+    filters: dict[str, Status]
+    scores: dict[str, int]
+    # The weighted sum of `scores` kube-scheduler ranks feasible nodes by.
+    score: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "name": self.name,
+            "feasible": self.feasible,
+            "filters": {plugin: s.to_json() for plugin, s in self.filters.items()},
+            "scores": dict(self.scores),
+        }
+        if self.feasible:
+            out["score"] = self.score
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 groups of nodes the plugins cannot tell apart.
 
 The runtime knows plugins only through framework/types.py. `prepare` runs every
-PreFilter once; `run_filters` then gives each plugin's Status on one node (a plugin
+PreFilter once; `run_filter_plugins` then gives each plugin's Status on one node (a plugin
 whose PreFilter skipped reports Success, one whose PreFilter failed reports that
 failure on every node), `passes` / `passing` say whether all pass, stopping at the
 first failure. Every filter rule is written once, in its plugin's `filter`.
@@ -57,7 +57,7 @@ __all__ = [
     "passes",
     "passing",
     "pod_inputs",
-    "run_filters",
+    "run_filter_plugins",
 ]
 
 
@@ -105,7 +105,7 @@ class FilterCycle:
         return PreparedFilters(pod, state, self.names, tuple(active), rejected)
 
 
-def run_filters(prepared: PreparedFilters, node: NodeInfoLike) -> dict[str, Status]:
+def run_filter_plugins(prepared: PreparedFilters, node: NodeInfoLike) -> dict[str, Status]:
     """Each filter plugin's Status on `node`, in profile order. The dict is new on every
     call: callers may add to it."""
     out = dict.fromkeys(prepared.names, SUCCESS)
@@ -117,7 +117,7 @@ def run_filters(prepared: PreparedFilters, node: NodeInfoLike) -> dict[str, Stat
 
 
 def all_passing(prepared: PreparedFilters) -> dict[str, Status]:
-    """What run_filters answers for a node every plugin passes."""
+    """What run_filter_plugins answers for a node every plugin passes."""
     return dict.fromkeys(prepared.names, SUCCESS)
 
 
