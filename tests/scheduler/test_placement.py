@@ -54,7 +54,7 @@ def test_looks_under_a_budget_read_no_node_key_one_by_one(
     the grouping is used as before."""
     from webhook.scheduler.framework import budget
     from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
-    from webhook.scheduler.profile import default_framework
+    from webhook.scheduler.profile import framework_of
 
     reads: list[str] = []
     node_key = NodeResourcesFit.node_key
@@ -69,7 +69,7 @@ def test_looks_under_a_budget_read_no_node_key_one_by_one(
         for i in range(12)
     ]
     snapshot = Snapshot.from_objects(nodes)
-    fw = default_framework()
+    fw = framework_of()
     web = {"app": "web"}
     pod = (
         make_pod().name("web").labels(web).requests(cpu="2")

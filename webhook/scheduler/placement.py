@@ -41,14 +41,15 @@ from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.budget import checkpoint
 from webhook.scheduler.framework.memo import adopt, memo_of
-from webhook.scheduler.framework.runtime.filter import affinity_matches, kept_with, outcomes_of
+from webhook.scheduler.framework.runtime.filter import kept_with, outcomes_of, outcomes_view
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import NodeVerdict, Status
+from webhook.scheduler.framework.types import FILTER_OUTCOMES, CycleState, NodeVerdict, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
-    NodeInclusion,
     distribution,
-    distribution_of,
+)
+from webhook.scheduler.plugins.podtopologyspread.common import (
+    PLUGIN_NAME as SPREAD,
 )
 from webhook.scheduler.plugins.podtopologyspread.explain import (
     ConstraintBlock,
@@ -58,9 +59,9 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     filter_classes,
     filter_keys,
-    pre_filter,
 )
-from webhook.scheduler.profile import Framework, default_framework
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from webhook.scheduler.profile import Framework, framework_of
 from webhook.scheduler.schedule_one import (
     find_nodes_that_fit_pod,
     prioritize_nodes,
@@ -151,9 +152,26 @@ def pod_ref(pod: RawObj) -> str:
     return f"{pod_namespace(pod)}/{name}"
 
 
-def framework_for(args: SpreadArgs) -> Framework:
+def _framework(args: SpreadArgs) -> Framework:
     """kube-scheduler's default profile with these PodTopologySpread args."""
-    return default_framework(None if args == DEFAULT_ARGS else args)
+    return framework_of(None, None if args == DEFAULT_ARGS else args)
+
+
+def _spread(fw: Framework) -> PodTopologySpread | None:
+    """The profile's PodTopologySpread, None when it has none."""
+    plugin = fw.plugin(SPREAD)
+    return plugin if isinstance(plugin, PodTopologySpread) else None
+
+
+def _distribution(pod: RawObj, snapshot: Snapshot, fw: Framework, state: CycleState) -> Any:
+    """Matching pods per domain for each topology key the pod spreads over, from the
+    constraints the cycle parsed (the default args' when the profile has no
+    PodTopologySpread)."""
+    spread = _spread(fw)
+    if spread is None:
+        return distribution(pod, snapshot, DEFAULT_ARGS)
+    spread.cycle(state, pod, snapshot)
+    return spread.distribution(state)
 
 
 def place(
@@ -171,15 +189,11 @@ def place(
     feasible ones would give; the filter work is done once per group of nodes that
     must get the same answer (see the module docstring).
     """
-    fw = framework if framework is not None else framework_for(args)
+    fw = framework if framework is not None else _framework(args)
     fit = find_nodes_that_fit_pod(pod, snapshot, fw)
     priorities = prioritize_nodes(fw, snapshot, fit)
     last = select_host(fit, priorities)
-    pre, soft = fit.pre, fit.soft
-    if isinstance(pre, Status) or isinstance(soft, Status):
-        spread_over: dict[str, dict[str, int]] = {}
-    else:
-        spread_over = distribution_of(pod, snapshot, (*pre.constraints, *soft.constraints))
+    spread_over = _distribution(pod, snapshot, fw, fit.prepared.state)
     return Placement(
         pod=pod_ref(pod),
         nodes=list(last.verdicts),
@@ -197,7 +211,7 @@ def feasible_nodes(
     """The nodes that pass every filter of the profile for `pod`, by name: place()'s
     feasible nodes without its scores or verdicts (for callers that choose the node
     themselves, such as a rebalancing plan)."""
-    fw = framework if framework is not None else framework_for(DEFAULT_ARGS)
+    fw = framework if framework is not None else _framework(DEFAULT_ARGS)
     fit = find_nodes_that_fit_pod(pod, snapshot, fw)
     names = fit.table.names
     return [names[i] for i in fit.diagnosis.feasible]
@@ -237,8 +251,9 @@ def explain(
     a time budget (framework.budget.within) it raises OutOfTime when the budget
     runs out; the outcomes judged so far are kept for the next call.
     """
-    fw = framework if framework is not None else framework_for(args)
-    if not fw.spread_filter:
+    fw = framework if framework is not None else _framework(args)
+    spread = _spread(fw)
+    if spread is None or SPREAD not in fw.filter_names:
         return None
     prepared = fw.filters.prepare(pod, snapshot)
     checkpoint()
@@ -248,19 +263,17 @@ def explain(
     # Outcome 0: every other filter passes; kept with the spec, as the node classes
     # such nodes fall in (per topology keys) below.
     def passing_others() -> tuple[list[bool], bool, dict[Any, Any]]:
-        passes = list(map((0).__eq__, outcome_ids))
+        passes = [outcome == 0 for outcome in outcome_ids]
         return passes, any(passes), {}
 
     others_pass, any_passes, candidate_classes_of = kept_with(
         spec, "explain", outcome_ids, passing_others
     )
-    if not any_passes:
+    if not any_passes or SPREAD not in prepared.state:
         return None
     checkpoint()
-    inclusion = NodeInclusion(pod)
-    if prepared.is_active("NodeAffinity"):
-        inclusion.know_affinity(table, affinity_matches(spec, outcome_ids))
-    state = pre_filter(pod, snapshot, fw.spread_args, inclusion)
+    prepared.state[FILTER_OUTCOMES] = outcomes_view(prepared, table, spec, outcome_ids)
+    state = spread.pre_filter_state(prepared.state)
     if not isinstance(state, PreFilterState) or not state.constraints:
         return None
     checkpoint()
@@ -346,5 +359,7 @@ def simulate(
         if decision.selected_node is not None:
             work.add_pod(copy, decision.selected_node)
     assert first is not None
-    fw = framework if framework is not None else framework_for(args)
-    return Simulation(placements, first, distribution(pod, work, fw.spread_args))
+    fw = framework if framework is not None else _framework(args)
+    spread = _spread(fw)
+    args = spread.args if spread is not None else DEFAULT_ARGS
+    return Simulation(placements, first, distribution(pod, work, args))

@@ -20,30 +20,17 @@ from webhook.scheduler.framework.memo import (
     FilterMemo,
     memo_of,
 )
-from webhook.scheduler.framework.runtime.filter import affinity_matches, outcomes_of
+from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
+    FILTER_OUTCOMES,
     SUCCESS,
     Code,
     Status,
 )
-from webhook.scheduler.plugins.podtopologyspread.common import (
-    PLUGIN_NAME,
-    SCHEDULE_ANYWAY,
-    NodeInclusion,
-    PodConstraints,
-    constraints_or_error,
-)
-from webhook.scheduler.plugins.podtopologyspread.filtering import (
-    PreFilterState,
-    filter_classes,
-    filter_keys,
-    pre_filter,
-)
-from webhook.scheduler.plugins.podtopologyspread.scoring import score_classes
 from webhook.scheduler.profile import Framework
 
 __all__ = [
@@ -88,52 +75,59 @@ class FitResult(NamedTuple):
     prepared: PreparedFilters
     table: NodeTable
     shared: FilterMemo
-    inclusion: NodeInclusion
-    pre: PreFilterState | Status
-    soft: PodConstraints | Status
     diagnosis: Diagnosis
 
 
 def find_nodes_that_fit_pod(pod: RawObj, snapshot: Snapshot, fw: Framework) -> FitResult:
-    """Every filter of `fw` on every node (see place), grouped."""
-    args = fw.spread_args
+    """Every filter of `fw` on every node, no short-circuit, grouped: the node-wise
+    plugins' outcomes remembered per pod spec (framework/runtime/filter.py), the
+    class-wise plugins' (types.ClassFilter) judged once per node class of the labels
+    they read, and both combined per key (Diagnosis).
+
+    Port of schedule_one.go: findNodesThatFitPod (RunPreFilterPlugins, then
+    findNodesThatPassFilters over every node).
+    """
     prepared = fw.filters.prepare(pod, snapshot)
     table = snapshot.node_table()
     memo = memo_of(snapshot)
     spec, ids = outcomes_of(prepared, snapshot, table)
-    inclusion = NodeInclusion(pod)
-    if prepared.is_active("NodeAffinity"):
-        # Node inclusion honours the same node affinity the NodeAffinity filter
-        # checks: take its remembered verdicts rather than match every node again.
-        inclusion.know_affinity(table, affinity_matches(spec, ids))
-    pre = pre_filter(pod, snapshot, args, inclusion)
-    # Upstream parses ScheduleAnyway constraints only at PreScore, where a parse
-    # error fails the whole cycle; checking now lets every verdict say so.
-    soft = constraints_or_error(pod, snapshot, args, SCHEDULE_ANYWAY)
-    spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
-
-    # PodTopologySpread's Filter reads only the node's values for the constraints'
-    # keys: judge each distinct set of values once.
-    spread: list[Status] = [SUCCESS]
+    # What the node-wise filters answered, for class-wise plugins whose PreFilter
+    # reads the same rule (PodTopologySpread's node inclusion and node affinity).
+    prepared.state[FILTER_OUTCOMES] = outcomes_view(prepared, table, spec, ids)
+    # A class-wise plugin's Filter reads only the node's values for a few labels:
+    # judge each distinct set of values once. rows[s]: one verdict per class-wise
+    # plugin; slots[k]: the row of node class k.
+    class_wise = prepared.class_wise
+    rows: list[tuple[Status, ...]] = [(SUCCESS,) * len(class_wise)]
     of_node: list[int] | None = None
     slots: list[int] = []
-    if not fw.spread_filter:
-        pass
-    elif spread_error is not None:
-        spread = [spread_error]
-    elif not isinstance(pre, Status) and pre.constraints:
-        hard_keys = filter_keys(pre)
-        classes = memo.node_classes(hard_keys, (False,) * len(hard_keys), table)
-        by_class = filter_classes(pre, hard_keys, classes.values)
+    state = prepared.state
+    label_keys = tuple(
+        dict.fromkeys(k for plugin in class_wise for k in plugin.filter_label_keys(state))
+    )
+    if class_wise and not label_keys:
+        # Nothing read of any node (a PreFilter state that fails every node alike).
+        rows = [tuple(plugin.filter_classes(state, (), [()])[0] for plugin in class_wise)]
+    elif class_wise:
+        classes = memo.node_classes(label_keys, (False,) * len(label_keys), table)
+        columns = [
+            plugin.filter_classes(state, label_keys, classes.values) for plugin in class_wise
+        ]
         # The verdicts are a few shared Status objects: tell them apart by identity.
-        identities = list(map(id, by_class))
-        spread = list(dict(zip(identities, by_class, strict=True)).values())
-        if len(spread) > 1:
-            slot = {id(status): i for i, status in enumerate(spread)}
+        if len(columns) == 1:
+            identities: list[Any] = list(map(id, columns[0]))
+            by_identity = dict(zip(identities, ((s,) for s in columns[0]), strict=True))
+        else:
+            identities = [tuple(map(id, row)) for row in zip(*columns, strict=True)]
+            by_identity = dict(zip(identities, zip(*columns, strict=True), strict=True))
+        rows = list(by_identity.values())
+        if len(rows) > 1:
+            slot = {identity: i for i, identity in enumerate(by_identity)}
             slots = list(map(slot.__getitem__, identities))
             of_node = classes.of_node
-    grouped = _diagnose(fw, spec, memo.shared, ids, of_node, slots, spread)
-    return FitResult(prepared, table, memo.shared, inclusion, pre, soft, grouped)
+    names = tuple(plugin.name for plugin in class_wise)
+    diagnosis = _diagnose(fw, spec, memo.shared, ids, of_node, slots, names, rows)
+    return FitResult(prepared, table, memo.shared, diagnosis)
 
 
 def _diagnose(
@@ -143,12 +137,13 @@ def _diagnose(
     ids: list[int],
     of_node: list[int] | None,
     slots: list[int],
-    spread: list[Status],
+    names: tuple[str, ...],
+    rows: list[tuple[Status, ...]],
 ) -> Diagnosis:
     """The filter phase's keys and what each key gets (see Diagnosis): the spec's last
     one when nothing it reads changed, updated on the moved nodes only when just they
     did, else worked out afresh."""
-    spread_key = tuple((s.code, s.reason, s.parts) for s in spread)
+    spread_key = (names, tuple(tuple((s.code, s.reason, s.parts) for s in row) for row in rows))
     last: Diagnosis | None = spec.derived
     if (
         last is not None
@@ -161,8 +156,8 @@ def _diagnose(
             return last
         step = spec.step
         if step is not None and step[0] is last.ids:
-            return _rediagnose(last, ids, step[1], spec, shared, fw, spread)
-    width = len(spread)
+            return _rediagnose(last, ids, step[1], spec, shared, fw, names, rows)
+    width = len(rows)
     keys: list[int]
     if of_node is None:
         keys = ids
@@ -171,7 +166,7 @@ def _diagnose(
     else:  # every node passes the other filters (outcome 0)
         keys = list(map(slots.__getitem__, of_node))
     counts = dict(Counter(keys))
-    per_key = {key: _key_verdict(key, spec, shared, fw, spread) for key in counts}
+    per_key = {key: _key_verdict(key, spec, shared, fw, names, rows) for key in counts}
     feasible = _positions(keys, per_key)
     made = Diagnosis(
         ids,
@@ -196,11 +191,12 @@ def _rediagnose(
     spec: FilterMemo,
     shared: FilterMemo,
     fw: Framework,
-    spread: list[Status],
+    names: tuple[str, ...],
+    rows: list[tuple[Status, ...]],
 ) -> Diagnosis:
     """`last` with the keys of the `moved` nodes worked out again (their outcome ids
     changed; nothing else did)."""
-    width, of_node, slots = len(spread), last.of_node, last.slots
+    width, of_node, slots = len(rows), last.of_node, last.slots
     keys = list(last.keys)
     counts = dict(last.counts)
     per_key = dict(last.per_key)
@@ -219,7 +215,7 @@ def _rediagnose(
             counts[new] += 1
         else:
             counts[new] = 1
-            per_key[new] = _key_verdict(new, spec, shared, fw, spread)
+            per_key[new] = _key_verdict(new, spec, shared, fw, names, rows)
         was, now = last.per_key[old][0], per_key[new][0]
         if was != now:
             if feasible is last.feasible:
@@ -241,19 +237,25 @@ def _rediagnose(
 
 
 def _key_verdict(
-    key: int, spec: FilterMemo, shared: FilterMemo, fw: Framework, spread: list[Status]
+    key: int,
+    spec: FilterMemo,
+    shared: FilterMemo,
+    fw: Framework,
+    names: tuple[str, ...],
+    rows: list[tuple[Status, ...]],
 ) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
     """(feasible, status map, failure reasons) of the nodes holding `key`: one status
-    map per (other filters' outcome, PodTopologySpread verdict), shared by every
+    map per (node-wise filters' outcome, class-wise plugins' verdicts), shared by every
     decision of the snapshot."""
-    o, c = divmod(key, len(spread))
-    outcome = spec.outcomes[o]
+    o, c = divmod(key, len(rows))
+    outcome, row = spec.outcomes[o], rows[c]
+    content = tuple((s.code, s.reason, s.parts) for s in row)
     result: tuple[bool, dict[str, Status], tuple[str, ...]] = shared.share(
-        ("filters", fw.filter_names, _content(outcome), spread[c], spread[c].parts),
+        ("filters", fw.filter_names, _content(outcome), names, content),
         _merged,
         fw,
         outcome,
-        spread[c],
+        dict(zip(names, row, strict=True)),
     )
     return result
 
@@ -288,14 +290,11 @@ def _content(outcome: dict[str, Status]) -> tuple[Any, ...]:
 
 
 def _merged(
-    fw: Framework, others: dict[str, Status], spread: Status
+    fw: Framework, others: dict[str, Status], class_wise: dict[str, Status]
 ) -> tuple[bool, dict[str, Status], tuple[str, ...]]:
     """(feasible, the status map of a node in the profile's filter order, the reasons
     its failures count under)."""
-    statuses = {
-        name: spread if name == PLUGIN_NAME else others.get(name, SUCCESS)
-        for name in fw.filter_names
-    }
+    statuses = {name: class_wise.get(name) or others.get(name, SUCCESS) for name in fw.filter_names}
     failed = [s for s in statuses.values() if s.code is not Code.SUCCESS]
     return not failed, statuses, tuple(r for s in failed for r in s.reasons)
 
@@ -322,13 +321,8 @@ def prioritize_nodes(fw: Framework, snapshot: Snapshot, fit: FitResult) -> Prior
     feasible = fit.diagnosis.feasible
     if not feasible:
         return Priorities([], None, {}, None)
-    pod, soft, table = fit.prepared.pod, fit.soft, fit.table
-    given: dict[str, tuple[int, list[int]]] = {}
-    if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
-        column = score_classes(pod, snapshot, soft, table, feasible, fit.inclusion)
-        given[PLUGIN_NAME] = (fw.spread_weight, column)
     ranked = run_score_plugins(
-        fw.scores, fw.score_names, fit.prepared, snapshot, table, feasible, given
+        fw.scores, fw.score_names, fit.prepared, snapshot, fit.table, feasible
     )
     if isinstance(ranked, str):
         return Priorities([], None, {}, ranked)

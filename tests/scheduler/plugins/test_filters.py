@@ -647,7 +647,7 @@ def test_public_surface() -> None:
     import webhook.scheduler.framework.runtime.framework as runtime_mod
     import webhook.scheduler.profile as profile_mod
 
-    assert {"Framework", "build", "default_framework"} <= set(profile_mod.__all__)
+    assert {"Framework", "framework_of"} <= set(profile_mod.__all__)
     assert {"run_filter_plugins", "passes", "passing"} <= set(runtime_mod.__all__)
     for mod in (runtime_mod, profile_mod):
         assert all(hasattr(mod, n) for n in mod.__all__)

@@ -9,7 +9,8 @@ tests/scheduler/test_properties.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import functools
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from webhook.scheduler.framework.budget import CHUNK, OutOfTime, budgeted, spent
@@ -25,15 +26,16 @@ from webhook.scheduler.framework.runtime.framework import (
     all_passing,
     passing,
     pod_inputs,
-    run_filter_plugins,
+    run_node_wise,
 )
 from webhook.scheduler.framework.runtime.grouping import alike_nodes
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
+    FilterOutcomes,
     NodeInfoLike,
 )
 
-__all__ = ["UNJUDGED", "affinity_matches", "filter_outcomes", "kept_with", "outcomes_of"]
+__all__ = ["UNJUDGED", "filter_outcomes", "kept_with", "outcomes_of", "outcomes_view", "passes_of"]
 
 
 # The generation recorded for a node whose outcome was not worked out (the budget ran
@@ -74,7 +76,7 @@ def filter_outcomes(
             chunk = infos[start : start + CHUNK]
             for i, ok in enumerate(passing(prepared, chunk), start):
                 if not ok:
-                    statuses = run_filter_plugins(prepared, infos[i])
+                    statuses = run_node_wise(prepared, infos[i])
                     key = tuple((s.code, s.reason, s.parts) for s in statuses.values())
                     ids[i] = spec.intern(key, statuses)
         return ids, len(infos)
@@ -166,7 +168,7 @@ def outcomes_of(
     return spec, filter_outcomes(prepared, snapshot, table, spec)
 
 
-def kept_with(spec: FilterMemo, name: str, ids: list[int], make: Callable[[], Any]) -> Any:
+def kept_with(spec: FilterMemo, name: Hashable, ids: list[int], make: Callable[[], Any]) -> Any:
     """make(), derived from the spec's outcome list `ids` and kept with the spec while
     its outcomes are that very list (replaced whole when a node's outcome moves)."""
     hit = spec.shared.get(name)
@@ -175,12 +177,31 @@ def kept_with(spec: FilterMemo, name: str, ids: list[int], make: Callable[[], An
     return hit[1]
 
 
-def affinity_matches(spec: FilterMemo, ids: list[int]) -> list[bool]:
-    """Whether the NodeAffinity filter passes each node, from its remembered outcomes."""
+def passes_of(spec: FilterMemo, ids: list[int], name: str) -> list[bool]:
+    """Whether the filter plugin `name` passes each node, from the outcomes remembered
+    in `spec` (`ids`: each node's outcome), kept with them."""
 
     def make() -> list[bool]:
-        passed = [outcome["NodeAffinity"].ok for outcome in spec.outcomes]
+        passed = [outcome[name].ok for outcome in spec.outcomes]
         return list(map(passed.__getitem__, ids))
 
-    matches: list[bool] = kept_with(spec, "affinity", ids, make)
+    matches: list[bool] = kept_with(spec, ("passes", name), ids, make)
     return matches
+
+
+def outcomes_view(
+    prepared: PreparedFilters, table: NodeTable, spec: FilterMemo, ids: list[int]
+) -> FilterOutcomes:
+    """The remembered outcomes (`ids`: each node of `table`'s outcome in `spec`) as
+    class-wise plugins read them (types.FILTER_OUTCOMES)."""
+    return FilterOutcomes(table, functools.partial(_passing, prepared, spec, ids))
+
+
+def _passing(
+    prepared: PreparedFilters, spec: FilterMemo, ids: list[int], name: str
+) -> list[bool] | None:
+    """Whether each node passes the node-wise filter `name`, from the remembered
+    outcomes; None when its Filter does not run for this pod."""
+    if not any(p.name == name for p in prepared.active):
+        return None
+    return passes_of(spec, ids, name)

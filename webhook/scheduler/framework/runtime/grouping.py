@@ -28,6 +28,9 @@ from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
     FilterPlugin,
     NodeInfoLike,
+    NodeLabelKeyed,
+    NodeStateKeyed,
+    implements,
 )
 
 __all__ = [
@@ -65,7 +68,7 @@ def alike_nodes(
     """
     shared = tuple(p for p in prepared.active if not p.node_key_reads_pod)
     own = tuple(p for p in prepared.active if p.node_key_reads_pod)
-    stated = tuple(p for p in own if getattr(p, "node_state_key", None) is not None)
+    stated = tuple(p for p in own if implements(p, NodeStateKeyed))
     kept = stated_groups(snapshot, table, prepared, shared, stated) if stated else None
     if kept is not None:
         own = tuple(p for p in own if p not in stated)
@@ -79,8 +82,8 @@ def alike_nodes(
     label_keys: list[str] = []
     by_node: list[FilterPlugin] = []
     for p in own:
-        keys_of = getattr(p, "node_label_keys", None)
-        keys = keys_of(state, pod) if keys_of is not None else None
+        hooked = cast("NodeLabelKeyed", p) if implements(p, NodeLabelKeyed) else None
+        keys = hooked.node_label_keys(state, pod) if hooked is not None else None
         if keys is None:
             by_node.append(p)
         else:
@@ -133,8 +136,9 @@ def node_groups(
     that changed."""
     memo = memo_of(snapshot).node_groups(groups_signature(plugins, stated))
     state, pod = prepared.state, prepared.pod
+    readers: list[Callable[[NodeInfoLike], Hashable | None]]
     readers = [functools.partial(p.node_key, state, pod) for p in plugins]
-    readers += [p.node_state_key for p in stated]  # type: ignore[attr-defined]
+    readers += [cast("NodeStateKeyed", p).node_state_key for p in stated]
 
     def key_of(info: NodeInfoLike) -> Hashable | None:
         key = tuple(read(info) for read in readers)

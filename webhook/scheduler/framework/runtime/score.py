@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from operator import add, itemgetter
-from typing import Any
+from typing import Any, cast
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.framework.memo import (
@@ -24,8 +24,13 @@ from webhook.scheduler.framework.runtime.grouping import kept_classes
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
     Code,
+    ColumnScore,
     CycleState,
+    ScoreKeyed,
+    ScoreLabelKeyed,
     ScorePlugin,
+    ValueNormalizing,
+    implements,
 )
 
 __all__ = ["run_normalize_score", "run_score_plugins", "score_classes", "score_column", "score_map"]
@@ -43,7 +48,6 @@ def run_score_plugins(
     snapshot: Snapshot,
     table: NodeTable,
     feasible: list[int],
-    given: dict[str, tuple[int, list[int]]],
 ) -> tuple[tuple[str, ...], list[Any] | None, dict[Any, tuple[int, ...]], dict[Any, int]] | str:
     """Every score plugin's normalised score on each feasible node (positions of
     `table`): (the plugins scoring, in profile order; each node's row, a key for its
@@ -56,7 +60,7 @@ def run_score_plugins(
     score_column.
     """
     state, pod = prepared.state, prepared.pod
-    columns: dict[str, tuple[int, list[int]]] = dict(given)
+    columns: dict[str, tuple[int, list[int]]] = {}
     infos = list(map(table.infos.__getitem__, feasible)) if plugins else []
     for plugin, weight in plugins:
         status = plugin.pre_score(state, pod, infos, snapshot)
@@ -64,7 +68,12 @@ def run_score_plugins(
             continue
         if not status.ok:
             return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        column = score_column(plugin, state, pod, snapshot, table, feasible)
+        column: list[int] | str
+        if implements(plugin, ColumnScore):
+            whole = cast("ColumnScore", plugin)
+            column = whole.score_column(state, pod, snapshot, table, feasible)
+        else:
+            column = score_column(plugin, state, pod, snapshot, table, feasible)
         if isinstance(column, str):
             return column
         columns[plugin.name] = (weight, column)
@@ -183,18 +192,17 @@ def score_classes(
     decision.
     """
     memo = memo_of(snapshot)
-    key_of = getattr(plugin, "score_key", None)
-    node_key_of = getattr(plugin, "score_node_key", None)
-    if key_of is not None and node_key_of is not None:
-        key = key_of(state, pod)
+    if implements(plugin, ScoreKeyed):
+        keyed = cast("ScoreKeyed", plugin)
+        key = keyed.score_key(state, pod)
         if key is not None:
             classes = memo.score_classes(plugin.name)
-            kept = kept_classes(classes, snapshot, table, node_key_of)
+            kept = kept_classes(classes, snapshot, table, keyed.score_node_key)
             if kept is not None:
                 raw_of = memo.raw_by_class(plugin.name, key, classes)
                 return kept.ids, functools.partial(as_read, table, kept.generations), raw_of
-    labels_of = getattr(plugin, "score_label_keys", None)
-    keys = labels_of(state, pod) if labels_of is not None else None
+    labelled = cast("ScoreLabelKeyed", plugin) if implements(plugin, ScoreLabelKeyed) else None
+    keys = labelled.score_label_keys(state, pod) if labelled is not None else None
     if keys is None:
         return None
     mark = snapshot.journal_mark()
@@ -238,7 +246,10 @@ def run_normalize_score(
     how many nodes share a score, as DefaultNormalizeScore does) normalises the
     distinct raw scores only.
     """
-    if getattr(plugin, "normalize_reads_values", False):
+    if (
+        implements(plugin, ValueNormalizing)
+        and cast("ValueNormalizing", plugin).normalize_reads_values
+    ):
         distinct = list(set(raws))
         scores = {str(k): v for k, v in enumerate(distinct)}
         status = plugin.normalize_score(state, pod, scores)
