@@ -1,55 +1,65 @@
-"""The one entry point the CLI and /mutate call: where would kube-scheduler put this pod?
+"""The scheduler's one public face: where would kube-scheduler put this pod?
 
-`place` runs the profile's filter plugins on every node (no short-circuit, so every
-reason shows), scores the feasible nodes with its score plugins, and picks the
-highest weighted sum, ties broken by name. `simulate` places copies one after another
-on a private copy of the snapshot.
+`place` runs one scheduling cycle (schedule_one: find_nodes_that_fit_pod, every
+filter plugin on every node with no short-circuit so every reason shows;
+prioritize_nodes, the weighted scores of the feasible nodes; select_host, the highest
+sum, ties broken by name) and reports it as a Placement; `feasible_nodes` is the
+filter phase alone; `explain` says whether the pod's spreading is what leaves it no
+node (the /validate foresight); `warm` builds what every decision reads; `simulate`
+places copies one after another on a private copy of the snapshot.
 
-The answer is the one a node-by-node evaluation gives (property tests hold it to
-that, for the spread-only model and the default profile), but the work is done once
-per group of nodes that must get the same answer, so a decision over thousands of
-nodes stays cheap:
-- the filters' outcomes are remembered per pod spec, and judged again only for the
-  nodes the snapshot's journal says changed (an unchanged cluster costs no pass over
-  the nodes); new ones are judged once per group of nodes alike for every filter
-  (pod-independent node keys kept per node, NodeAffinity's by the classes of the
-  labels it reads, the combination kept while both are unchanged);
-- PodTopologySpread's Filter reads only the node's values for the constraints'
-  keys, so it runs once per distinct set of values (a zone, not each node);
-- each node gets a key (its filters' outcome and PodTopologySpread verdict): the
-  status maps, the feasible nodes and the reasons are worked out per key, and kept
-  with the pod spec while the outcomes and verdicts are the same (updated on the
-  moved nodes only when just they changed);
-- PodTopologySpread's Score likewise runs once per set of values (hostname by
-  presence), and one by one only for the nodes holding matching pods under a
-  hostname constraint;
-- every other score plugin runs once per class of nodes it cannot tell apart
-  (score_classes), raw scores remembered per class where they read only the node
-  and a pod key, and NormalizeScore runs over the distinct raw scores;
-- nodes with the same outcome share one status map and one score map; when the keys
-  and scores are those of the previous decision its verdicts are the answer, else
-  only the nodes whose verdict changed get a new one (node_verdicts).
+The answer is the one a node-by-node evaluation gives (tests/scheduler/
+test_properties.py holds it to that, for the spread-only model and the default
+profile), but the work is done once per group of nodes that must get the same answer,
+so a decision over thousands of nodes stays cheap. Where each part of that lives:
+- framework/runtime/filter.py: the node-wise filters' outcomes remembered per pod
+  spec, judged again only for the nodes the snapshot's journal says changed, under
+  the time budget;
+- framework/runtime/grouping.py: new outcomes judged once per group of nodes alike
+  for every filter;
+- schedule_one.py: class-wise filters (PodTopologySpread) judged once per distinct
+  set of label values, and each node's key (its outcome and class-wise verdicts) with
+  its status map, feasibility and reasons worked out per key (the Diagnosis);
+- framework/runtime/score.py: each score plugin once per class of nodes it cannot
+  tell apart, or its own column hook (PodTopologySpread), NormalizeScore over the
+  distinct raw scores;
+- framework/runtime/verdicts.py: nodes with the same outcome share one verdict row,
+  and a decision whose rows are the previous one's reuses its verdicts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.budget import checkpoint
+from webhook.scheduler.framework.budget import OutOfTime, checkpoint, within
 from webhook.scheduler.framework.memo import adopt, memo_of
 from webhook.scheduler.framework.runtime.filter import kept_with, outcomes_of, outcomes_view
+from webhook.scheduler.framework.runtime.framework import FilterCycle, run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import FILTER_OUTCOMES, CycleState, NodeVerdict, Status
+from webhook.scheduler.framework.types import (
+    FILTER_OUTCOMES,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NodeVerdict,
+    Status,
+)
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     distribution,
+    eligible_nodes,
 )
 from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME as SPREAD,
+)
+from webhook.scheduler.plugins.podtopologyspread.defaults import (
+    default_constraints_for,
+    defaults_for_args,
 )
 from webhook.scheduler.plugins.podtopologyspread.explain import (
     ConstraintBlock,
@@ -61,7 +71,7 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     filter_keys,
 )
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
-from webhook.scheduler.profile import Framework, framework_of
+from webhook.scheduler.profile import READS, Framework, framework_of
 from webhook.scheduler.schedule_one import (
     find_nodes_that_fit_pod,
     prioritize_nodes,
@@ -70,18 +80,33 @@ from webhook.scheduler.schedule_one import (
 
 PluginStatus = Status
 
+# The scheduler's public face: code outside scheduler/ imports these (and
+# framework.types, framework.snapshot, config), never the modules below
+# (tests/test_layering.py holds it).
 __all__ = [
+    "READS",
+    "ConstraintBlock",
+    "Framework",
     "NodeVerdict",
+    "OutOfTime",
     "Placement",
     "PluginStatus",
     "Simulation",
     "Unschedulable",
+    "adopt",
+    "admitted_nodes",
+    "default_constraints_for",
+    "defaults_for_args",
     "explain",
     "feasible_nodes",
+    "framework_of",
     "place",
     "pod_ref",
     "simulate",
+    "spread_eligible_nodes",
+    "spread_pre_filter",
     "warm",
+    "within",
 ]
 
 
@@ -363,3 +388,62 @@ def simulate(
     spread = _spread(fw)
     args = spread.args if spread is not None else DEFAULT_ARGS
     return Simulation(placements, first, distribution(pod, work, args))
+
+
+# ---- the plugins' own answers, for the audit ------------------------------------------
+
+
+def _default_spread(args: SpreadArgs) -> PodTopologySpread:
+    """PodTopologySpread of the default profile with `args` (it always has one)."""
+    spread = _spread(_framework(args))
+    assert spread is not None  # the default profile enables PodTopologySpread
+    return spread
+
+
+def spread_pre_filter(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS
+) -> PreFilterState | Status:
+    """PodTopologySpread's PreFilter state for `pod`, as the plugin computes it: per
+    DoNotSchedule constraint (or default), its eligible domains with their matching pods
+    (`tp_value_to_match_num`), the global minimum (`global_min`) and the selector
+    counted with; the Status of its PreFilter error."""
+    spread = _default_spread(args)
+    state = CycleState()
+    status = spread.pre_filter(state, pod, snapshot)
+    if not status.ok and status.code is not Code.SKIP:
+        return status
+    return spread.pre_filter_state(state)
+
+
+def spread_eligible_nodes(
+    pod: RawObj, snapshot: Snapshot, args: SpreadArgs = DEFAULT_ARGS
+) -> list[dict[str, str]] | Status:
+    """For each DoNotSchedule constraint of `pod` (or default), in order, every node
+    taking part in its spread -> the node's domain, by the plugin's node inclusion (the
+    constraints' keys, nodeAffinityPolicy, nodeTaintsPolicy); the Status of a PreFilter
+    error."""
+    spread = _default_spread(args)
+    kept = spread.cycle(CycleState(), pod, snapshot)
+    if isinstance(kept.hard, Status):
+        return kept.hard
+    return eligible_nodes(snapshot, kept.hard.constraints, kept.inclusion)
+
+
+def admitted_nodes(
+    pod: RawObj,
+    snapshot: Snapshot,
+    plugins: Sequence[str],
+    *,
+    framework: Framework | None = None,
+) -> set[str]:
+    """The nodes that pass every one of the named filter plugins of `framework`'s
+    profile (default: kube-scheduler's default profile) for `pod`: their PreFilter and
+    Filter, run by the runtime (a plugin the profile does not enable is left out)."""
+    fw = framework if framework is not None else _framework(DEFAULT_ARGS)
+    chosen: list[FilterPlugin] = [fw.plugins[name] for name in plugins if name in fw.filter_names]
+    prepared = FilterCycle(chosen).prepare(pod, snapshot)
+    return {
+        name
+        for name, info in snapshot.nodes.items()
+        if all(s.ok for s in run_filter_plugins(prepared, info).values())
+    }

@@ -270,6 +270,33 @@ class NodeInclusion:
         return True
 
 
+def eligible_nodes(
+    snapshot: Snapshot, constraints: tuple[Constraint, ...], inclusion: NodeInclusion
+) -> list[dict[str, str]]:
+    """For each of `constraints` (those of one whenUnsatisfiable), every node taking part
+    in its spread -> the node's domain: the node carries every topology key of
+    `constraints` and passes the constraint's inclusion policies. These are the nodes
+    whose domains PreFilter counts.
+
+    Port of filtering.go: calPreFilterState's node loop (nodeLabelsMatchSpreadConstraints,
+    matchNodeInclusionPolicies).
+    """
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    carrying = snapshot.key_index(keys)[0]
+    nodes = snapshot.nodes
+    out: list[dict[str, str]] = []
+    for c in constraints:
+        j = keys.index(c.topology_key)
+        out.append(
+            {
+                name: values[j]
+                for name, values in carrying.items()
+                if (info := nodes.get(name)) is not None and inclusion.includes(c, info)
+            }
+        )
+    return out
+
+
 def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, int]:
     """countPodsMatchSelector for every node: node name -> matching pods of the pod's namespace.
 
