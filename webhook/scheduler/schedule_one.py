@@ -44,14 +44,16 @@ __all__ = [
 
 
 class Diagnosis(NamedTuple):
-    """The filter phase of one decision by classes of nodes: each node's key (its
-    filters' outcome and PodTopologySpread verdict), and per key what every node
-    holding it gets. Kept with the pod spec's outcomes (FilterMemo.derived) and
-    reused while what it was derived from is unchanged.
+    """upstream's Diagnosis (which plugin failed each node, and why), worked out by
+    classes of nodes: each node's key (its node-wise filters' outcome and the
+    class-wise plugins' verdicts), and per key what every node holding it gets. Kept
+    with the pod spec's outcomes (FilterMemo.derived) and reused while what it was
+    derived from is unchanged.
 
-    ids, of_node, slots, spread_key, filter_names: what it was derived from (the
-    outcome id per node, PodTopologySpread's node classes, the verdict slot of each
-    class, each slot's verdict, the profile's filter order); keys[i]: node i's key;
+    ids, of_node, slots, class_key, filter_names: what it was derived from (the
+    outcome id per node, the node classes of the labels class-wise plugins read, the
+    verdict row of each class, the class-wise plugins' names and each row's verdicts,
+    the profile's filter order); keys[i]: node i's key;
     per_key: key -> (feasible, status map, the reasons its failures count under);
     counts: key -> nodes holding it; feasible: the positions of the feasible nodes;
     reasons: failure reason -> nodes, sorted.
@@ -60,7 +62,7 @@ class Diagnosis(NamedTuple):
     ids: list[int]
     of_node: list[int] | None
     slots: list[int]
-    spread_key: tuple[Any, ...]
+    class_key: tuple[Any, ...]
     filter_names: tuple[str, ...]
     keys: list[int]
     per_key: dict[int, tuple[bool, dict[str, Status], tuple[str, ...]]]
@@ -143,12 +145,12 @@ def _diagnose(
     """The filter phase's keys and what each key gets (see Diagnosis): the spec's last
     one when nothing it reads changed, updated on the moved nodes only when just they
     did, else worked out afresh."""
-    spread_key = (names, tuple(tuple((s.code, s.reason, s.parts) for s in row) for row in rows))
+    class_key = (names, tuple(tuple((s.code, s.reason, s.parts) for s in row) for row in rows))
     last: Diagnosis | None = spec.derived
     if (
         last is not None
         and last.of_node is of_node
-        and last.spread_key == spread_key
+        and last.class_key == class_key
         and last.filter_names == fw.filter_names
         and last.slots == slots
     ):
@@ -172,7 +174,7 @@ def _diagnose(
         ids,
         of_node,
         slots,
-        spread_key,
+        class_key,
         fw.filter_names,
         keys,
         per_key,

@@ -55,8 +55,8 @@ def run_score_plugins(
     in that order; row -> its weighted sum); or the error that fails the cycle.
 
     Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
-    weight). A plugin whose PreScore skips is left out; PodTopologySpread's scores come
-    from its grouped engine (`spread_scores`, None when it skips); the others' from
+    weight). A plugin whose PreScore skips is left out; a plugin with the ColumnScore
+    hook (PodTopologySpread) gives its whole column itself; the others' come from
     score_column.
     """
     state, pod = prepared.state, prepared.pod

@@ -125,8 +125,8 @@ def node_verdicts(
     best = max(map(itemgetter(1), row_info.values()), default=None)
     tied: list[str] = []
     if scored:
-        # Every feasible node holds the one key of a plain pass (outcome 0 and
-        # PodTopologySpread's Success): the runtime tells passing nodes no further apart.
+        # Every feasible node holds the one key of a plain pass (outcome 0 and the
+        # class-wise plugins' Success): the runtime tells passing nodes no further apart.
         (statuses,) = [v[1] for v in per_key.values() if v[0]]
         number = contents.number
         of_row = {row: number(True, statuses, m, total) for row, (m, total) in row_info.items()}

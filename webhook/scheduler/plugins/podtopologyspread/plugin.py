@@ -197,9 +197,15 @@ class PodTopologySpread:
         return SUCCESS
 
     def score_column(
-        self, state: CycleState, pod: RawObj, snapshot: Snapshot, table: NodeTable,
+        self,
+        state: CycleState,
+        pod: RawObj,
+        snapshot: Snapshot,
+        table: NodeTable,
         feasible: list[int],
-    ) -> list[int]:  # fmt: skip
+    ) -> list[int]:
+        """PreScore's, Score's and NormalizeScore's answer for every feasible node at
+        once, once per node class (scoring.score_classes)."""
         kept: SpreadCycle = state[self.name]
         inclusion = self._inclusion(state, kept)
         return scoring.score_classes(pod, snapshot, kept.soft, table, feasible, inclusion)
