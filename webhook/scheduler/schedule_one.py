@@ -117,8 +117,11 @@ def find_nodes_that_fit_pod(pod: RawObj, snapshot: Snapshot, fw: Framework) -> F
         ]
         # The verdicts are a few shared Status objects: tell them apart by identity.
         if len(columns) == 1:
+            # One verdict per class (a class per node under a hostname constraint):
+            # rows are made for the few distinct verdicts only.
             identities: list[Any] = list(map(id, columns[0]))
-            by_identity = dict(zip(identities, ((s,) for s in columns[0]), strict=True))
+            distinct = dict(zip(identities, columns[0], strict=True))
+            by_identity = {i: (status,) for i, status in distinct.items()}
         else:
             identities = [tuple(map(id, row)) for row in zip(*columns, strict=True)]
             by_identity = dict(zip(identities, zip(*columns, strict=True), strict=True))
