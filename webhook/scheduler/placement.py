@@ -396,7 +396,8 @@ def simulate(
 def _default_spread(args: SpreadArgs) -> PodTopologySpread:
     """PodTopologySpread of the default profile with `args` (it always has one)."""
     spread = _spread(_framework(args))
-    assert spread is not None  # the default profile enables PodTopologySpread
+    if spread is None:  # kube-scheduler's default profile enables it: never happens
+        raise RuntimeError("the default profile has no PodTopologySpread")
     return spread
 
 

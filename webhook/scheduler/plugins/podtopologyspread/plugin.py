@@ -24,6 +24,7 @@ from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
     SKIP,
     SUCCESS,
+    Code,
     CycleState,
     FilterOutcomes,
     NodeInfoLike,
@@ -176,24 +177,35 @@ class PodTopologySpread:
         kept.pre_score = None
         return SUCCESS
 
-    def _pre_score_state(self, state: CycleState) -> scoring.PreScoreState:
-        kept: SpreadCycle = state[self.name]
+    def _pre_score_state(self, state: CycleState) -> scoring.PreScoreState | Status:
+        """initPreScoreState over the nodes PreScore was given, worked out on first use;
+        an Error status when PreScore did not run (upstream: reading the state fails)."""
+        kept: SpreadCycle | None = state.get(self.name)
+        if kept is None:
+            return Status(Code.ERROR, f"reading {self.name!r} from cycleState: not found")
         if kept.pre_score is None:
             nodes: Any = kept.feasible
             kept.pre_score = scoring.pre_score(
                 kept.pod, kept.snapshot, self.args, nodes, self._inclusion(state, kept)
             )
-        assert isinstance(kept.pre_score, scoring.PreScoreState)  # PreScore checked
-        return kept.pre_score
+        if isinstance(kept.pre_score, scoring.PreScoreState):
+            return kept.pre_score
+        return Status(Code.ERROR, f"{self.name}: PreScore did not leave a state to score with")
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
         """Port of scoring.go: Score."""
+        pre = self._pre_score_state(state)
+        if isinstance(pre, Status):
+            return 0, pre
         info: Any = node
-        return scoring.score_node(self._pre_score_state(state), info), SUCCESS
+        return scoring.score_node(pre, info), SUCCESS
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """Port of scoring.go: NormalizeScore."""
-        scores.update(scoring.normalize_scores(self._pre_score_state(state), scores))
+        pre = self._pre_score_state(state)
+        if isinstance(pre, Status):
+            return pre
+        scores.update(scoring.normalize_scores(pre, scores))
         return SUCCESS
 
     def score_column(
