@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import (
@@ -34,10 +34,11 @@ from tests.builders import (
 from tests.scheduler.frameworks import spread_only
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework import budget
+from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.runtime import filter as runtime_filter
 from webhook.scheduler.framework.runtime.framework import run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import Code
+from webhook.scheduler.framework.types import Code, CycleState
 from webhook.scheduler.placement import (
     NodeVerdict,
     Placement,
@@ -57,6 +58,7 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     filter_node,
     pre_filter,
 )
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import Framework, framework_of
 
 NODES = ["n0", "n1", "n2", "n3"]
@@ -721,3 +723,51 @@ def test_explain_equals_one_node_at_a_time(nodes, residents, incoming, changes, 
     for n, change in enumerate(changes):
         _apply_change(snap, nodes, pod, n, change, "NoSchedule")
         _check_explain(pod, snap, fw, stops[n + 1])
+
+
+# ---- PodTopologySpread's hooks against its own node-by-node phases ------------------
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(node_st, min_size=1, max_size=8),
+    st.lists(resident_st, max_size=16),
+    incoming_st,
+    st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_podtopologyspread_hooks_equal_its_node_by_node_phases(
+    nodes, residents, incoming, feasible_mask
+) -> None:
+    """ClassFilter (Filter once per node class) gives every node what Filter gives it,
+    and ColumnScore what Score on each feasible node and NormalizeScore over them give:
+    the runtime's grouping of this plugin equals per-node plugin calls."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        objs.append((b.terminating() if terminating else b).obj())
+    snap = Snapshot.from_objects(objs)
+    pod = _incoming(incoming)
+    plugin = PodTopologySpread()
+    table = snap.node_table()
+    state = CycleState()
+    if plugin.pre_filter(state, pod, snap).code is Code.SUCCESS:
+        keys = plugin.filter_label_keys(state)
+        classes = memo_of(snap).node_classes(keys, (False,) * len(keys), table)
+        by_class = plugin.filter_classes(state, keys, classes.values)
+        got = [by_class[k] for k in classes.of_node]
+        want = [plugin.filter(state, pod, info) for info in table.infos]
+        assert [(s.code, s.reason) for s in got] == [(s.code, s.reason) for s in want]
+        event("Filter compared")
+    feasible = [i for i in range(len(table.infos)) if feasible_mask[i % 8]]
+    infos = [table.infos[i] for i in feasible]
+    state = CycleState()
+    if feasible and plugin.pre_score(state, pod, infos, snap).code is Code.SUCCESS:
+        column = plugin.score_column(state, pod, snap, table, feasible)
+        raw = {}
+        for info in infos:
+            value, status = plugin.score(state, pod, info)
+            assert status.ok
+            raw[info.name] = value
+        assert plugin.normalize_score(state, pod, raw).ok
+        assert column == [raw[info.name] for info in infos]
+        event("Score compared")
