@@ -59,7 +59,7 @@ from webhook.cli.simulate import without_cyclic_gc  # noqa: E402
 from webhook.scheduler.framework.snapshot import Snapshot  # noqa: E402
 from webhook.scheduler.placement import Placement, place, simulate  # noqa: E402
 from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS  # noqa: E402
-from webhook.scheduler.profile import Framework, default_framework  # noqa: E402
+from webhook.scheduler.profile import Framework, framework_of  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     # The snapshot is long-lived and acyclic, as in bench_scheduling.py.
     gc.freeze()
 
-    fw = default_framework()
+    fw = framework_of()
     namespaces = len(snap.namespaces)
     pod = incoming_pod(f"ns-{min(INCOMING_NAMESPACE, namespaces - 1)}")
     c, t = time.process_time(), time.perf_counter()

@@ -41,7 +41,7 @@ from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place, simulate  # noqa: E402
 from webhook.scheduler.plugins.podtopologyspread import common, filtering, scoring  # noqa: E402
-from webhook.scheduler.profile import default_framework  # noqa: E402
+from webhook.scheduler.profile import framework_of  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -446,7 +446,7 @@ def main() -> int:
         "node-by-node reference (five filters and PodTopologySpread): same placement, "
         f"{ref_ms:.0f} ms for one decision"
     )
-    whole = default_framework()
+    whole = framework_of()
     for shape in (pod, selecting):
         t = time.perf_counter()
         reference = reference_place(shape, snap, common.DEFAULT_ARGS, whole)

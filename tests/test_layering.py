@@ -252,3 +252,111 @@ def test_the_checker_finds_a_cycle_and_an_upward_import() -> None:
     g = {"webhook.api.a": {"webhook.api.b": False}, "webhook.api.b": {"webhook.api.a": True}}
     assert _cycles(g) == [["webhook.api.a", "webhook.api.b"]]
     assert LAYERS[part("webhook.server.app")] > LAYERS[part("webhook.api.kube")]
+
+
+# ---- inside the scheduler --------------------------------------------------------------
+
+# The scheduler's own order (upstream's: apis/config < framework < plugins < profile <
+# schedule_one < the scheduler): a module imports only its own part and parts below.
+# Modules of scheduler/ not listed here sit above placement (they build on its face).
+SCHEDULER_ORDER: dict[str, int] = {
+    "config": 0,
+    "framework": 1,
+    "plugins": 2,
+    "profile": 3,
+    "schedule_one": 4,
+    "placement": 5,
+}
+ABOVE_PLACEMENT = 6
+
+# What code outside scheduler/ may import of it: the public face and the vocabulary.
+SCHEDULER_FACE = (
+    "webhook.scheduler",
+    "webhook.scheduler.placement",
+    "webhook.scheduler.framework.types",
+    "webhook.scheduler.framework.snapshot",
+)
+# Imports outside scheduler/ that still reach past its face, each with the name
+# placement exports in its stead (switch the import, then drop the line).
+PAST_THE_FACE: dict[tuple[str, str], tuple[str, ...]] = {
+    ("webhook.admission.foresight", "webhook.scheduler.framework.budget"): (
+        "OutOfTime",
+        "within",
+    ),
+    ("webhook.admission.foresight", "webhook.scheduler.plugins.podtopologyspread.defaults"): (
+        "defaults_for_args",
+    ),
+    ("webhook.admission.foresight", "webhook.scheduler.plugins.podtopologyspread.explain"): (
+        "ConstraintBlock",
+    ),
+    ("webhook.admission.foresight", "webhook.scheduler.profile"): ("framework_of",),
+    ("webhook.admission.inject", "webhook.scheduler.plugins.podtopologyspread.defaults"): (
+        "default_constraints_for",
+        "defaults_for_args",
+    ),
+    ("webhook.cluster.needs", "webhook.scheduler.profile"): ("READS",),
+}
+
+
+def scheduler_rank(module: str) -> int:
+    parts = module.split(".")
+    return SCHEDULER_ORDER.get(parts[2] if len(parts) > 2 else "", ABOVE_PLACEMENT)
+
+
+def test_the_scheduler_imports_in_its_own_order() -> None:
+    """framework < plugins < profile < schedule_one < placement: the runtime never
+    imports a plugin, a plugin never a profile, and so on up."""
+    bad = [
+        f"{src} -> {dst}"
+        for src, edges in graph().items()
+        if src.startswith("webhook.scheduler.")
+        for dst in edges
+        if dst.startswith("webhook.scheduler.")
+        and scheduler_rank(dst) >= scheduler_rank(src)
+        and scheduler_rank(dst) != ABOVE_PLACEMENT  # above placement: checked below
+        and src.split(".")[2] != dst.split(".")[2]
+    ]
+    # Nothing of the scheduler imports a module above placement.
+    bad += [
+        f"{src} -> {dst}"
+        for src, edges in graph().items()
+        if src.startswith("webhook.scheduler.") and scheduler_rank(src) < ABOVE_PLACEMENT
+        for dst in edges
+        if dst.startswith("webhook.scheduler.") and scheduler_rank(dst) == ABOVE_PLACEMENT
+    ]
+    assert bad == []
+
+
+def _past_the_face() -> set[tuple[str, str]]:
+    return {
+        (src, dst)
+        for src, edges in graph().items()
+        if not src.startswith("webhook.scheduler")
+        for dst in edges
+        if dst.startswith("webhook.scheduler")
+        and dst not in SCHEDULER_FACE
+        and not dst.startswith("webhook.scheduler.config")
+    }
+
+
+def test_code_outside_the_scheduler_imports_only_its_face() -> None:
+    """Outside scheduler/: placement, framework.types, framework.snapshot and config,
+    nothing else (the listed imports excepted until they switch)."""
+    assert sorted(_past_the_face() - set(PAST_THE_FACE)) == []
+
+
+def test_the_face_exports_what_the_listed_imports_need_and_the_list_is_not_stale() -> None:
+    from webhook.scheduler import placement
+
+    assert set(PAST_THE_FACE) <= _past_the_face()
+    needed = {name for names in PAST_THE_FACE.values() for name in names}
+    assert needed <= set(placement.__all__)
+    assert all(hasattr(placement, name) for name in placement.__all__)
+
+
+def test_the_scheduler_order_checker_catches_a_runtime_importing_a_plugin() -> None:
+    src, dst = "webhook.scheduler.framework.runtime.score", "webhook.scheduler.plugins.nodename"
+    assert scheduler_rank(dst) >= scheduler_rank(src)
+    assert scheduler_rank("webhook.scheduler.scaleup") > scheduler_rank(
+        "webhook.scheduler.placement"
+    )

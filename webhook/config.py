@@ -52,7 +52,7 @@ from webhook.scheduler.config.profiles import (
 )
 from webhook.scheduler.config.types import DefaultingType, SpreadArgs
 from webhook.scheduler.config.validation import validate_spread_args
-from webhook.scheduler.profile import Framework, framework_of
+from webhook.scheduler.placement import Framework, framework_of
 
 __all__ = [
     "AUDIT_DEFAULT_INTERVAL",

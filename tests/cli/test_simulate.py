@@ -312,7 +312,7 @@ def test_a_node_changed_while_its_group_is_judged_spoils_no_other_verdict(monkey
     """Two nodes alike for the filters form one group, judged through its first node;
     when that node fills up during the decision (a concurrent update), the other
     node is still judged on its own state, then and in the next decision."""
-    import webhook.scheduler.placement as placement_module
+    import webhook.scheduler.framework.runtime.filter as placement_module
 
     pod = make_pod().name("p").requests(cpu="1").obj()
     snap = Snapshot.from_objects(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from webhook.config import Settings, settings_from_dict
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.profile import Framework, build
+from webhook.scheduler.profile import Framework, framework_of
 
 # The five node filters and PodTopologySpread, scored by PodTopologySpread alone: the
 # model the placement tests written before the whole profile pin.
@@ -44,7 +44,7 @@ def spread_only(args: SpreadArgs | None = None) -> Framework:
     """The five filters plus PodTopologySpread, scored by PodTopologySpread alone."""
     profiles, errors = resolve_configuration(SPREAD_ONLY_CONFIG)
     assert not errors, errors
-    return build(profiles[0], args)
+    return framework_of(profiles[0], args)
 
 
 def spread_only_settings(**kw: object) -> Settings:

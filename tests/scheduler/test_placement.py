@@ -9,18 +9,20 @@ from tests.scheduler.frameworks import spread_only
 from tests.scheduler.test_properties import _same_placement, reference_place
 from webhook.scheduler import placement
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.runtime import filter as runtime_filter
+from webhook.scheduler.framework.runtime import verdicts
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place
 
 
-@pytest.mark.parametrize("contents", [placement.MAX_CONTENTS, 1])
+@pytest.mark.parametrize("contents", [verdicts.MAX_CONTENTS, 1])
 def test_verdicts_that_did_not_change_are_the_same_objects(
     monkeypatch: pytest.MonkeyPatch, contents: int
 ) -> None:
     """A decision on an unchanged cluster hands out the previous decision's verdicts;
     after a pod is bound, a node keeps its verdict object exactly when its verdict
     is unchanged (also when the numbering of verdict contents starts afresh)."""
-    monkeypatch.setattr(placement, "MAX_CONTENTS", contents)
+    monkeypatch.setattr(verdicts, "MAX_CONTENTS", contents)
     nodes = [
         make_node().name(f"n{i}").zone(zone).hostname().obj()
         for i, zone in enumerate(["za", "zb", "za", "zc", "zb"])
@@ -52,7 +54,7 @@ def test_looks_under_a_budget_read_no_node_key_one_by_one(
     the grouping is used as before."""
     from webhook.scheduler.framework import budget
     from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
-    from webhook.scheduler.profile import default_framework
+    from webhook.scheduler.profile import framework_of
 
     reads: list[str] = []
     node_key = NodeResourcesFit.node_key
@@ -67,7 +69,7 @@ def test_looks_under_a_budget_read_no_node_key_one_by_one(
         for i in range(12)
     ]
     snapshot = Snapshot.from_objects(nodes)
-    fw = default_framework()
+    fw = framework_of()
     web = {"app": "web"}
     pod = (
         make_pod().name("web").labels(web).requests(cpu="2")
@@ -75,7 +77,7 @@ def test_looks_under_a_budget_read_no_node_key_one_by_one(
     ).obj()  # fmt: skip
     ticks = iter(range(10**6))
     monkeypatch.setattr(budget, "_clock", lambda: next(ticks))
-    monkeypatch.setattr(placement, "CHUNK", 1)
+    monkeypatch.setattr(runtime_filter, "CHUNK", 1)
     looks = 0
     while True:
         looks += 1

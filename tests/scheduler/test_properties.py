@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import (
@@ -32,26 +32,24 @@ from tests.builders import (
     with_affinity,
 )
 from tests.scheduler.frameworks import spread_only
-from webhook.scheduler import placement
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework import budget
-from webhook.scheduler.framework.runtime import run_filters
+from webhook.scheduler.framework.memo import memo_of
+from webhook.scheduler.framework.runtime import filter as runtime_filter
+from webhook.scheduler.framework.runtime.framework import run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.framework.types import SUCCESS, Code, Status
+from webhook.scheduler.framework.types import Code, CycleState
 from webhook.scheduler.placement import (
     NodeVerdict,
     Placement,
     explain,
     feasible_nodes,
-    framework_for,
     place,
     pod_ref,
     simulate,
 )
 from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME,
-    SCHEDULE_ANYWAY,
-    constraints_or_error,
     distribution,
 )
 from webhook.scheduler.plugins.podtopologyspread.explain import blocked_constraints
@@ -60,8 +58,8 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
     filter_node,
     pre_filter,
 )
-from webhook.scheduler.plugins.podtopologyspread.scoring import score_nodes
-from webhook.scheduler.profile import Framework, default_framework
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from webhook.scheduler.profile import Framework, framework_of
 
 NODES = ["n0", "n1", "n2", "n3"]
 NAMESPACES = ["default", "other"]
@@ -190,34 +188,30 @@ def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains
 RACK = "example.com/rack"
 
 
+def spread_args_of(fw: Framework) -> SpreadArgs:
+    """The profile's PodTopologySpread args (the defaults when it has none)."""
+    plugin = fw.plugin(PLUGIN_NAME)
+    return plugin.args if plugin is not None else SpreadArgs()
+
+
 def reference_place(
     pod: dict[str, Any],
     snap: Snapshot,
     args: SpreadArgs,
     framework: Framework | None = None,
 ) -> Placement:
-    """place() the straightforward way: every filter on every node, one node at a
-    time, then each score plugin's PreScore, Score on every feasible node, and
-    NormalizeScore over a map of every feasible node (`framework`: the profile, by
-    default the five filters and PodTopologySpread)."""
+    """place() the straightforward way: every filter plugin (PodTopologySpread
+    included) on every node, one node at a time, then each score plugin's PreScore,
+    Score on every feasible node, and NormalizeScore over a map of every feasible node
+    (`framework`: the profile, by default the five filters and PodTopologySpread)."""
     fw = framework if framework is not None else spread_only(args)
-    args = fw.spread_args
-    pre = pre_filter(pod, snap, args)
-    soft = constraints_or_error(pod, snap, args, SCHEDULE_ANYWAY)
-    spread_error = pre if isinstance(pre, Status) else soft if isinstance(soft, Status) else None
     prepared = fw.filters.prepare(pod, snap)
     rows = []
     reasons: dict[str, int] = {}
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        others = run_filters(prepared, info)
-        if spread_error is not None:
-            spread = spread_error
-        elif not isinstance(pre, Status) and pre.constraints:
-            spread = filter_node(pre, info)
-        else:
-            spread = SUCCESS
-        statuses = {n: spread if n == PLUGIN_NAME else others[n] for n in fw.filter_names}
+        statuses = run_filter_plugins(prepared, info)
+        assert list(statuses) == list(fw.filter_names)
         failed = [s for s in statuses.values() if not s.ok]
         for status in failed:
             for reason in status.reasons:
@@ -228,12 +222,6 @@ def reference_place(
     weights: dict[str, int] = {p.name: w for p, w in fw.scores}
     error: str | None = None
     if feasible:
-        # PodTopologySpread's PreScore skips a pod without soft constraints: no score at all.
-        if fw.spread_weight is not None and not isinstance(soft, Status) and soft.constraints:
-            spread_scores = score_nodes(pod, snap, args, feasible)
-            assert not isinstance(spread_scores, Status)
-            columns[PLUGIN_NAME] = spread_scores
-            weights[PLUGIN_NAME] = fw.spread_weight
         state = prepared.state
         for plugin, _ in fw.scores:
             status = plugin.pre_score(state, pod, feasible, snap)
@@ -278,7 +266,7 @@ def reference_place(
         nodes,
         tied[0] if tied else None,
         dict(sorted(reasons.items())),
-        distribution(pod, snap, args),
+        distribution(pod, snap, spread_args_of(fw)),
         tied_nodes=tied,
         error=error,
     )
@@ -475,7 +463,7 @@ def test_place_equals_one_node_at_a_time(
     _same_placement(placed(pod, snap, args), reference_place(pod, snap, args))
     # The filter phase alone: the same feasible nodes.
     full = place(pod, snap, args)
-    assert feasible_nodes(pod, snap, framework=framework_for(args)) == [
+    assert feasible_nodes(pod, snap, framework=framework_of(None, args)) == [
         v.name for v in full.nodes if v.feasible
     ]
     for n, (what, i, zone) in enumerate(changes):
@@ -653,7 +641,7 @@ def test_default_profile_equals_one_node_at_a_time(
             default_constraints=(constraint(1, ZONE, DNS), constraint(2, HOSTNAME, SA)),
             defaulting_type="List",
         )
-    fw = default_framework(None if defaults == "System" else args)
+    fw = framework_of(None, None if defaults == "System" else args)
     snap = Snapshot.from_objects(objs)
     pod = _incoming(incoming)
 
@@ -674,14 +662,15 @@ def reference_explain(
     """explain() the straightforward way: every other filter on every node, then
     PodTopologySpread's PreFilter (node inclusion worked out node by node) and Filter
     on the nodes left. (candidates, blocked constraints), None when nothing to say."""
-    pre = pre_filter(pod, snap, fw.spread_args)
+    pre = pre_filter(pod, snap, spread_args_of(fw))
     if not isinstance(pre, PreFilterState) or not pre.constraints:
         return None
     prepared = fw.filters.prepare(pod, snap)
     candidates = []
     for name in sorted(snap.nodes):
         info = snap.nodes[name]
-        if all(s.ok for s in run_filters(prepared, info).values()):
+        others = run_filter_plugins(prepared, info)
+        if all(s.ok for n, s in others.items() if n != PLUGIN_NAME):
             if filter_node(pre, info).ok:
                 return None
             candidates.append(info)
@@ -696,7 +685,7 @@ def _interrupted(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop_after:
     ticks = iter(range(10**6))
     with (
         mock.patch.object(budget, "_clock", lambda: next(ticks)),
-        mock.patch.object(placement, "CHUNK", 1),
+        mock.patch.object(runtime_filter, "CHUNK", 1),
     ):
         try:
             with budget.within(stop_after):
@@ -709,7 +698,9 @@ def _check_explain(pod: dict[str, Any], snap: Snapshot, fw: Framework, stop: int
     """explain() and the feasible nodes (the filter outcomes explain leaves behind)
     equal the node-by-node references, each also right after looks that ran out of
     budget after `stop` clock readings."""
-    feasible = [v.name for v in reference_place(pod, snap, fw.spread_args, fw).nodes if v.feasible]
+    feasible = [
+        v.name for v in reference_place(pod, snap, spread_args_of(fw), fw).nodes if v.feasible
+    ]
     if stop is not None:
         # Twice: the second look resumes from what the first left, and stops too.
         _interrupted(pod, snap, fw, stop)
@@ -736,10 +727,58 @@ def test_explain_equals_one_node_at_a_time(nodes, residents, incoming, changes, 
     node-by-node reference says, for the first look and after each change to the
     cluster, also when earlier looks ran out of budget partway."""
     objs = _profile_cluster(nodes, residents)
-    fw = default_framework()
+    fw = framework_of()
     snap = Snapshot.from_objects(objs)
     pod = _incoming(incoming)
     _check_explain(pod, snap, fw, stops[0])
     for n, change in enumerate(changes):
         _apply_change(snap, nodes, pod, n, change, "NoSchedule")
         _check_explain(pod, snap, fw, stops[n + 1])
+
+
+# ---- PodTopologySpread's hooks against its own node-by-node phases ------------------
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(node_st, min_size=1, max_size=8),
+    st.lists(resident_st, max_size=16),
+    incoming_st,
+    st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_podtopologyspread_hooks_equal_its_node_by_node_phases(
+    nodes, residents, incoming, feasible_mask
+) -> None:
+    """ClassFilter (Filter once per node class) gives every node what Filter gives it,
+    and ColumnScore what Score on each feasible node and NormalizeScore over them give:
+    the runtime's grouping of this plugin equals per-node plugin calls."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        objs.append((b.terminating() if terminating else b).obj())
+    snap = Snapshot.from_objects(objs)
+    pod = _incoming(incoming)
+    plugin = PodTopologySpread()
+    table = snap.node_table()
+    state = CycleState()
+    if plugin.pre_filter(state, pod, snap).code is Code.SUCCESS:
+        keys = plugin.filter_label_keys(state)
+        classes = memo_of(snap).node_classes(keys, (False,) * len(keys), table)
+        by_class = plugin.filter_classes(state, keys, classes.values)
+        got = [by_class[k] for k in classes.of_node]
+        want = [plugin.filter(state, pod, info) for info in table.infos]
+        assert [(s.code, s.reason) for s in got] == [(s.code, s.reason) for s in want]
+        event("Filter compared")
+    feasible = [i for i in range(len(table.infos)) if feasible_mask[i % 8]]
+    infos = [table.infos[i] for i in feasible]
+    state = CycleState()
+    if feasible and plugin.pre_score(state, pod, infos, snap).code is Code.SUCCESS:
+        column = plugin.score_column(state, pod, snap, table, feasible)
+        raw = {}
+        for info in infos:
+            value, status = plugin.score(state, pod, info)
+            assert status.ok
+            raw[info.name] = value
+        assert plugin.normalize_score(state, pod, raw).ok
+        assert column == [raw[info.name] for info in infos]
+        event("Score compared")

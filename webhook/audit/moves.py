@@ -12,12 +12,13 @@ NodeVerdict.feasible) and the node stays within its allocatable pods, cpu and me
 (checked here as well: a node already over its allocatable receives nothing).
 
 Each checked constraint (one ConstraintSpread entry) is **tracked**: its eligible
-nodes and their domain (the same inclusion rules PreFilter applies: every topology
-key of the pod's constraints of that whenUnsatisfiable, nodeAffinityPolicy,
-nodeTaintsPolicy), its counts per domain, kept up to date on every move of a pod its
-selector matches, and a histogram of those counts (so skew after a move is cheap to
-work out for every target). The counts are an estimate checked against the
-scheduler's own answer (spread.spread_of) after each accepted move: `refresh`.
+nodes and their domain (asked of the scheduler's PodTopologySpread, whose node
+inclusion PreFilter applies: every topology key of the pod's constraints of that
+whenUnsatisfiable, nodeAffinityPolicy, nodeTaintsPolicy), its counts per domain,
+kept up to date on every move of a pod its selector matches, and a histogram of
+those counts (so skew after a move is cheap to work out for every target). The counts
+are an estimate checked against the scheduler's own answer (spread.spread_of) after
+each accepted move: `refresh`.
 """
 
 from __future__ import annotations
@@ -27,21 +28,32 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
-from webhook.api.labels import compile_node_affinity, compile_selector, find_untolerated_taint
+from webhook.api.labels import compile_selector
 from webhook.api.resources import node_allocatable, pod_requests
 from webhook.audit.inventory import ClusterState, Workload, movable, pod_key, unbound
-from webhook.audit.spread import ConstraintSpread, WorkloadSpread, spread_of
+from webhook.audit.spread import (
+    ConstraintSpread,
+    WorkloadSpread,
+    as_scheduled,
+    evaluation_key,
+    spread_of,
+)
 from webhook.config import Settings
-from webhook.scheduler.framework.memo import adopt
-from webhook.scheduler.placement import feasible_nodes
+from webhook.scheduler.framework.types import Status
+from webhook.scheduler.placement import (
+    admitted_nodes,
+    adopt,
+    feasible_nodes,
+    spread_eligible_nodes,
+)
 
 __all__ = ["CAPACITY_RESOURCES", "Tracked", "Workspace", "fits_allocatable"]
 
 # The resources a receiving node must stay within (the spec's "allocatable pods, cpu
 # and memory").
 CAPACITY_RESOURCES = ("pods", "cpu", "memory")
-_HONOR = "Honor"
-_UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+# The filters whose verdicts admits() takes: what counting capacity needs of a node.
+_ADMITTING = ("NodeUnschedulable", "TaintToleration", "NodeAffinity")
 # targets() checks allocatable on every feasible node up to this many.
 _CHECK_ALL = 200
 
@@ -153,12 +165,6 @@ class Tracked:
             self.hist[n + step] = self.hist.get(n + step, 0) + 1
 
 
-def _constraints_of(pod: RawObj, when: str) -> list[RawObj]:
-    raw = spec(pod).get("topologySpreadConstraints")
-    items = raw if isinstance(raw, list) else []
-    return [c for c in items if isinstance(c, dict) and c.get("whenUnsatisfiable") == when]
-
-
 class Workspace:
     """The copy of the cluster the plan is worked out on (see the module docstring).
 
@@ -182,7 +188,7 @@ class Workspace:
         self.snapshot = state.snapshot.copy()
         adopt(self.snapshot, state.snapshot)
         self.tracked: list[Tracked] = []
-        self._eligible: dict[str, dict[str, str]] = {}
+        self._eligible: dict[tuple[tuple[str, ...] | None, int], dict[str, str]] = {}
         for w in spreads:
             for c in w.constraints:
                 if c.error is None and c.domains is not None:
@@ -237,51 +243,10 @@ class Workspace:
 
     def _track(self, workload: Workload, c: ConstraintSpread) -> Tracked:
         pod = c.pod
-        when = c.when_unsatisfiable
-        raw = next(
-            (x for x in _constraints_of(pod, when) if x.get("topologyKey") == c.topology_key),
-            {},
-        )
-        keys = tuple(str(x.get("topologyKey") or "") for x in _constraints_of(pod, when))
-        affinity_policy = raw.get("nodeAffinityPolicy") or _HONOR
-        taints_policy = raw.get("nodeTaintsPolicy") or "Ignore"
-        s = spec(pod)
-        required = as_dict(as_dict(s.get("affinity")).get("nodeAffinity")).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        signature = json.dumps(
-            [
-                keys,
-                c.topology_key,
-                s.get("nodeSelector") if affinity_policy == _HONOR else None,
-                required if affinity_policy == _HONOR else None,
-                s.get("tolerations") if taints_policy == _HONOR else None,
-                taints_policy == _HONOR,
-            ],
-            sort_keys=True,
-            default=str,
-        )
-        node_domain = self._eligible.get(signature)
+        key = (evaluation_key(pod, (c.when_unsatisfiable,)), c.index)
+        node_domain = self._eligible.get(key)
         if node_domain is None:
-            matcher = compile_node_affinity(pod) if affinity_policy == _HONOR else None
-            tolerations = s.get("tolerations")
-            node_domain = {}
-            for name, info in self.snapshot.nodes.items():
-                labels = info.labels
-                if any(k not in labels for k in keys):
-                    continue
-                if matcher is not None and not matcher(info.node):
-                    continue
-                if taints_policy == _HONOR and (
-                    find_untolerated_taint(
-                        as_dict(info.node.get("spec")).get("taints"),
-                        tolerations if isinstance(tolerations, list) else None,
-                    )
-                    is not None
-                ):
-                    continue
-                node_domain[name] = labels[c.topology_key]
-            self._eligible[signature] = node_domain
+            node_domain = self._eligible[key] = self._eligible_nodes(pod, c)
         min_domains = c.min_domains if isinstance(c.min_domains, int) else 1
         return Tracked(
             spread=c,
@@ -292,6 +257,19 @@ class Workspace:
             counts=dict(c.domains),
             min_domains=min_domains,
         )
+
+    def _eligible_nodes(self, pod: RawObj, c: ConstraintSpread) -> dict[str, str]:
+        """The nodes taking part in entry c's spread -> their domain, as the scheduler's
+        PodTopologySpread includes them (placement.spread_eligible_nodes), on the copy
+        as the plan starts (nodes do not change while planning)."""
+        scheduled = as_scheduled(pod, c.when_unsatisfiable)
+        if scheduled is None:
+            return {}
+        picked, asked = scheduled
+        eligible = spread_eligible_nodes(asked, self.snapshot, self.settings.spread)
+        if isinstance(eligible, Status):  # not tracked: the audit reported its error
+            return {}
+        return eligible[[i for i, _ in picked].index(c.index)]
 
     def bystander_requests(self, node: str) -> dict[str, int]:
         """The summed requests of the movable pods on `node` that no entry counts (the
@@ -404,31 +382,22 @@ class Workspace:
         return fits_allocatable(self.allocatable(node), self.snapshot.nodes[node].requested, asks)
 
     def admits(self, pod: RawObj) -> set[str]:
-        """Nodes whose static filters let the pod in: not unschedulable, no
-        NoSchedule/NoExecute taint it does not tolerate, its required node affinity
-        (what counting capacity needs; a move is still checked by place())."""
+        """Nodes whose static filters let the pod in: the verdicts of the pod's profile's
+        NodeUnschedulable, TaintToleration and NodeAffinity (what counting capacity
+        needs; a move is still checked by place())."""
         s = spec(pod)
         tolerations = s.get("tolerations")
         required = as_dict(as_dict(s.get("affinity")).get("nodeAffinity")).get(
             "requiredDuringSchedulingIgnoredDuringExecution"
         )
-        sig = json.dumps([s.get("nodeSelector"), required, tolerations], sort_keys=True)
+        sig = json.dumps(
+            [s.get("schedulerName"), s.get("nodeSelector"), required, tolerations],
+            sort_keys=True,
+        )
         hit = self._admits.get(sig)
         if hit is None:
-            matcher = compile_node_affinity(pod)
-            tols = tolerations if isinstance(tolerations, list) else None
-            hit = set()
-            for name, info in self.snapshot.nodes.items():
-                node_spec = as_dict(info.node.get("spec"))
-                if node_spec.get("unschedulable") is True and (
-                    find_untolerated_taint([_UNSCHEDULABLE], tols) is not None
-                ):
-                    continue
-                if find_untolerated_taint(node_spec.get("taints"), tols) is not None:
-                    continue
-                if matcher is not None and not matcher(info.node):
-                    continue
-                hit.add(name)
+            framework = self.settings.framework_for(unbound(pod))
+            hit = admitted_nodes(pod, self.snapshot, _ADMITTING, framework=framework)
             self._admits[sig] = hit
         return hit
 

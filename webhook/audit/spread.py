@@ -8,7 +8,7 @@ kube-scheduler's PreFilter answers for one more such pod: over the eligible doma
 and carrying every topologyKey of its constraints with the same whenUnsatisfiable),
 how many matching, non-terminating pods of its namespace each holds (the selector
 with matchLabelKeys' values from the pod's own labels). The answer is computed by the
-scheduler model's own PreFilter (podtopologyspread.filtering.pre_filter), so the
+scheduler's own PodTopologySpread PreFilter (placement.spread_pre_filter), so the
 counts, the eligible domains and the global minimum (0 while fewer eligible domains
 than minDomains) are the scheduler's, not a re-implementation of them.
 
@@ -32,12 +32,14 @@ from webhook.audit.inventory import ClusterState, Workload
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
-from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
-from webhook.scheduler.plugins.podtopologyspread.filtering import pre_filter
+from webhook.scheduler.placement import spread_pre_filter
+
+_DEFAULT_ARGS = SpreadArgs()
 
 __all__ = [
     "ConstraintSpread",
     "WorkloadSpread",
+    "as_scheduled",
     "evaluate",
     "evaluation_key",
     "spread_of",
@@ -189,38 +191,47 @@ def _with_labels(pod: RawObj, text: str, names: tuple[str, ...]) -> tuple[str, .
     return (pod_namespace(pod), text, *(labels.get(n, "\0") for n in names))
 
 
+def as_scheduled(pod: RawObj, action: str) -> tuple[list[tuple[int, RawObj]], RawObj] | None:
+    """The pod's constraints of `action` with their index, and the pod as the
+    scheduler's PreFilter is asked about them: those constraints alone, as DoNotSchedule
+    ones (PreFilter reads DoNotSchedule constraints, so ScheduleAnyway ones are counted
+    by the same rule: the spec's `domains`). None without such a constraint."""
+    picked = [
+        (i, c)
+        for i, c in enumerate(_constraints(pod))
+        if isinstance(c, dict) and c.get("whenUnsatisfiable") == action
+    ]
+    if not picked:
+        return None
+    asked = {
+        **pod,
+        "spec": {
+            **spec(pod),
+            "topologySpreadConstraints": [
+                {**c, "whenUnsatisfiable": DO_NOT_SCHEDULE} for _, c in picked
+            ],
+        },
+    }
+    return picked, asked
+
+
 def spread_of(
     pod: RawObj,
     snapshot: Snapshot,
     *,
     include_soft: bool = False,
-    args: SpreadArgs = DEFAULT_ARGS,
+    args: SpreadArgs = _DEFAULT_ARGS,
     pods: int = 1,
 ) -> list[ConstraintSpread]:
     """Each of the pod's constraints (of the checked whenUnsatisfiable) evaluated on
     `snapshot`, in index order."""
-    raws = _constraints(pod)
     out: list[ConstraintSpread] = []
     for action in _actions(include_soft):
-        picked = [
-            (i, c)
-            for i, c in enumerate(raws)
-            if isinstance(c, dict) and c.get("whenUnsatisfiable") == action
-        ]
-        if not picked:
+        scheduled = as_scheduled(pod, action)
+        if scheduled is None:
             continue
-        # PreFilter reads DoNotSchedule constraints: hand it this action's ones as such,
-        # so ScheduleAnyway ones are counted by the same rule (the spec's `domains`).
-        asked = {
-            **pod,
-            "spec": {
-                **spec(pod),
-                "topologySpreadConstraints": [
-                    {**c, "whenUnsatisfiable": DO_NOT_SCHEDULE} for _, c in picked
-                ],
-            },
-        }
-        state = pre_filter(asked, snapshot, args)
+        picked, asked = scheduled
+        state = spread_pre_filter(asked, snapshot, args)
         for j, (i, c) in enumerate(picked):
             min_domains = c.get("minDomains")
             entry: dict[str, Any] = {
@@ -253,7 +264,7 @@ def evaluate(
     state: ClusterState,
     *,
     include_soft: bool = False,
-    args: SpreadArgs = DEFAULT_ARGS,
+    args: SpreadArgs = _DEFAULT_ARGS,
     pods: Iterable[RawObj] | None = None,
 ) -> list[WorkloadSpread]:
     """Every workload with running pods that carry checked constraints, sorted by

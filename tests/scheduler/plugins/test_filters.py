@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from tests.builders import ZONE, make_node, make_pod
 from webhook.api.resources import pod_requests
-from webhook.scheduler.framework import runtime
 from webhook.scheduler.framework.nodefacts import node_facts
-from webhook.scheduler.framework.runtime import FilterCycle, PreparedFilters, passing
-from webhook.scheduler.framework.runtime import passes as passes_filters
-from webhook.scheduler.framework.runtime import pod_inputs as filter_inputs
+from webhook.scheduler.framework.runtime import framework as runtime
+from webhook.scheduler.framework.runtime.framework import FilterCycle, PreparedFilters, passing
+from webhook.scheduler.framework.runtime.framework import passes as passes_filters
+from webhook.scheduler.framework.runtime.framework import pod_inputs as filter_inputs
 from webhook.scheduler.plugins import nodeaffinity
 from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
 from webhook.scheduler.plugins.nodename import NodeName
@@ -40,7 +40,7 @@ prepare = FIVE.prepare
 def run_filters(pod: Any, node_info: Any) -> dict[str, Any]:
     """Every filter plugin's status, from a raw or an already prepared pod."""
     prepared = pod if isinstance(pod, PreparedFilters) else prepare(pod)
-    return runtime.run_filters(prepared, node_info)
+    return runtime.run_filter_plugins(prepared, node_info)
 
 
 def affinity_label_keys(prepared: PreparedFilters) -> Any:
@@ -644,11 +644,11 @@ def test_malformed_objects_in_one_pass(
 
 def test_public_surface() -> None:
     """The names other modules import; a change here is a contract change."""
-    import webhook.scheduler.framework.runtime as runtime_mod
+    import webhook.scheduler.framework.runtime.framework as runtime_mod
     import webhook.scheduler.profile as profile_mod
 
-    assert {"Framework", "build", "default_framework"} <= set(profile_mod.__all__)
-    assert {"run_filters", "passes", "passing"} <= set(runtime_mod.__all__)
+    assert {"Framework", "framework_of"} <= set(profile_mod.__all__)
+    assert {"run_filter_plugins", "passes", "passing"} <= set(runtime_mod.__all__)
     for mod in (runtime_mod, profile_mod):
         assert all(hasattr(mod, n) for n in mod.__all__)
 

@@ -7,7 +7,7 @@ between chunks of nodes, which raises OutOfTime once the deadline has passed. Ou
 other caller (place, simulate, audit) runs to completion as before.
 
 What a loop finished before giving up is kept where it is remembered anyway (the
-filter outcomes per node, placement._filter_outcomes): the next call with a budget
+filter outcomes per node, framework.runtime.filter.filter_outcomes): the next call with a budget
 resumes from there instead of starting again.
 """
 

@@ -4,19 +4,34 @@ plugin Protocols per extension point (pkg/scheduler/framework/interface.go).
 Outcomes are values, never exceptions: a node that does not fit is a Status with a
 code and a reason, exactly as the scheduler's framework.Status.
 
-The runtime (runtime.py) knows plugins only through the Protocols here. Besides
+The runtime (framework/runtime/) knows plugins only through the Protocols here. Besides
 upstream's extension points, every plugin declares what it reads (`reads`): the
 cluster kinds (so the informer watches, trim keeps and RBAC allows exactly those)
 and the parts of a pod and of a node (so the runtime can group nodes a plugin cannot
 tell apart and judge each group once).
+
+Optional hooks (upstream has no such points; each says what a plugin reads, so the
+runtime can judge or score a group of nodes once): the Protocols after ScorePlugin.
+`check_hooks` is run on every plugin when a profile is built: a method or attribute
+named like a hook but not one (a misspelling), or half of a hook pair, fails the
+build instead of silently falling back to node-by-node evaluation.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    NamedTuple,
+    Protocol,
+    runtime_checkable,
+)
 
 from webhook.api.kube import RawObj
 
@@ -24,19 +39,33 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.scheduler.framework.snapshot import Snapshot
 
 __all__ = [
+    "FILTER_OUTCOMES",
+    "HOOKS",
     "MAX_NODE_SCORE",
     "SKIP",
     "SUCCESS",
     "Code",
+    "ClassFilter",
+    "ColumnScore",
     "CycleState",
+    "FilterOutcomes",
     "FilterPlugin",
+    "NodeLabelKeyed",
+    "NodeStateKeyed",
     "NodeInfoLike",
+    "NodeVerdict",
     "Plugin",
     "PreFilterPlugin",
+    "PodKeyed",
     "PreScorePlugin",
     "Reads",
+    "ScoreKeyed",
+    "ScoreLabelKeyed",
     "ScorePlugin",
     "Status",
+    "ValueNormalizing",
+    "check_hooks",
+    "implements",
 ]
 
 
@@ -99,6 +128,33 @@ class CycleState(dict[str, Any]):
     """framework.CycleState: what one plugin's PreFilter / PreScore leaves for its own
     Filter / Score in one scheduling cycle, under the plugin's own key. Never shared
     between cycles; a plugin reads only its own entries."""
+
+
+class NodeVerdict(NamedTuple):
+    """One node's outcome: every filter plugin's status, and scores when feasible.
+
+    Immutable; a NamedTuple because a placement builds one per node (thousands).
+    Nodes with the same outcome share the very same `filters` and `scores`
+    dicts: read them, never edit them.
+    """
+
+    name: str
+    feasible: bool
+    filters: dict[str, Status]
+    scores: dict[str, int]
+    # The weighted sum of `scores` kube-scheduler ranks feasible nodes by.
+    score: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "name": self.name,
+            "feasible": self.feasible,
+            "filters": {plugin: s.to_json() for plugin, s in self.filters.items()},
+            "scores": dict(self.scores),
+        }
+        if self.feasible:
+            out["score"] = self.score
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,3 +243,174 @@ class ScorePlugin(PreScorePlugin, Protocol):
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]: ...
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status: ...
+
+
+# ---- optional hooks ------------------------------------------------------------------
+#
+# Each is a way for a plugin to say what it reads, so the runtime judges or scores a
+# group of nodes once; each grouping is held to node-by-node evaluation by
+# tests/scheduler/test_properties.py.
+
+
+@runtime_checkable
+class PodKeyed(Protocol):
+    """Filter: what its Filter reads of the pod (after PreFilter); pods with equal keys
+    get the same Status on every node (else the whole spec is the key)."""
+
+    def pod_key(self, state: CycleState, pod: RawObj) -> Hashable | None: ...
+
+
+@runtime_checkable
+class NodeLabelKeyed(Protocol):
+    """Filter: the node labels its node_key reads for this pod, None when it reads more
+    (nodes are then grouped by the node classes of those labels instead of reading
+    node_key node by node)."""
+
+    def node_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None: ...
+
+
+@runtime_checkable
+class NodeStateKeyed(Protocol):
+    """Filter whose node_key reads the pod: what its Filter reads of a node whatever the
+    pod (equal keys, equal statuses for every pod), so nodes can be grouped once per
+    node generation when those groups are few."""
+
+    def node_state_key(self, node: NodeInfoLike) -> Hashable | None: ...
+
+
+@runtime_checkable
+class ClassFilter(Protocol):
+    """Filter reading nothing of a node but its values for a few labels, and changing
+    with every pod bound (PodTopologySpread): judged once per node class of those
+    labels at every decision, apart from the outcomes remembered across decisions.
+
+    filter_label_keys: the labels Filter reads (after PreFilter); filter_classes: the
+    Status of every node of each class, for `classes` the values of `keys` (a superset
+    of filter_label_keys, in any order) per class, ABSENT for a missing label."""
+
+    def filter_label_keys(self, state: CycleState) -> tuple[str, ...]: ...
+
+    def filter_classes(
+        self, state: CycleState, keys: tuple[str, ...], classes: Sequence[tuple[Any, ...]]
+    ) -> list[Status]: ...
+
+
+@runtime_checkable
+class ScoreKeyed(Protocol):
+    """Score: what it reads of the pod (score_key, after PreScore) and, whatever the pod,
+    of a node (score_node_key): equal pairs give equal raw scores, remembered per node
+    class across decisions."""
+
+    def score_key(self, state: CycleState, pod: RawObj) -> Hashable | None: ...
+
+    def score_node_key(self, node: NodeInfoLike) -> Hashable | None: ...
+
+
+@runtime_checkable
+class ScoreLabelKeyed(Protocol):
+    """Score: the node labels it reads for this pod (after PreScore), None when it
+    reads more."""
+
+    def score_label_keys(self, state: CycleState, pod: RawObj) -> tuple[str, ...] | None: ...
+
+
+@runtime_checkable
+class ValueNormalizing(Protocol):
+    """NormalizeScore maps each raw score by a function of that score and of the set of
+    raw scores (not names, not how many nodes share one): normalised over the distinct
+    raw scores only."""
+
+    normalize_reads_values: ClassVar[bool]
+
+
+@runtime_checkable
+class ColumnScore(Protocol):
+    """PreScore + Score + NormalizeScore for all feasible nodes at once: the normalised
+    scores of the nodes at positions `feasible` (ascending) of `table`, exactly what
+    Score on each and NormalizeScore over them give (PodTopologySpread: once per node
+    class, hostname by presence)."""
+
+    def score_column(
+        self, state: CycleState, pod: RawObj, snapshot: Snapshot, table: Any, feasible: list[int]
+    ) -> list[int]: ...
+
+
+# Hook -> the names its Protocol declares, for check_hooks. A plugin implements a hook
+# when it has every one of them.
+HOOKS: dict[type, tuple[str, ...]] = {
+    PodKeyed: ("pod_key",),
+    NodeLabelKeyed: ("node_label_keys",),
+    NodeStateKeyed: ("node_state_key",),
+    ClassFilter: ("filter_label_keys", "filter_classes"),
+    ScoreKeyed: ("score_key", "score_node_key"),
+    ScoreLabelKeyed: ("score_label_keys",),
+    ValueNormalizing: ("normalize_reads_values",),
+    ColumnScore: ("score_column",),
+}
+# Upstream's extension points and the declared attributes every plugin may have.
+_POINTS = (
+    "name",
+    "reads",
+    "pre_filter",
+    "filter",
+    "node_key",
+    "node_key_reads_pod",
+    "pre_score",
+    "score",
+    "normalize_score",
+)
+
+
+def check_hooks(plugin: object) -> list[str]:
+    """What is wrong with a plugin's optional hooks: a public name close to a hook or
+    extension point name without being one (a misspelling), or a hook implemented in
+    part. Empty when nothing is."""
+    known = {n for names in HOOKS.values() for n in names} | set(_POINTS)
+    cls = type(plugin)
+    public = {n for n in dir(cls) if not n.startswith("_")}
+    errors = [
+        f"plugin {getattr(plugin, 'name', cls.__name__)!r}: {n!r} is not a hook; "
+        f"did you mean {close[0]!r}?"
+        for n in sorted(public - known)
+        if (close := difflib.get_close_matches(n, known, n=1, cutoff=0.8))
+    ]
+    for hook, names in HOOKS.items():
+        present = [n for n in names if n in public]
+        if present and len(present) < len(names):
+            missing = [n for n in names if n not in public]
+            errors.append(
+                f"plugin {getattr(plugin, 'name', cls.__name__)!r} implements "
+                f"{hook.__name__} in part: {', '.join(missing)} missing"
+            )
+    return errors
+
+
+def implements(plugin: object, hook: type) -> bool:
+    """Whether `plugin` has every name of the hook Protocol `hook` (HOOKS), decided once
+    per plugin class (a runtime-checkable Protocol's isinstance reads every attribute
+    each time, and this runs per plugin and decision)."""
+    cls: Any = type(plugin)
+    return _implements(cls, hook)
+
+
+@functools.cache
+def _implements(cls: Any, hook: Any) -> bool:
+    names = HOOKS[hook]
+    return all(hasattr(cls, name) for name in names)
+
+
+# The CycleState key under which the runtime leaves the remembered filter outcomes of
+# the node-wise plugins (FilterOutcomes) for class-wise plugins to read.
+FILTER_OUTCOMES = "framework/filter-outcomes"
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOutcomes:
+    """Which nodes pass each node-wise filter plugin, from the outcomes the runtime
+    remembered: `passing(name)` is one bool per node of `table` (a NodeTable), None
+    when that plugin's Filter does not run for this pod. A plugin whose PreFilter
+    reads the same rule (PodTopologySpread's node inclusion honours node affinity)
+    takes it from here instead of matching every node again."""
+
+    table: Any
+    passing: Any  # Callable[[str], list[bool] | None]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 from webhook.api.kube import RawObj
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -46,7 +47,6 @@ from webhook.scheduler.framework.types import (
     Reads,
     Status,
 )
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
     "MAX_CONTAINER_THRESHOLD",

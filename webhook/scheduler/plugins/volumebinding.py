@@ -48,6 +48,7 @@ from webhook.api.labels import compile_selector
 from webhook.api.resources import parse_quantity, unit_value
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.config.validation import validate_volume_binding_args
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -65,7 +66,6 @@ from webhook.scheduler.plugins.helper.shape_score import (
 from webhook.scheduler.plugins.noderesources.requested_to_capacity_ratio import (
     MAX_CUSTOM_PRIORITY_SCORE,
 )
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
 from webhook.scheduler.plugins.volumeutil import (
     claim_class,
     claim_of,

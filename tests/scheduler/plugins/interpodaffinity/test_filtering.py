@@ -35,7 +35,7 @@ from webhook.scheduler.plugins.interpodaffinity.filtering import (
     PRE_FILTER_STATE_KEY,
 )
 from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
-from webhook.scheduler.profile import default_framework
+from webhook.scheduler.profile import framework_of
 
 RawObj = dict[str, Any]
 AFF = AFFINITY_NOT_MATCH
@@ -952,7 +952,7 @@ def test_place_rejudges_a_zone_after_a_pod_is_bound_in_it() -> None:
     decision blocks the whole zone, not only the node that changed, as the
     node-by-node reference does."""
     snapshot = Snapshot.from_objects(abc_nodes(nodeA="z1", nodeB="z1", nodeC="z2"))
-    fw = default_framework()
+    fw = framework_of()
     incoming = anti(pod({"app": "web"}), "In", "app", "zone", ["web"])
     first = place(incoming, snapshot, framework=fw)
     assert [n.name for n in first.feasible] == ["nodeA", "nodeB", "nodeC"]

@@ -26,7 +26,7 @@ from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Status
 from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
-from webhook.scheduler.profile import build
+from webhook.scheduler.profile import framework_of
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -400,7 +400,7 @@ def test_the_args_come_from_the_scheduler_configuration() -> None:
     for args, fits in (({}, False), ({"ignoredResources": [EXT_B]}, True)):
         profiles, errors = resolve_configuration(_config(args))
         assert errors == []
-        assert place(pod, snapshot, framework=build(profiles[0])).nodes[0].feasible is fits
+        assert place(pod, snapshot, framework=framework_of(profiles[0])).nodes[0].feasible is fits
 
 
 def test_args_that_are_not_a_list_of_strings_are_refused() -> None:

@@ -17,8 +17,9 @@ import pytest
 
 from tests.builders import HOSTNAME, SA, ZONE, constraint, make_node, make_pod, selector
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.gomath import go_div, go_round
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS, go_div, go_round
+from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS
 from webhook.scheduler.plugins.podtopologyspread.scoring import (
     PreScoreState,
     normalize_scores,

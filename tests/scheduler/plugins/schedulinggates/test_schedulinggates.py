@@ -19,7 +19,7 @@ from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Code, Status
 from webhook.scheduler.placement import NotScheduled, not_scheduled, place
 from webhook.scheduler.plugins.schedulinggates import DynamicResources, SchedulingGates
-from webhook.scheduler.profile import build, default_framework
+from webhook.scheduler.profile import framework_of
 
 # (name, pod, want)
 PRE_ENQUEUE: list[tuple[str, Any, Status]] = [
@@ -64,7 +64,7 @@ def test_dynamic_resources_refuses_pods_with_claims(pod: Any, refused: bool) -> 
 
 
 # (name, pod, framework or None for "no profile", want)
-DEFAULT = default_framework()
+DEFAULT = framework_of()
 NOT_SCHEDULED: list[tuple[str, Any, Any, NotScheduled | None]] = [
     ("an ordinary pod is scheduled", make_pod().obj(), DEFAULT, None),
     (
@@ -161,7 +161,7 @@ def _profile_without(plugin: str) -> Any:
     }
     profiles, errors = resolve_configuration(config)
     assert not errors, errors
-    return build(profiles[0])
+    return framework_of(profiles[0])
 
 
 def test_a_profile_without_scheduling_gates_schedules_gated_pods() -> None:

@@ -44,7 +44,7 @@ from webhook.scheduler.plugins.volumebinding import (
     VolumeBinding,
     find_pod_volumes,
 )
-from webhook.scheduler.profile import build, default_framework
+from webhook.scheduler.profile import framework_of
 
 RawObj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
@@ -407,7 +407,7 @@ def test_the_profile_shape_decides_the_node(
         make_pv("pv-b", "wait-sc", "100Gi", **host("node-b")),
     ]
     snapshot = Snapshot.from_objects([make_node("node-a"), make_node("node-b"), *objs])
-    placement = place(pod_with("pvc-a"), snapshot, framework=build(profiles[0]))
+    placement = place(pod_with("pvc-a"), snapshot, framework=framework_of(profiles[0]))
     assert placement.selected_node == want_node
     assert {n.name: n.scores["VolumeBinding"] for n in placement.nodes} == want_scores
 
@@ -1082,7 +1082,7 @@ def test_place_follows_volume_object_changes(
     change (no node does): the second decision reads the new objects, as the
     node-by-node reference does."""
     snapshot = Snapshot.from_objects([*ZONE_NODES, *objs])
-    fw = default_framework()
+    fw = framework_of()
     p = pod_with("pvc-a")
     assert [n.name for n in place(p, snapshot, framework=fw).feasible] == before
     for obj in changes:
@@ -1104,7 +1104,7 @@ def test_place_reads_the_claims_of_the_pod_s_own_namespace() -> None:
             pv("pv-b", node_in=(ZONE, ["b"])),
         ]
     )
-    fw = default_framework()
+    fw = framework_of()
     for ns, want in (("ns1", ["zone-a"]), ("ns2", ["zone-b"])):
         p = pod_with("pvc-a")
         p["metadata"]["namespace"] = ns

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.types import SUCCESS, Status
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = ["default_normalize_score"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
+from webhook.scheduler.framework.gomath import go_div
 
 __all__ = ["FunctionShapePoint", "build_broken_linear_function"]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook.scheduler.config.types import ResourceSpec
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.types import MAX_NODE_SCORE
 from webhook.scheduler.plugins.noderesources.resource_allocation import (
     Scorer,
     weighted_mean_scorer,
 )
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = ["least_requested_score", "least_resource_scorer"]
 

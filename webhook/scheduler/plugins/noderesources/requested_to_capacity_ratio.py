@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook.scheduler.config.types import ResourceSpec, UtilizationShapePoint
+from webhook.scheduler.framework.gomath import go_div, go_round
 from webhook.scheduler.framework.types import MAX_NODE_SCORE
 from webhook.scheduler.plugins.helper.shape_score import (
     FunctionShapePoint,
     build_broken_linear_function,
 )
 from webhook.scheduler.plugins.noderesources.resource_allocation import Scorer
-from webhook.scheduler.plugins.podtopologyspread.common import go_div, go_round
 
 __all__ = [
     "MAX_CUSTOM_PRIORITY_SCORE",

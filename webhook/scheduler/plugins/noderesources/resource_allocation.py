@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from webhook.api.kube import RawObj
 from webhook.api.resources import is_scalar_resource_name, non_zero_requests, pod_requests
 from webhook.scheduler.config.types import ResourceSpec
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.nodefacts import node_facts
 from webhook.scheduler.framework.types import SUCCESS, Code, NodeInfoLike, Status
-from webhook.scheduler.plugins.podtopologyspread.common import go_div
 
 __all__ = [
     "RESOURCES_NOT_FOUND",

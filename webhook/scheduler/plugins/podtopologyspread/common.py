@@ -1,5 +1,4 @@
-"""What PreFilter and PreScore share: the pod's constraints, node inclusion, counting,
-and Go's arithmetic.
+"""What PreFilter and PreScore share: the pod's constraints, node inclusion and counting.
 
 Follows kube-scheduler's podtopologyspread/common.go (newest release read:
 kubernetes/kubernetes common.go @ 76b564f18e87, filtering.go @ 01c2588bf4a3,
@@ -10,7 +9,6 @@ are all on.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,28 +95,6 @@ class PodConstraints:
     constraints: tuple[Constraint, ...]
     defaulted: bool
     system_defaulted: bool
-
-
-# ---- Go arithmetic ---------------------------------------------------------------
-
-
-def go_round(x: float) -> int:
-    """Go's math.Round: half away from zero (Python's round() is half to even)."""
-    if math.isnan(x) or math.isinf(x):
-        raise ValueError(f"cannot round {x}")
-    whole = math.trunc(x)
-    # x - trunc(x) is exact in binary floating point, so no 0.49999999999999994 trap.
-    if abs(x - whole) >= 0.5:
-        whole += 1 if x > 0 else -1
-    return int(whole)
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division: truncates toward zero (Python's // floors)."""
-    if a >= 0 and b > 0:
-        return a // b  # the same for non-negative operands, and the usual case
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 # ---- constraints -----------------------------------------------------------------
@@ -292,6 +268,33 @@ class NodeInclusion:
         if c.node_taints_policy == HONOR and not self.untainted(info):
             return False
         return True
+
+
+def eligible_nodes(
+    snapshot: Snapshot, constraints: tuple[Constraint, ...], inclusion: NodeInclusion
+) -> list[dict[str, str]]:
+    """For each of `constraints` (those of one whenUnsatisfiable), every node taking part
+    in its spread -> the node's domain: the node carries every topology key of
+    `constraints` and passes the constraint's inclusion policies. These are the nodes
+    whose domains PreFilter counts.
+
+    Port of filtering.go: calPreFilterState's node loop (nodeLabelsMatchSpreadConstraints,
+    matchNodeInclusionPolicies).
+    """
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    carrying = snapshot.key_index(keys)[0]
+    nodes = snapshot.nodes
+    out: list[dict[str, str]] = []
+    for c in constraints:
+        j = keys.index(c.topology_key)
+        out.append(
+            {
+                name: values[j]
+                for name, values in carrying.items()
+                if (info := nodes.get(name)) is not None and inclusion.includes(c, info)
+            }
+        )
+    return out
 
 
 def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, int]:

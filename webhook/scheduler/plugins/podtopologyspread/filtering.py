@@ -29,6 +29,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     NODE_LABEL_NOT_MATCH,
     Constraint,
     NodeInclusion,
+    PodConstraints,
     constraints_or_error,
     match_counts,
 )
@@ -81,13 +82,17 @@ def pre_filter(
     snapshot: Snapshot,
     args: SpreadArgs = DEFAULT_ARGS,
     inclusion: NodeInclusion | None = None,
+    parsed: PodConstraints | Status | None = None,
 ) -> PreFilterState | Status:
     """calPreFilterState over every node of the snapshot; a Status when the pod's
     constraints cannot be used (upstream's PreFilter error, which fails every node).
+    `parsed`: the pod's DoNotSchedule constraints when already parsed.
 
     Port of filtering.go: calPreFilterState.
     """
-    pc = constraints_or_error(pod, snapshot, args, DO_NOT_SCHEDULE)
+    pc = (
+        parsed if parsed is not None else constraints_or_error(pod, snapshot, args, DO_NOT_SCHEDULE)
+    )
     if isinstance(pc, Status):
         return pc
     constraints = pc.constraints

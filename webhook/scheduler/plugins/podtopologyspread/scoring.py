@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.gomath import go_div, go_round
 from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.snapshot import ABSENT, ClassValues, NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Status
@@ -26,8 +27,6 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     NodeInclusion,
     PodConstraints,
     constraints_or_error,
-    go_div,
-    go_round,
     match_counts,
 )
 

@@ -1,0 +1,267 @@
+"""RunPreScorePlugins, RunScorePlugins and NormalizeScore with weights, over classes of
+nodes a score plugin cannot tell apart.
+
+Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins. Each plugin's Score
+runs once per class of feasible nodes it reads alike (the optional score hooks of
+framework/types.py), its raw scores remembered per class where they read only the node
+and a pod key, and NormalizeScore over the distinct raw scores where the plugin says it
+reads only values; tests/scheduler/test_properties.py holds it to node-by-node scoring.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from operator import add, itemgetter
+from typing import Any, cast
+
+from webhook.api.kube import RawObj
+from webhook.scheduler.framework.memo import (
+    memo_of,
+)
+from webhook.scheduler.framework.runtime.framework import PreparedFilters
+from webhook.scheduler.framework.runtime.grouping import kept_classes
+from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
+from webhook.scheduler.framework.types import (
+    Code,
+    ColumnScore,
+    CycleState,
+    ScoreKeyed,
+    ScoreLabelKeyed,
+    ScorePlugin,
+    ValueNormalizing,
+    implements,
+)
+
+__all__ = ["run_normalize_score", "run_score_plugins", "score_classes", "score_column", "score_map"]
+
+
+def score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
+    """A node's scores by plugin; `row` is the scores in `order`."""
+    return dict(zip(order, row, strict=True))
+
+
+def run_score_plugins(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    score_names: tuple[str, ...],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> tuple[tuple[str, ...], list[Any] | None, dict[Any, tuple[int, ...]], dict[Any, int]] | str:
+    """Every score plugin's normalised score on each feasible node (positions of
+    `table`): (the plugins scoring, in profile order; each node's row, a key for its
+    scores, None when every node has the same (the row is then ()); row -> the scores
+    in that order; row -> its weighted sum); or the error that fails the cycle.
+
+    Port of runtime/framework.go: RunPreScorePlugins, RunScorePlugins (score, normalise,
+    weight). A plugin whose PreScore skips is left out; a plugin with the ColumnScore
+    hook (PodTopologySpread) gives its whole column itself; the others' come from
+    score_column.
+    """
+    state, pod = prepared.state, prepared.pod
+    columns: dict[str, tuple[int, list[int]]] = {}
+    infos = list(map(table.infos.__getitem__, feasible)) if plugins else []
+    for plugin, weight in plugins:
+        status = plugin.pre_score(state, pod, infos, snapshot)
+        if status.code is Code.SKIP:
+            continue
+        if not status.ok:
+            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
+        column: list[int] | str
+        if implements(plugin, ColumnScore):
+            whole = cast("ColumnScore", plugin)
+            column = whole.score_column(state, pod, snapshot, table, feasible)
+        else:
+            column = score_column(plugin, state, pod, snapshot, table, feasible)
+        if isinstance(column, str):
+            return column
+        columns[plugin.name] = (weight, column)
+    order = tuple(name for name in score_names if name in columns)
+    # A column giving every node the same score (a plugin nothing sets apart, as
+    # TaintToleration on untainted nodes) stays out of the rows.
+    constant = {
+        name: column[0]
+        for name, (_, column) in columns.items()
+        if column.count(column[0]) == len(column)
+    }
+    varying = [name for name in order if name not in constant]
+    weight_of = {name: w for name, (w, _) in columns.items()}
+    base = sum(weight_of[name] * value for name, value in constant.items())
+    if not varying:
+        full = tuple(constant[name] for name in order)
+        return order, None, {(): full}, {(): base}
+    # The weighted sums node by node, column by column in C.
+    sums = [base] * len(feasible)
+    for name in varying:
+        sums = list(map(add, sums, map(weight_of[name].__mul__, columns[name][1])))
+    rows: list[Any]
+    # Each distinct row, as the tuple of its varying scores.
+    rows_of: list[tuple[int, ...]]
+    if len(varying) == 1:  # one plugin sets nodes apart: rows are its scores
+        rows = columns[varying[0]][1]
+        rows_of = [(row,) for row in set(rows)]
+    else:
+        rows = list(zip(*(columns[name][1] for name in varying), strict=True))
+        rows_of = list(set(rows))
+    sum_of = dict(zip(rows, sums, strict=True))
+    # Each distinct row's scores in profile order: the varying ones from the row, the
+    # constant ones after them, put in place by one itemgetter.
+    at = {name: i for i, name in enumerate((*varying, *constant))}
+    pick = itemgetter(*(at[name] for name in order))
+    tail = tuple(constant.values())
+    full_rows: dict[Any, tuple[int, ...]]
+    if len(order) == 1:
+        full_rows = {row[0]: row for row in rows_of}
+    elif len(varying) == 1:
+        full_rows = {row[0]: pick(row + tail) for row in rows_of}
+    else:
+        full_rows = {row: pick(row + tail) for row in rows_of}
+    return order, rows, full_rows, sum_of
+
+
+def score_column(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+    *,
+    grouped: bool = True,
+) -> list[int] | str:
+    """One plugin's Score on each feasible node, normalised; or the error.
+
+    Score runs once per class of nodes the plugin cannot tell apart (score_classes)
+    on one member of it; the raw score of a class that does not depend on the pod's
+    other fields is remembered across decisions. Plugins that cannot say what they
+    read run on every node.
+    """
+    infos = table.infos
+    classes = score_classes(plugin, state, pod, snapshot, table) if grouped else None
+    if classes is None:
+        raws: list[int] = []
+        for i in feasible:
+            value, status = plugin.score(state, pod, infos[i])
+            if not status.ok:
+                return f"running Score plugin {plugin.name!r}: {status.reason}"
+            raws.append(value)
+        return run_normalize_score(plugin, state, pod, raws, table.names, feasible)
+    of_node, unchanged, raw_of = classes
+    if len(feasible) == len(of_node):
+        of_feasible = of_node
+    else:
+        of_feasible = list(map(of_node.__getitem__, feasible))
+    missing = set(of_feasible).difference(raw_of)
+    if missing:
+        # class -> its first feasible node (reversed, so the first write of each wins)
+        first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
+        scored: dict[int, int] = {}
+        for c in missing:
+            value, status = plugin.score(state, pod, infos[first[c]])
+            if not status.ok:
+                return f"running Score plugin {plugin.name!r}: {status.reason}"
+            scored[c] = value
+        if not unchanged([first[c] for c in scored]):
+            # A node changed meanwhile (a concurrent update): its score need not hold
+            # for the rest of its class.
+            return score_column(plugin, state, pod, snapshot, table, feasible, grouped=False)
+        raw_of.update(scored)
+    raws = list(map(raw_of.__getitem__, of_feasible))
+    return run_normalize_score(plugin, state, pod, raws, table.names, feasible)
+
+
+def score_classes(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    snapshot: Snapshot,
+    table: NodeTable,
+) -> tuple[list[int], Callable[[list[int]], bool], dict[int, int]] | None:
+    """The class of each node of `table` for this plugin's Score, a check that nodes
+    (positions) are unchanged since their classes were read, and the raw scores of the
+    classes already known (for the caller to complete); or None when each node must
+    be scored on its own.
+
+    Two ways to say what Score reads of a node: `score_node_key(node)`, the same for
+    every pod (the node's taints, its resources, its images), with `score_key(state,
+    pod)` what it reads of the pod: classes are kept per node generation and their raw
+    scores per score key, across decisions; or `score_label_keys(state, pod)`, the node
+    labels it reads for this pod (preferred node affinity, InterPodAffinity's topology
+    keys): the node classes of those labels (Memo.node_classes), scored afresh per
+    decision.
+    """
+    memo = memo_of(snapshot)
+    if implements(plugin, ScoreKeyed):
+        keyed = cast("ScoreKeyed", plugin)
+        key = keyed.score_key(state, pod)
+        if key is not None:
+            classes = memo.score_classes(plugin.name)
+            kept = kept_classes(classes, snapshot, table, keyed.score_node_key)
+            if kept is not None:
+                raw_of = memo.raw_by_class(plugin.name, key, classes)
+                return kept.ids, functools.partial(as_read, table, kept.generations), raw_of
+    labelled = cast("ScoreLabelKeyed", plugin) if implements(plugin, ScoreLabelKeyed) else None
+    keys = labelled.score_label_keys(state, pod) if labelled is not None else None
+    if keys is None:
+        return None
+    mark = snapshot.journal_mark()
+    try:
+        of_node = memo.node_classes(keys, (False,) * len(keys), table).of_node
+    except TypeError:  # a label value that cannot be hashed: no Node decoded from JSON has one
+        return None
+    return of_node, functools.partial(unchanged_since, snapshot, table, mark), {}
+
+
+def as_read(table: NodeTable, generations: list[int], positions: list[int]) -> bool:
+    """Whether the nodes at `positions` still have the generations they were read at."""
+    infos = table.infos
+    return all(infos[i].generation == generations[i] for i in positions)
+
+
+def unchanged_since(
+    snapshot: Snapshot, table: NodeTable, mark: tuple[int, int], positions: list[int]
+) -> bool:
+    """Whether no node at `positions` changed since `mark` (a journal_mark)."""
+    changed = snapshot.changed_since(mark)
+    if changed is None:
+        return False
+    names = table.names
+    return not any(names[i] in changed for i in positions)
+
+
+def run_normalize_score(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    raws: list[int],
+    all_names: list[str],
+    feasible: list[int],
+) -> list[int] | str:
+    """NormalizeScore over the raw scores of the feasible nodes (positions of
+    `all_names`): the normalised scores in the same order, or the error.
+
+    A plugin declaring `normalize_reads_values` (its NormalizeScore maps each raw score
+    by a function of that score and of the set of raw scores, reading neither names nor
+    how many nodes share a score, as DefaultNormalizeScore does) normalises the
+    distinct raw scores only.
+    """
+    if (
+        implements(plugin, ValueNormalizing)
+        and cast("ValueNormalizing", plugin).normalize_reads_values
+    ):
+        distinct = list(set(raws))
+        scores = {str(k): v for k, v in enumerate(distinct)}
+        status = plugin.normalize_score(state, pod, scores)
+        if not status.ok:
+            return f"running Normalize on Score plugins: {status.reason}"
+        if all(scores[str(k)] == v for k, v in enumerate(distinct)):
+            return raws  # left as they were (no NormalizeScore, or nothing to scale)
+        to = {v: scores[str(k)] for k, v in enumerate(distinct)}
+        return list(map(to.__getitem__, raws))
+    names = [all_names[i] for i in feasible]
+    by_name = dict(zip(names, raws, strict=True))
+    status = plugin.normalize_score(state, pod, by_name)
+    if not status.ok:
+        return f"running Normalize on Score plugins: {status.reason}"
+    return list(map(by_name.__getitem__, names))
