@@ -25,7 +25,7 @@ CAVEAT: what is incremental and what is recomputed per decision.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from webhook.api.kube import RawObj, pod_labels, pod_namespace
@@ -54,11 +54,13 @@ __all__ = [
     "EXISTING_ANTI_AFFINITY_NOT_MATCH",
     "PRE_FILTER_STATE_KEY",
     "PreFilterState",
+    "add_pod",
     "filter_node",
     "filter_label_keys",
     "filter_node_key",
     "filter_pod_key",
     "pre_filter",
+    "remove_pod",
 ]
 
 # The CycleState key (filtering.go preFilterStateKey).
@@ -110,6 +112,10 @@ class PreFilterState:
     node_local: some key of node_keys has each value on one node only (a hostname):
         nodes are then told apart by their verdict, not by their label values.
     pod_key: what filter_pod_key answers.
+    ns_labels: the labels of the incoming pod's namespace (what the existing pods'
+        namespaceSelectors are matched against, kept for add_pod / remove_pod).
+    snapshot: the snapshot PreFilter read (add_pod / remove_pod tell node-local keys
+        by it); not part of the state's value.
     """
 
     existing_anti_affinity_counts: TopologyCounts
@@ -124,6 +130,8 @@ class PreFilterState:
     existing_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
     node_local: bool = False
     pod_key: tuple[object, ...] = ()
+    ns_labels: tuple[tuple[str, str], ...] = ()
+    snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
 
 
 def pod_matches_all_affinity_terms(
@@ -262,6 +270,119 @@ def pre_filter(
         existing_blocked=_blocked(existing_keys, existing),
         node_local=bool(local),
         pod_key=_pod_key(namespace, labels, ns_labels, affinity, anti, counts, local),
+        ns_labels=tuple(sorted(ns_labels.items())),
+        snapshot=snapshot,
+    )
+    return SUCCESS
+
+
+# ---- PreFilterExtensions ------------------------------------------------------------
+
+
+def add_pod(state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
+    """PreFilterExtensions.AddPod: the state as if `pod_to_add` were bound to `node`.
+
+    Port of filtering.go: AddPod (updateWithPod with multiplier 1). The state is
+    replaced, never changed in place, so a clone of the CycleState (a copy of the
+    dict) is enough to keep the original.
+    """
+    return _update_with_pod(state, pod, pod_to_add, node, 1)
+
+
+def remove_pod(state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo) -> Status:
+    """PreFilterExtensions.RemovePod: the state as if `pod_to_remove` left `node`.
+
+    Port of filtering.go: RemovePod (updateWithPod with multiplier -1).
+    """
+    return _update_with_pod(state, pod, pod_to_remove, node, -1)
+
+
+def _bump(counts: TopologyCounts, pair: tuple[str, str], delta: int) -> None:
+    left = counts.get(pair, 0) + delta
+    if left:
+        counts[pair] = left
+    else:
+        counts.pop(pair, None)
+
+
+def _incoming_term_matches(term: AffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
+    """AffinityTerm.Matches(pod, nil) for the incoming pod's terms, whose namespaceSelector
+    PreFilter already unrolled (a {} selector still selects every namespace)."""
+    selects = term.selects_all_namespaces or namespace in term.namespaces
+    return selects and term.matches_labels(labels)
+
+
+def _update_with_pod(
+    state: CycleState, pod: RawObj, updated: RawObj, node: NodeInfo, delta: int
+) -> Status:
+    """Port of filtering.go: preFilterState.updateWithPod (updateWithAntiAffinityTerms,
+    updateWithAffinityTerms), the derived lookups rebuilt from the new counts."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return SUCCESS  # PreFilter skipped: nothing to update (upstream's nil state)
+    labels_of_node = node.labels
+    namespace, labels = pod_namespace(pod), pod_labels(pod)
+    upd_ns, upd_labels = pod_namespace(updated), pod_labels(updated)
+    existing = dict(s.existing_anti_affinity_counts)
+    affinity = dict(s.affinity_counts)
+    anti = dict(s.anti_affinity_counts)
+    ns_labels = dict(s.ns_labels)
+
+    def on_node(key: str) -> tuple[str, str] | None:
+        value = labels_of_node.get(key)
+        return (key, value) if isinstance(value, str) else None
+
+    # The updated pod's own required anti-affinity terms against the incoming pod.
+    for term in parse_pod_terms(updated).required_anti_affinity:
+        pair = on_node(term.topology_key)
+        if pair is not None and term.matches(namespace, labels, ns_labels):
+            _bump(existing, pair, delta)
+    # The incoming pod's affinity terms: counted when the updated pod matches them all.
+    if s.affinity_terms and all(
+        _incoming_term_matches(t, upd_ns, upd_labels) for t in s.affinity_terms
+    ):
+        for term in s.affinity_terms:
+            pair = on_node(term.topology_key)
+            if pair is not None:
+                _bump(affinity, pair, delta)
+    # The incoming pod's anti-affinity terms, each on its own.
+    for term in s.anti_affinity_terms:
+        pair = on_node(term.topology_key)
+        if pair is not None and _incoming_term_matches(term, upd_ns, upd_labels):
+            _bump(anti, pair, delta)
+    if (existing, affinity, anti) == (
+        s.existing_anti_affinity_counts,
+        s.affinity_counts,
+        s.anti_affinity_counts,
+    ):
+        return SUCCESS
+    existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
+    affinity_keys = [t.topology_key for t in s.affinity_terms]
+    anti_keys = [t.topology_key for t in s.anti_affinity_terms]
+    node_keys = tuple(dict.fromkeys(affinity_keys + anti_keys + list(existing_keys)))
+    snapshot = s.snapshot
+    local = frozenset(
+        k for k in node_keys if snapshot is not None and _node_local(snapshot, k)
+    )
+    state[PRE_FILTER_STATE_KEY] = replace(
+        s,
+        existing_anti_affinity_counts=existing,
+        affinity_counts=affinity,
+        anti_affinity_counts=anti,
+        existing_keys=existing_keys,
+        node_keys=node_keys,
+        node_local=bool(local),
+        anti_blocked=_blocked(anti_keys, anti),
+        existing_blocked=_blocked(existing_keys, existing),
+        pod_key=_pod_key(
+            namespace,
+            labels,
+            ns_labels,
+            s.affinity_terms,
+            s.anti_affinity_terms,
+            (existing, affinity, anti),
+            local,
+        ),
     )
     return SUCCESS
 
