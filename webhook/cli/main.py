@@ -134,7 +134,8 @@ examples:
   {prog} audit --plan                            and the fewest moves that fix it
   {prog} audit --without-nodes topology.kubernetes.io/zone=eu-west-1a
   kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
-deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes -A -o json > c.json
+deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes,\\
+poddisruptionbudgets,priorityclasses -A -o json > c.json
   {prog} audit --snapshot c.json -o json
   {prog} audit --watch --in-cluster --metrics-bind 0.0.0.0:9090   the audit Deployment
 
@@ -161,7 +162,8 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="cluster state from a file: `kubectl get nodes,pods,services,replicasets,"
         "statefulsets,replicationcontrollers,deployments,daemonsets,jobs,cronjobs,pv,pvc,"
-        "storageclasses,csinodes -A -o json` ('-' reads stdin)",
+        "storageclasses,csinodes,poddisruptionbudgets,priorityclasses -A -o json` "
+        "('-' reads stdin)",
     )
     source.add_argument(
         "--kubeconfig",
