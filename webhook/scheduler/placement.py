@@ -62,6 +62,7 @@ from webhook.scheduler.framework.runtime import (
     run_filters,
 )
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
+from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.types import (
     SUCCESS,
     Code,
@@ -71,6 +72,7 @@ from webhook.scheduler.framework.types import (
     ScorePlugin,
     Status,
 )
+from webhook.scheduler.plugins.defaultpreemption import carry_on, nominated, preempt
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     PLUGIN_NAME,
@@ -99,6 +101,7 @@ PluginStatus = Status
 __all__ = [
     "NodeVerdict",
     "Placement",
+    "Preemption",
     "PluginStatus",
     "Simulation",
     "Unschedulable",
@@ -148,7 +151,9 @@ class Placement:
     (kube-scheduler picks one of them at random); reasons: failure reason -> number
     of nodes failing with it (a node failing two plugins counts under both);
     distribution: topology key -> domain -> matching pods, before this pod; error:
-    what failed the scheduling cycle (a score plugin's error), None when nothing did.
+    what failed the scheduling cycle (a score plugin's error), None when nothing did;
+    preemption: when no node is feasible, the node DefaultPreemption nominates and the
+    pods it evicts there (None when it fits somewhere or preempts nowhere).
     """
 
     pod: str
@@ -158,6 +163,7 @@ class Placement:
     distribution: dict[str, dict[str, int]]
     tied_nodes: list[str] = field(default_factory=list)
     error: str | None = None
+    preemption: Preemption | None = None
 
     @property
     def feasible(self) -> list[NodeVerdict]:
@@ -172,6 +178,7 @@ class Placement:
             "tiedNodes": list(self.tied_nodes),
             "placements": [self.selected_node],
             "distribution": self.distribution,
+            "preemption": self.preemption.to_json() if self.preemption is not None else None,
         }
         if self.error is not None:
             out["error"] = self.error
@@ -182,14 +189,16 @@ class Placement:
 class Simulation:
     """N copies placed one after another.
 
-    placements[i]: the node copy i went to, None when it fit nowhere; first: the
-    full decision for the first copy; distribution: matching pods per domain
-    once every copy is placed.
+    placements[i]: the node copy i went to, None when it fit nowhere (a copy that
+    preempts goes to its nominated node, once its victims left); first: the full
+    decision for the first copy; distribution: matching pods per domain once every
+    copy is placed; preemptions[i]: copy i's preemption, None when it had none.
     """
 
     placements: list[str | None]
     first: Placement
     distribution: dict[str, dict[str, int]]
+    preemptions: list[Preemption | None] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = self.first.to_json()
@@ -229,6 +238,10 @@ def place(
     done = _filters(pod, snapshot, fw)
     grouped, table, shared = done.grouped, done.table, done.shared
     pre, soft = done.pre, done.soft
+    spread_state = pre if fw.spread_filter else None
+    blocked = nominated(pod, snapshot, done.prepared, fw.filter_names, spread_state)
+    if blocked:
+        grouped = _blocked(grouped, table, blocked)
     feasible = grouped.feasible
 
     scored: list[int] = []
@@ -251,6 +264,11 @@ def place(
                 for row, full in full_rows.items()
             }
     last = _verdicts(table.names, grouped, scored, rows, row_info, shared)
+    preemption = None
+    if not feasible and fw.post_filter is not None:
+        preemption = preempt(
+            fw.post_filter, pod, snapshot, done.prepared, fw.filter_names, spread_state, last.verdicts
+        )
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:
@@ -263,6 +281,31 @@ def place(
         distribution=spread_over,
         tied_nodes=list(last.tied),
         error=error,
+        preemption=preemption,
+    )
+
+
+def _blocked(
+    grouped: _Grouped, table: NodeTable, blocked: dict[str, dict[str, Status]]
+) -> _Grouped:
+    """`grouped` with the nodes where pods nominated there leave this pod no room failing
+    with the statuses given (each its own key, below the engine's, never remembered)."""
+    keys, per_key = list(grouped.keys), dict(grouped.per_key)
+    fresh = min(per_key, default=0)
+    for name, statuses in blocked.items():
+        i = table.position.get(name)
+        if i is not None:
+            fresh -= 1
+            failed = tuple(r for s in statuses.values() if not s.ok for r in s.reasons)
+            keys[i], per_key[fresh] = fresh, (False, statuses, failed)
+    counts = dict(Counter(keys))
+    per_key = {key: per_key[key] for key in counts}
+    return grouped._replace(
+        keys=keys,
+        per_key=per_key,
+        counts=counts,
+        feasible=_positions(keys, per_key),
+        reasons=_reasons(per_key, counts),
     )
 
 
@@ -1338,6 +1381,7 @@ def simulate(
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     placements: list[str | None] = []
+    preemptions: list[Preemption | None] = []
     first: Placement | None = None
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
@@ -1347,9 +1391,13 @@ def simulate(
         decision = place(copy, work, args, framework=framework)
         if first is None:
             first = decision
-        placements.append(decision.selected_node)
-        if decision.selected_node is not None:
-            work.add_pod(copy, decision.selected_node)
+        node = decision.selected_node
+        if decision.preemption is not None:
+            node = carry_on(work, decision.preemption)
+        placements.append(node)
+        preemptions.append(decision.preemption)
+        if node is not None:
+            work.add_pod(copy, node)
     assert first is not None
     fw = framework if framework is not None else framework_for(args)
-    return Simulation(placements, first, distribution(pod, work, fw.spread_args))
+    return Simulation(placements, first, distribution(pod, work, fw.spread_args), preemptions)

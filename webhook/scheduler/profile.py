@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
+
 from webhook.scheduler.config.defaults import UNMODELLED_PLUGINS
 from webhook.scheduler.config.profiles import ResolvedProfile, resolve_configuration
 from webhook.scheduler.config.types import SpreadArgs
@@ -47,7 +49,8 @@ class Framework:
     scores: every modelled score plugin but PodTopologySpread, with its weight, in
         the profile's order; spread_weight: PodTopologySpread's score weight, None
         when it does not score; score_names: every score plugin in order;
-    reads: what the profile's plugins read (cluster/needs.py follows it).
+    reads: what the profile's plugins read (cluster/needs.py follows it);
+    post_filter: DefaultPreemption when the profile runs it, else None.
     """
 
     scheduler_name: str
@@ -59,6 +62,7 @@ class Framework:
     spread_weight: int | None
     score_names: tuple[str, ...]
     reads: tuple[Reads, ...]
+    post_filter: DefaultPreemption | None = None
 
 
 def build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> Framework:
@@ -81,6 +85,7 @@ def build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> Fr
         (plugin(n), profile.score_weights.get(n, 1)) for n in score_names if n != SPREAD
     ]
     spread = plugin(SPREAD) if SPREAD in (*filter_names, *score_names) else None
+    post_filters = [plugin(n) for n in profile.enabled("postFilter") if n == "DefaultPreemption"]
     return Framework(
         scheduler_name=profile.scheduler_name,
         filter_names=filter_names,
@@ -91,6 +96,7 @@ def build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> Fr
         spread_weight=profile.score_weights.get(SPREAD, 1) if SPREAD in score_names else None,
         score_names=score_names,
         reads=tuple(p.reads for p in plugins.values()),
+        post_filter=post_filters[0] if post_filters else None,
     )
 
 

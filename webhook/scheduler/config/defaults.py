@@ -102,10 +102,10 @@ PLUGIN_EXTENSION_POINTS: Mapping[str, frozenset[str]] = {
     ),
 }
 
-# Default plugins the placement model does not run: queue sort, binding, preemption,
-# scheduling gates, and DynamicResources (DRA is out of scope).
+# Default plugins the placement model does not run: queue sort, binding, scheduling
+# gates, and DynamicResources (DRA is out of scope).
 UNMODELLED_PLUGINS = frozenset(
-    {"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder", "DynamicResources"}
+    {"SchedulingGates", "PrioritySort", "DefaultBinder", "DynamicResources"}
 )
 
 _DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})

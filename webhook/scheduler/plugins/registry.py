@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
 from webhook.scheduler.plugins.imagelocality import ImageLocality
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
 from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -49,6 +50,7 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "InterPodAffinity": _with_args(InterPodAffinity),
     "NodeResourcesBalancedAllocation": _with_args(NodeResourcesBalancedAllocation),
     "ImageLocality": _no_args(ImageLocality),
+    "DefaultPreemption": _with_args(DefaultPreemption),
 }
 
 

@@ -32,11 +32,15 @@ from webhook.scheduler.plugins.podtopologyspread.common import READS as SPREAD_R
 __all__ = [
     "NAME",
     "DefaultPreemption",
+    "Preemption",
+    "carry_on",
     "cycle_handle",
     "filter_pods_with_pdb_violation",
     "first_failures",
+    "nominated",
     "nominated_failures",
     "post_filter",
+    "preempt",
 ]
 
 
@@ -134,3 +138,42 @@ def nominated_failures(
         }
         for name, statuses in failing.items()
     }
+
+
+def preempt(
+    plugin: DefaultPreemption,
+    pod: RawObj,
+    snapshot: Snapshot,
+    prepared: PreparedFilters,
+    filter_names: Sequence[str],
+    spread_state: spread.PreFilterState | Status | None,
+    verdicts: Sequence[Any],
+) -> Preemption | None:
+    """PostFilter for a pod no node fits (`verdicts`: the cycle's NodeVerdicts): the
+    nomination and its victims, None when the pod may not or need not preempt."""
+    known = {v.name: v.filters for v in verdicts}
+    handle, state = cycle_handle(pod, snapshot, prepared, filter_names, spread_state, known)
+    return post_filter(plugin, handle, state, pod, first_failures(verdicts))[0]
+
+
+def nominated(
+    pod: RawObj,
+    snapshot: Snapshot,
+    prepared: PreparedFilters,
+    filter_names: Sequence[str],
+    spread_state: spread.PreFilterState | Status | None,
+) -> dict[str, dict[str, Status]]:
+    """nominated_failures for one pod's cycle ({} when no pod is nominated anywhere)."""
+    if not snapshot.nominated_nodes():
+        return {}
+    handle, state = cycle_handle(pod, snapshot, prepared, filter_names, spread_state)
+    return nominated_failures(handle, state, filter_names)
+
+
+def carry_on(snapshot: Snapshot, preemption: Preemption) -> str:
+    """What follows a preemption, on a private snapshot: the victims leave, and the
+    nominated node is where the pod binds in a later cycle (returned)."""
+    for ref in preemption.victims:
+        namespace, _, name = ref.partition("/")
+        snapshot.delete({"kind": "Pod", "metadata": {"namespace": namespace, "name": name}})
+    return preemption.node

@@ -118,7 +118,7 @@ class DefaultPreemption:
             "spec.preemptionPolicy",
             "metadata.deletionTimestamp",
             "status.startTime",
-            "status.conditions[DisruptionTarget]",
+            "status.conditions",
             "status.nominatedNodeName",
         ),
         pod_fields=("spec.priority", "spec.priorityClassName", "spec.preemptionPolicy"),
