@@ -56,6 +56,7 @@ def test_small_placement_is_rendered_whole() -> None:
         "top": [{"node": "node-a", "score": 100}, {"node": "node-b", "score": 50}],
         "reasons": {"node(s) didn't match pod topology spread constraints": 1},
         "distribution": {"topology.kubernetes.io/zone": {"zone-a": 1, "zone-b": 2}},
+        "preemption": None,
     }
 
 
