@@ -109,6 +109,7 @@ __all__ = [
     "feasible_nodes",
     "place",
     "pod_ref",
+    "settle",
     "simulate",
     "warm",
 ]
@@ -1356,6 +1357,16 @@ def warm(snapshot: Snapshot, framework: Framework) -> None:
     _outcomes(prepared, snapshot, snapshot.node_table())
 
 
+def settle(decision: Placement, snapshot: Snapshot) -> tuple[str | None, tuple[str, ...]]:
+    """Where a decided pod ends up, on `snapshot` (a private copy the caller then binds
+    the pod in): (its selected node, ()); after a preemption (its nominated node, the
+    victims, "namespace/name"), the victims gone from `snapshot`: the scheduler binds it
+    there in a later cycle, once they left; (None, ()) when it stays pending."""
+    if decision.preemption is not None:
+        return carry_on(snapshot, decision.preemption), decision.preemption.victims
+    return decision.selected_node, ()
+
+
 def _copy_named(pod: RawObj, name: str) -> RawObj:
     return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
 
@@ -1391,9 +1402,7 @@ def simulate(
         decision = place(copy, work, args, framework=framework)
         if first is None:
             first = decision
-        node = decision.selected_node
-        if decision.preemption is not None:
-            node = carry_on(work, decision.preemption)
+        node, _ = settle(decision, work)
         placements.append(node)
         preemptions.append(decision.preemption)
         if node is not None:
