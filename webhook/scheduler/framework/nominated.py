@@ -113,7 +113,10 @@ class FilterHandle:
         for plugin in self.extensions:
             status: Status = plugin.add_pod(state, pod, pod_to_add, node)
             if not status.ok:
-                return Status(Code.ERROR, f"running AddPod on PreFilter plugin {plugin.name!r}")
+                return Status(
+                    Code.ERROR,
+                    f'running AddPod on PreFilter plugin "{plugin.name}": {status.reason}',
+                )
         return SUCCESS
 
     def run_pre_filter_extension_remove_pod(
@@ -124,7 +127,8 @@ class FilterHandle:
             status: Status = plugin.remove_pod(state, pod, pod_to_remove, node)
             if not status.ok:
                 return Status(
-                    Code.ERROR, f"running RemovePod on PreFilter plugin {plugin.name!r}"
+                    Code.ERROR,
+                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.reason}',
                 )
         return SUCCESS
 

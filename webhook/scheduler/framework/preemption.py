@@ -288,6 +288,10 @@ class Evaluator:
         if not all_nodes:
             return None, Status(Code.ERROR, "no nodes available")
         candidates, node_statuses = self.find_candidates(state, all_nodes, pod, statuses)
+        errors = [s.reason for s in node_statuses.values() if s.code is Code.ERROR]
+        if errors and not candidates:
+            # utilerrors.NewAggregate(errs).Error()
+            return None, Status(Code.ERROR, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
         if not candidates:
             return None, Status(
                 Code.UNSCHEDULABLE, _fit_error(len(all_nodes), node_statuses)
