@@ -179,8 +179,7 @@ def test_preemption_equals_one_node_at_a_time(
     app=a pods."""
     # Nodes that hold pods (cordoned ones and ones without allocatable seldom preempt).
     nodes = [
-        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")}
-        for n in nodes
+        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
     ]
     objs = _profile_cluster(nodes, residents)
     for obj, (value, request) in zip(

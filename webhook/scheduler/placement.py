@@ -54,6 +54,7 @@ from webhook.scheduler.framework.memo import (
     memo_of,
     moved_since,
 )
+from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.runtime import (
     PreparedFilters,
     all_passing,
@@ -62,7 +63,6 @@ from webhook.scheduler.framework.runtime import (
     run_filters,
 )
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
-from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.types import (
     SUCCESS,
     Code,
@@ -268,8 +268,9 @@ def place(
     preemption = None
     if not feasible and fw.post_filter is not None:
         preemption = preempt(
-            fw.post_filter, pod, snapshot, done.prepared, fw.filter_names, spread_state, last.verdicts
-        )
+            fw.post_filter, pod, snapshot, done.prepared, fw.filter_names, spread_state,
+            last.verdicts,
+        )  # fmt: skip
     if isinstance(pre, Status) or isinstance(soft, Status):
         spread_over: dict[str, dict[str, int]] = {}
     else:

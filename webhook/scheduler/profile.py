@@ -18,13 +18,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
-
 from webhook.scheduler.config.defaults import UNMODELLED_PLUGINS
 from webhook.scheduler.config.profiles import ResolvedProfile, resolve_configuration
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime import FilterCycle
 from webhook.scheduler.framework.types import FilterPlugin, Reads, ScorePlugin
+from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
 from webhook.scheduler.plugins.registry import new_plugin
 

@@ -30,9 +30,7 @@ def node(name: str) -> RawObj:
 
 
 def nominated(name: str, priority: int, cpu: str = "600m", to: str = "n1") -> RawObj:
-    return (
-        make_pod().name(name).priority(priority).requests(cpu=cpu).nominated_node(to).obj()
-    )
+    return make_pod().name(name).priority(priority).requests(cpu=cpu).nominated_node(to).obj()
 
 
 def incoming(priority: int, cpu: str = "600m", name: str = "p") -> RawObj:
@@ -77,9 +75,7 @@ def run(plugin: Recorder, pod: RawObj, objects: list[RawObj]) -> Status:
 @pytest.mark.parametrize(
     ("plugin", "pod", "objects", "want", "added"),
     [
-        pytest.param(
-            Recorder(), incoming(LOW), [], SUCCESS, [], id="node has no nominated pod"
-        ),
+        pytest.param(Recorder(), incoming(LOW), [], SUCCESS, [], id="node has no nominated pod"),
         pytest.param(
             Recorder(),
             incoming(LOW),

@@ -172,7 +172,9 @@ class FilterHandle:
             return status
         return self.run_filter_plugins(state, pod, node)
 
-    def nominated_statuses(self, state: CycleState, names: Sequence[str]) -> dict[str, dict[str, Status]]:
+    def nominated_statuses(
+        self, state: CycleState, names: Sequence[str]
+    ) -> dict[str, dict[str, Status]]:
         """For the nodes `names` (those with nominated pods), every plugin's status with
         the nominated pods of equal or higher priority counted, where some plugin fails
         then: the first pass of RunFilterPluginsWithNominatedPods, whose failure is the

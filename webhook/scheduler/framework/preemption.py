@@ -291,11 +291,11 @@ class Evaluator:
         errors = [s.reason for s in node_statuses.values() if s.code is Code.ERROR]
         if errors and not candidates:
             # utilerrors.NewAggregate(errs).Error()
-            return None, Status(Code.ERROR, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
-        if not candidates:
             return None, Status(
-                Code.UNSCHEDULABLE, _fit_error(len(all_nodes), node_statuses)
+                Code.ERROR, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
             )
+        if not candidates:
+            return None, Status(Code.UNSCHEDULABLE, _fit_error(len(all_nodes), node_statuses))
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, "no candidate node for preemption")
@@ -351,7 +351,9 @@ class Evaluator:
                     break
                 continue
             if status.ok:
-                status = Status(Code.ERROR, f'expected at least one victim pod on node "{info.name}"')
+                status = Status(
+                    Code.ERROR, f'expected at least one victim pod on node "{info.name}"'
+                )
             node_statuses[info.name] = status
         return non_violating[:num_candidates] + violating[:num_candidates], node_statuses
 

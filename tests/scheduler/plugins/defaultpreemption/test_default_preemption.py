@@ -83,7 +83,9 @@ def node(spec: str, capacity: dict[str, str] | None = None) -> RawObj:
     b = make_node().name(parts[0])
     for key, value in zip(("hostname", "zone", "region"), parts, strict=False):
         b = b.label(key, value)
-    return b.allocatable(**{"pods": "32", **(capacity if capacity is not None else VERY_LARGE)}).obj()
+    return b.allocatable(
+        **{"pods": "32", **(capacity if capacity is not None else VERY_LARGE)}
+    ).obj()
 
 
 class _Fake:
@@ -170,7 +172,11 @@ def evaluator(
 def seen(candidates: Sequence[Candidate]) -> list[tuple[str, list[str], int]]:
     """(node, victim names sorted, PDB violations), sorted by node, as upstream compares."""
     return sorted(
-        (c.name, sorted(p["metadata"]["name"] for p in c.victims.pods), c.victims.num_pdb_violations)
+        (
+            c.name,
+            sorted(p["metadata"]["name"] for p in c.victims.pods),
+            c.victims.num_pdb_violations,
+        )
         for c in candidates
     )
 
@@ -212,7 +218,9 @@ POST_FILTER = [
         [],
         {"node1": UU},
         None,
-        Status(U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+        Status(
+            U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        ),
         id="preemption should respect filteredNodesStatuses",
     ),
     pytest.param(
@@ -222,7 +230,9 @@ POST_FILTER = [
         [],
         {},
         None,
-        Status(U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+        Status(
+            U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        ),
         id="preemption should respect absent NodeToStatusReader entry meaning "
         "UnschedulableAndUnresolvable",
     ),
@@ -779,7 +789,6 @@ def terminating_low() -> Any:
     return make_pod().name("p1").priority(LOW).node("node1").terminating()
 
 
-
 @pytest.mark.parametrize(
     ("preemptor", "pods", "nodes", "nominated_status", "expected"),
     [
@@ -800,9 +809,11 @@ def terminating_low() -> Any:
             id="Pod without nominated node",
         ),
         pytest.param(
-            make_pod().name("p_with_preempt_never_policy").priority(HIGH).preemption_policy(
-                "Never"
-            ).obj(),
+            make_pod()
+            .name("p_with_preempt_never_policy")
+            .priority(HIGH)
+            .preemption_policy("Never")
+            .obj(),
             [],
             [],
             None,
@@ -811,7 +822,11 @@ def terminating_low() -> Any:
         ),
         pytest.param(
             NOMINATED.obj(),
-            [terminating_low().condition("DisruptionTarget", "True", "PreemptionByScheduler").obj()],
+            [
+                terminating_low()
+                .condition("DisruptionTarget", "True", "PreemptionByScheduler")
+                .obj()
+            ],
             ["node1"],
             None,
             False,
@@ -845,6 +860,7 @@ def test_pod_eligible_to_preempt_others(
 
 # ---- TestPreempt, through the whole default profile ----------------------------------
 
+FOO_EXISTS = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BASIC = [
     pod("p1.1", LOW, "node1", SMALL),
     pod("p1.2", LOW, "node1", SMALL),
@@ -881,8 +897,8 @@ BASIC = [
         ),
         pytest.param(
             make_pod().name("p").label("foo").priority(HIGH)
-            .spread(1, "zone", "DoNotSchedule", {"matchExpressions": [{"key": "foo", "operator": "Exists"}]})
-            .spread(1, "hostname", "DoNotSchedule", {"matchExpressions": [{"key": "foo", "operator": "Exists"}]})
+            .spread(1, "zone", "DoNotSchedule", FOO_EXISTS)
+            .spread(1, "hostname", "DoNotSchedule", FOO_EXISTS)
             .obj(),
             [
                 pod("p-a1", HIGH, "node-a", labels={"foo": ""}),

@@ -133,9 +133,8 @@ def nominated_failures(
     plugin then fails: such a node fails for the pod (RunFilterPluginsWithNominatedPods)."""
     failing = handle.nominated_statuses(state, handle.snapshot.nominated_nodes())
     return {
-        name: {n: statuses.get(n, SUCCESS) for n in filter_names} | {
-            n: s for n, s in statuses.items() if n not in filter_names
-        }
+        name: {n: statuses.get(n, SUCCESS) for n in filter_names}
+        | {n: s for n, s in statuses.items() if n not in filter_names}
         for name, statuses in failing.items()
     }
 

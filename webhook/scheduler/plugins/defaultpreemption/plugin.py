@@ -22,7 +22,7 @@ defaults are used).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cmp_to_key
 from typing import ClassVar
 
@@ -78,8 +78,10 @@ def filter_pods_with_pdb_violation(
         allowed.append(value if isinstance(value, int) else 0)
         selector = as_dict(pdb.get("spec")).get("selector")
         # A nil or empty selector, or one that does not parse, matches nothing.
-        usable = isinstance(selector, dict) and selector_error(selector) is None and bool(
-            selector.get("matchLabels") or selector.get("matchExpressions")
+        usable = (
+            isinstance(selector, dict)
+            and selector_error(selector) is None
+            and bool(selector.get("matchLabels") or selector.get("matchExpressions"))
         )
         selectors.append(compile_selector(selector) if usable else None)
     violating: list[RawObj] = []
@@ -175,7 +177,10 @@ class CyclePreemption:
             return False, "not eligible due to preemptionPolicy=Never."
         nominated = as_dict(pod.get("status")).get("nominatedNodeName")
         if isinstance(nominated, str) and nominated:
-            if nominated_node_status is not None and nominated_node_status.code is Code.UNRESOLVABLE:
+            if (
+                nominated_node_status is not None
+                and nominated_node_status.code is Code.UNRESOLVABLE
+            ):
                 return True, ""
             info = self.snapshot.nodes.get(nominated)
             if info is not None:
@@ -258,4 +263,3 @@ class CyclePreemption:
         if violating and non_violating:
             victims = self._sorted(victims)
         return victims, num_violating, Status()
-

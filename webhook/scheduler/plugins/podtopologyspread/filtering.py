@@ -29,11 +29,11 @@ from webhook.scheduler.framework.snapshot import (
 from webhook.scheduler.framework.types import SUCCESS, CycleState, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     CONSTRAINTS_NOT_MATCH,
-    PLUGIN_NAME,
     DEFAULT_ARGS,
     DO_NOT_SCHEDULE,
     INT32_MAX,
     NODE_LABEL_NOT_MATCH,
+    PLUGIN_NAME,
     Constraint,
     NodeInclusion,
     constraints_or_error,
