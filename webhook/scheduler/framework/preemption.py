@@ -25,6 +25,7 @@ CAVEAT: upstream's extenders (callExtenders) are not modelled: there are none.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,6 +127,11 @@ def pod_priority(pod: RawObj, snapshot: Snapshot | None = None) -> int:
 def _parse_time(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
+    return _parse_rfc3339(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_rfc3339(value: str) -> float | None:
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:

@@ -35,7 +35,7 @@ import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -225,6 +225,24 @@ class NodeInfo:
         if key in self._slots:
             self._remove(key, requests, non_zero)
 
+    def remove_pods(
+        self, pods: Sequence[RawObj], amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]]
+    ) -> None:
+        """remove_pod for each of `pods` (all held here) with its (requests, non-zero
+        requests), in one pass: what preemption's first step does to a node copy."""
+        self.generation = next(_GENERATIONS)
+        gone = {_key_of(p) for p in pods}
+        self.pods = [p for p in self.pods if _key_of(p) not in gone]
+        self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
+        for requests, non_zero in amounts:
+            for total, taken in ((self.requested, requests), (self.non_zero_requested, non_zero)):
+                for name, value in taken.items():
+                    left = total.get(name, 0) - value
+                    if left:
+                        total[name] = left
+                    else:
+                        total.pop(name, None)
+
     def snapshot(self) -> NodeInfo:
         """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry
         runs) without touching this one; the Node object and labels are shared."""
@@ -248,7 +266,9 @@ class NodeInfo:
 
 
 def _key_of(pod: RawObj) -> PodKey:
-    meta = meta_of(pod)
+    meta = pod.get("metadata")
+    if type(meta) is not dict:
+        meta = meta_of(pod)
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 

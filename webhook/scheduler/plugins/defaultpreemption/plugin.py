@@ -23,7 +23,6 @@ defaults are used).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cmp_to_key
 from typing import ClassVar
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace
@@ -35,7 +34,7 @@ from webhook.scheduler.framework.preemption import (
     PREEMPT_NEVER,
     PRIORITY_CLASS_KIND,
     Handle,
-    more_important_pod,
+    pod_start_time,
     resolve_priority,
 )
 from webhook.scheduler.framework.snapshot import DISRUPTION_TARGET, NodeInfo, Snapshot
@@ -159,6 +158,9 @@ class CyclePreemption:
 
     def priority(self, pod: RawObj) -> int:
         """A pod's priority (resolve_priority), remembered per pod object this cycle."""
+        stored = pod["spec"].get("priority")
+        if type(stored) is int:  # as the API server stores it: nothing to resolve
+            return stored
         hit = self._priorities.get(id(pod))
         if hit is None:
             hit = self._priorities[id(pod)] = resolve_priority(pod, self.snapshot)[0]
@@ -190,17 +192,11 @@ class CyclePreemption:
         return True, ""
 
     def _sorted(self, pods: Sequence[RawObj]) -> list[RawObj]:
-        """Most important first (util.MoreImportantPod; sort.Slice is not stable, this
-        sort is: equal pods keep the node's order)."""
-
-        def compare(a: RawObj, b: RawObj) -> int:
-            if more_important_pod(a, b, self.priority):
-                return -1
-            if more_important_pod(b, a, self.priority):
-                return 1
-            return 0
-
-        return sorted(pods, key=cmp_to_key(compare))
+        """Most important first: higher priority, then the earlier start time
+        (util.MoreImportantPod as a sort key; sort.Slice is not stable, this sort is:
+        equal pods keep the node's order)."""
+        priority = self.priority
+        return sorted(pods, key=lambda p: (-priority(p), pod_start_time(p)))
 
     def select_victims_on_node(
         self, state: CycleState, pod: RawObj, node: NodeInfo, pdbs: Sequence[RawObj]
@@ -224,12 +220,14 @@ class CyclePreemption:
             node.add_pod(p, *snapshot.requests_of(p))
             return handle.run_pre_filter_extension_add_pod(state, pod, p, node)
 
-        for p in potential:
-            status = remove(p)
-            if not status.ok:
-                return [], 0, status
         if not potential:
             return [], 0, NO_VICTIMS
+        # Every potential victim removed: the node in one pass, the state pod by pod.
+        node.remove_pods(potential, [snapshot.requests_of(p) for p in potential])
+        for p in potential:
+            status = handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
+            if not status.ok:
+                return [], 0, status
         status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.ok:
             return [], 0, status

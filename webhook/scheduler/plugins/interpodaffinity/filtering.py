@@ -312,6 +312,25 @@ def _incoming_term_matches(term: AffinityTerm, namespace: str, labels: Mapping[s
     return selects and term.matches_labels(labels)
 
 
+# Parsed required anti-affinity terms of the pods add_pod / remove_pod see, by the pod
+# object (light pods are long-lived and shared): id -> (the pod, its terms).
+_TERMS: dict[int, tuple[RawObj, tuple[AffinityTerm, ...]]] = {}
+_TERMS_LIMIT = 65536
+
+
+def _anti_terms_of(pod: RawObj) -> tuple[AffinityTerm, ...]:
+    """The pod's required anti-affinity terms (parse_pod_terms), parsed once per pod."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or not spec.get("affinity"):
+        return ()
+    hit = _TERMS.get(id(pod))
+    if hit is None or hit[0] is not pod:
+        if len(_TERMS) >= _TERMS_LIMIT:
+            _TERMS.clear()
+        hit = _TERMS[id(pod)] = (pod, parse_pod_terms(pod).required_anti_affinity)
+    return hit[1]
+
+
 def _update_with_pod(
     state: CycleState, pod: RawObj, updated: RawObj, node: NodeInfo, delta: int
 ) -> Status:
@@ -320,12 +339,17 @@ def _update_with_pod(
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState):
         return SUCCESS  # PreFilter skipped: nothing to update (upstream's nil state)
+    own_terms = _anti_terms_of(updated)
+    if not own_terms and not s.affinity_terms and not s.anti_affinity_terms:
+        return SUCCESS  # nothing of this pod is counted
     labels_of_node = node.labels
-    namespace, labels = pod_namespace(pod), pod_labels(pod)
     upd_ns, upd_labels = pod_namespace(updated), pod_labels(updated)
-    existing = dict(s.existing_anti_affinity_counts)
-    affinity = dict(s.affinity_counts)
-    anti = dict(s.anti_affinity_counts)
+    if not own_terms and not any(
+        _incoming_term_matches(t, upd_ns, upd_labels)
+        for t in (*s.affinity_terms, *s.anti_affinity_terms)
+    ):
+        return SUCCESS  # the incoming pod's terms do not select it, nor its terms the pod
+    namespace, labels = pod_namespace(pod), pod_labels(pod)
     ns_labels = dict(s.ns_labels)
 
     def on_node(key: str) -> tuple[str, str] | None:
@@ -333,29 +357,35 @@ def _update_with_pod(
         return (key, value) if isinstance(value, str) else None
 
     # The updated pod's own required anti-affinity terms against the incoming pod.
-    for term in parse_pod_terms(updated).required_anti_affinity:
-        pair = on_node(term.topology_key)
-        if pair is not None and term.matches(namespace, labels, ns_labels):
-            _bump(existing, pair, delta)
+    existing_bumps = [
+        pair
+        for term in own_terms
+        if (pair := on_node(term.topology_key)) is not None
+        and term.matches(namespace, labels, ns_labels)
+    ]
     # The incoming pod's affinity terms: counted when the updated pod matches them all.
+    affinity_bumps: list[tuple[str, str]] = []
     if s.affinity_terms and all(
         _incoming_term_matches(t, upd_ns, upd_labels) for t in s.affinity_terms
     ):
-        for term in s.affinity_terms:
-            pair = on_node(term.topology_key)
-            if pair is not None:
-                _bump(affinity, pair, delta)
+        affinity_bumps = [
+            pair for t in s.affinity_terms if (pair := on_node(t.topology_key)) is not None
+        ]
     # The incoming pod's anti-affinity terms, each on its own.
-    for term in s.anti_affinity_terms:
-        pair = on_node(term.topology_key)
-        if pair is not None and _incoming_term_matches(term, upd_ns, upd_labels):
-            _bump(anti, pair, delta)
-    if (existing, affinity, anti) == (
-        s.existing_anti_affinity_counts,
-        s.affinity_counts,
-        s.anti_affinity_counts,
-    ):
+    anti_bumps = [
+        pair
+        for t in s.anti_affinity_terms
+        if (pair := on_node(t.topology_key)) is not None
+        and _incoming_term_matches(t, upd_ns, upd_labels)
+    ]
+    if not (existing_bumps or affinity_bumps or anti_bumps):
         return SUCCESS
+    existing = dict(s.existing_anti_affinity_counts)
+    affinity = dict(s.affinity_counts)
+    anti = dict(s.anti_affinity_counts)
+    for counts, bumps in ((existing, existing_bumps), (affinity, affinity_bumps), (anti, anti_bumps)):
+        for pair in bumps:
+            _bump(counts, pair, delta)
     existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
     affinity_keys = [t.topology_key for t in s.affinity_terms]
     anti_keys = [t.topology_key for t in s.anti_affinity_terms]
