@@ -400,8 +400,9 @@ def test_metrics_count_each_outcome() -> None:
 
 def test_a_pod_that_preempts_is_schedulable_with_a_warning() -> None:
     """SKEWED with the web pods at priority 0 and the incoming one at 1000: evicting both
-    from the crowded zone (a: 0 + 1 - 0 <= 1) resolves the spread, so kube-scheduler schedules it; under
-    policy.denyUnschedulable it is allowed, with a warning naming the victims' count."""
+    from the crowded zone (a: 0 + 1 - 0 <= 1) resolves the spread, so kube-scheduler
+    schedules it; under policy.denyUnschedulable it is allowed, with a warning naming the
+    victims' count."""
     cluster = [
         {**o, "spec": {**o["spec"], "priority": 0}} if o["kind"] == "Pod" else o
         for o in SKEWED

@@ -383,7 +383,11 @@ def _update_with_pod(
     existing = dict(s.existing_anti_affinity_counts)
     affinity = dict(s.affinity_counts)
     anti = dict(s.anti_affinity_counts)
-    for counts, bumps in ((existing, existing_bumps), (affinity, affinity_bumps), (anti, anti_bumps)):
+    for counts, bumps in (
+        (existing, existing_bumps),
+        (affinity, affinity_bumps),
+        (anti, anti_bumps),
+    ):
         for pair in bumps:
             _bump(counts, pair, delta)
     existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
