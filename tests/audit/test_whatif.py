@@ -150,3 +150,34 @@ def test_queue_order_is_priority_then_age_then_name() -> None:
 def test_selector_matching_nothing_changes_nothing() -> None:
     result = drill(node("a1", "a"), pod("p1", "a1"), selector_=parse_selector(f"{ZONE}=zz"))
     assert result.removed == [] and result.placed == {} and result.pending == []
+
+
+def test_a_displaced_pod_preempts_and_its_victim_is_re_placed() -> None:
+    """a1 goes; its critical pod (priority 1000, 3 cpu) fits nowhere on the 4-cpu b1 and
+    c1, each running a 2-cpu pod of priority 0: it preempts one (b1's: the first of two
+    alike candidates) and binds there; the victim comes back like a displaced pod and
+    is re-placed on c1, which has 2 cpu left."""
+    critical = pod("critical", "a1", spread=False, priority=1000)
+    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
+    for b in batch:
+        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    result = drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+    assert result.placed == {"default/critical": "b1", "default/batch-b1": "c1"}
+    assert result.evicted == ["default/batch-b1"]
+    assert result.pending == []
+    running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in result.state.running}
+    assert running == {"critical": "b1", "batch-b1": "c1", "batch-c1": "c1"}
+
+
+def test_a_victim_that_fits_nowhere_is_pending() -> None:
+    """As above with c1 full too: the victim stays pending."""
+    critical = pod("critical", "a1", spread=False, priority=1000)
+    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
+    for b in batch:
+        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    result = drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+    assert result.placed == {"default/critical": "b1"}
+    assert result.evicted == ["default/batch-b1"]
+    assert result.pending == ["default/batch-b1"]

@@ -728,3 +728,47 @@ def test_trim_knows_the_api_version_of_every_catalogued_kind() -> None:
     """A List item names no kind nor apiVersion: trim supplies the catalogue's."""
     for kind, entry in CATALOG.items():
         assert trim({"metadata": {"name": "x"}}, kind)["apiVersion"] == entry.api_version
+
+
+def test_trim_pod_keeps_what_preemption_reads() -> None:
+    """Priority fields, the scheduler's name, the start time, the nominated node and the
+    DisruptionTarget condition stay; other conditions go."""
+    full = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "priority": 1000,
+            "priorityClassName": "web",
+            "preemptionPolicy": "Never",
+            "schedulerName": "default-scheduler",
+            "serviceAccountName": "dropped",
+        },
+        "status": {
+            "phase": "Pending",
+            "startTime": "2026-01-01T00:00:00Z",
+            "nominatedNodeName": "node-a",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+            ],
+        },
+    }
+    out = trim(full)
+    assert out["spec"] == {
+        "priority": 1000,
+        "priorityClassName": "web",
+        "preemptionPolicy": "Never",
+        "schedulerName": "default-scheduler",
+    }
+    assert out["status"] == {
+        "phase": "Pending",
+        "startTime": "2026-01-01T00:00:00Z",
+        "nominatedNodeName": "node-a",
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+        ],
+    }
+    # The Snapshot holds it apart, nominated to node-a.
+    snap = Snapshot.from_objects([out])
+    assert [p["metadata"]["name"] for p in snap.nominated_pods("node-a")] == ["p"]
