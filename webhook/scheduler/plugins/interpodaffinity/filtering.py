@@ -343,7 +343,12 @@ def _update_with_pod(
     if not own_terms and not s.affinity_terms and not s.anti_affinity_terms:
         return SUCCESS  # nothing of this pod is counted
     labels_of_node = node.labels
-    upd_ns, upd_labels = pod_namespace(updated), pod_labels(updated)
+    meta = updated.get("metadata")
+    if type(meta) is dict and type(meta.get("namespace")) is str and meta["namespace"]:
+        labels_ = meta.get("labels")
+        upd_ns, upd_labels = meta["namespace"], labels_ if type(labels_) is dict else {}
+    else:
+        upd_ns, upd_labels = pod_namespace(updated), pod_labels(updated)
     if not own_terms and not any(
         _incoming_term_matches(t, upd_ns, upd_labels)
         for t in (*s.affinity_terms, *s.anti_affinity_terms)

@@ -182,6 +182,17 @@ def remove_pod(state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: Node
     return SUCCESS
 
 
+def _namespace_of(pod: RawObj) -> str:
+    """pod_namespace, read directly off a light pod's metadata (what preemption hands
+    here, tens of thousands of times per decision)."""
+    meta = pod.get("metadata")
+    if type(meta) is dict:
+        ns = meta.get("namespace")
+        if type(ns) is str and ns:
+            return ns
+    return pod_namespace(pod)
+
+
 def _update_with_pod(state: CycleState, updated: RawObj, node: NodeInfo, delta: int) -> None:
     """Port of filtering.go: updateWithPod.
 
@@ -196,7 +207,7 @@ def _update_with_pod(state: CycleState, updated: RawObj, node: NodeInfo, delta: 
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState) or not s.constraints:
         return
-    if pod_namespace(updated) != s.namespace or is_terminating(updated):
+    if _namespace_of(updated) != s.namespace or is_terminating(updated):
         return
     labels = node.labels
     if any(c.topology_key not in labels for c in s.constraints):
