@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-audit bench-profile bench-load fuzz audit lock certs clean
+.PHONY: run test lint bench bench-audit bench-profile bench-preempt bench-load fuzz audit lock certs clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -42,6 +42,9 @@ bench-audit: $(STAMP)
 # 150,000 pods with affinity terms): docs/performance.md.
 bench-profile: $(STAMP)
 	$(PY) bench/bench_profile.py
+
+bench-preempt: $(STAMP)
+	$(PY) bench/bench_preempt.py
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

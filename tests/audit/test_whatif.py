@@ -152,17 +152,23 @@ def test_selector_matching_nothing_changes_nothing() -> None:
     assert result.removed == [] and result.placed == {} and result.pending == []
 
 
+def preempting(victim_cpu: str) -> Any:
+    """a1 goes with its critical pod (priority 1000, 3 cpu); b1 and c1 (4 cpu) each run
+    a batch pod of priority 0 asking `victim_cpu`."""
+    critical = pod("critical", "a1", spread=False, priority=1000)
+    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
+    for b in batch:
+        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": victim_cpu}}
+    return drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+
+
 def test_a_displaced_pod_preempts_and_its_victim_is_re_placed() -> None:
     """a1 goes; its critical pod (priority 1000, 3 cpu) fits nowhere on the 4-cpu b1 and
     c1, each running a 2-cpu pod of priority 0: it preempts one (b1's: the first of two
     alike candidates) and binds there; the victim comes back like a displaced pod and
     is re-placed on c1, which has 2 cpu left."""
-    critical = pod("critical", "a1", spread=False, priority=1000)
-    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
-    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
-    for b in batch:
-        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
-    result = drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+    result = preempting("2")
     assert result.placed == {"default/critical": "b1", "default/batch-b1": "c1"}
     assert result.evicted == ["default/batch-b1"]
     assert result.pending == []
@@ -172,12 +178,7 @@ def test_a_displaced_pod_preempts_and_its_victim_is_re_placed() -> None:
 
 def test_a_victim_that_fits_nowhere_is_pending() -> None:
     """As above with c1 full too: the victim stays pending."""
-    critical = pod("critical", "a1", spread=False, priority=1000)
-    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
-    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
-    for b in batch:
-        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
-    result = drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+    result = preempting("3")
     assert result.placed == {"default/critical": "b1"}
     assert result.evicted == ["default/batch-b1"]
     assert result.pending == ["default/batch-b1"]

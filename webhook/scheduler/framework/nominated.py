@@ -110,25 +110,26 @@ class FilterHandle:
         self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo
     ) -> Status:
         """Port of framework.go: RunPreFilterExtensionAddPod."""
-        for plugin in self.extensions:
-            status: Status = plugin.add_pod(state, pod, pod_to_add, node)
-            if not status.ok:
-                return Status(
-                    Code.ERROR,
-                    f'running AddPod on PreFilter plugin "{plugin.name}": {status.reason}',
-                )
-        return SUCCESS
+        return self._extensions("AddPod", state, pod, pod_to_add, node)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo
     ) -> Status:
         """Port of framework.go: RunPreFilterExtensionRemovePod."""
+        return self._extensions("RemovePod", state, pod, pod_to_remove, node)
+
+    def _extensions(
+        self, which: str, state: CycleState, pod: RawObj, other: RawObj, node: NodeInfo
+    ) -> Status:
+        """Each extension plugin's AddPod or RemovePod; the first failure as upstream
+        wraps it."""
         for plugin in self.extensions:
-            status: Status = plugin.remove_pod(state, pod, pod_to_remove, node)
+            run = plugin.add_pod if which == "AddPod" else plugin.remove_pod
+            status: Status = run(state, pod, other, node)
             if not status.ok:
                 return Status(
                     Code.ERROR,
-                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.reason}',
+                    f'running {which} on PreFilter plugin "{plugin.name}": {status.reason}',
                 )
         return SUCCESS
 

@@ -202,6 +202,10 @@ class NodeInfo:
             # Swap-remove: order carries no meaning and this keeps removal O(1).
             self.pods[i] = last
             self._slots[_key_of(last)] = i
+        self._subtract(requests, non_zero)
+
+    def _subtract(self, requests: Mapping[str, int], non_zero: Mapping[str, int]) -> None:
+        """Take one pod's sums off the node's (a sum brought back to zero is dropped)."""
         for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
             for name, value in amounts.items():
                 left = total.get(name, 0) - value
@@ -235,13 +239,7 @@ class NodeInfo:
         self.pods = [p for p in self.pods if _key_of(p) not in gone]
         self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
         for requests, non_zero in amounts:
-            for total, taken in ((self.requested, requests), (self.non_zero_requested, non_zero)):
-                for name, value in taken.items():
-                    left = total.get(name, 0) - value
-                    if left:
-                        total[name] = left
-                    else:
-                        total.pop(name, None)
+            self._subtract(requests, non_zero)
 
     def snapshot(self) -> NodeInfo:
         """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry
