@@ -209,3 +209,51 @@ def test_preemption_equals_one_node_at_a_time(
     assert got.preemption == expected
     event("preempts" if expected is not None else "no preemption")
     event("feasible" if want.feasible else "infeasible")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=4),
+    st.lists(pod_st, min_size=1, max_size=12),
+    profile_incoming_st,
+    incoming_terms_st,
+    st.integers(0, 3),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_removing_pods_at_once_equals_a_fresh_pre_filter(
+    nodes, pods, incoming_spec, terms, at, chosen
+) -> None:
+    """remove_pods (every potential victim of a node at once, preemption's first step)
+    leaves both plugins' state as PreFilter finds the cluster without those pods."""
+    node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
+    incoming = _incoming({**incoming_spec, "pod_affinity": None, "node_name": None})
+    if terms:
+        anti, key = terms
+        with_affinity(incoming, "In", "app", key, ["a"], anti=anti, required=True)
+    name = f"n{at % len(nodes)}"
+    gone = [
+        p
+        for p, pick in zip(residents, chosen, strict=False)
+        if pick and p["spec"]["nodeName"] == name
+    ]
+    snap, state, spread_state = _fresh(incoming, [*node_objs, *residents])
+    if isinstance(spread_state, spread.PreFilterState):
+        state[spread.PRE_FILTER_STATE_KEY] = spread_state
+    target = snap.nodes[name]
+    names = {p["metadata"]["name"] for p in gone}
+    light = [p for p in target.pods if p["metadata"]["name"] in names]
+    ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    assert ipa.remove_pods(state, incoming, light, target).ok
+    assert spread.remove_pods(state, incoming, light, target).ok
+    after, want_state, want_spread = _fresh(
+        incoming, [*node_objs, *(p for p in residents if p not in gone)]
+    )
+    if ipa_ran:
+        assert _ipa_view(state) == _ipa_view(want_state)
+    got_spread = state.get(spread.PRE_FILTER_STATE_KEY)
+    if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
+        assert isinstance(got_spread, spread.PreFilterState)
+        assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
+        assert got_spread.min_match_num == want_spread.min_match_num
+        event("PodTopologySpread state updated" if light else "nothing removed")

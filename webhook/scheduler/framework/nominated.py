@@ -118,6 +118,27 @@ class FilterHandle:
         """Port of framework.go: RunPreFilterExtensionRemovePod."""
         return self._extensions("RemovePod", state, pod, pod_to_remove, node)
 
+    def run_pre_filter_extension_remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status:
+        """RunPreFilterExtensionRemovePod for each of `pods` (all on `node`): a plugin
+        with a `remove_pods` hook takes them at once (the same state, built once)."""
+        for plugin in self.extensions:
+            bulk = getattr(plugin, "remove_pods", None)
+            if bulk is None:
+                for other in pods:
+                    status = self._extensions("RemovePod", state, pod, other, node)
+                    if not status.ok:
+                        return status
+                continue
+            status = bulk(state, pod, pods, node)
+            if not status.ok:
+                return Status(
+                    Code.ERROR,
+                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.reason}',
+                )
+        return SUCCESS
+
     def _extensions(
         self, which: str, state: CycleState, pod: RawObj, other: RawObj, node: NodeInfo
     ) -> Status:

@@ -202,6 +202,10 @@ class Handle(Protocol):
         self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo
     ) -> Status: ...
 
+    def run_pre_filter_extension_remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status: ...
+
 
 class Interface(Protocol):
     """preemption.Interface: what a preemption plugin decides."""

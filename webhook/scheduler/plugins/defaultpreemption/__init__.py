@@ -64,6 +64,11 @@ class _SpreadFilter:
     ) -> Status:
         return spread.remove_pod(state, pod, pod_to_remove, node)
 
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status:
+        return spread.remove_pods(state, pod, pods, node)
+
 
 def cycle_handle(
     pod: RawObj,

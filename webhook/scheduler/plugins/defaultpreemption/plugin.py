@@ -224,10 +224,9 @@ class CyclePreemption:
             return [], 0, NO_VICTIMS
         # Every potential victim removed: the node in one pass, the state pod by pod.
         node.remove_pods(potential, [snapshot.requests_of(p) for p in potential])
-        for p in potential:
-            status = handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
-            if not status.ok:
-                return [], 0, status
+        status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
+        if not status.ok:
+            return [], 0, status
         status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.ok:
             return [], 0, status

@@ -24,7 +24,7 @@ CAVEAT: what is incremental and what is recomputed per decision.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -61,6 +61,7 @@ __all__ = [
     "filter_pod_key",
     "pre_filter",
     "remove_pod",
+    "remove_pods",
 ]
 
 # The CycleState key (filtering.go preFilterStateKey).
@@ -331,6 +332,22 @@ def _anti_terms_of(pod: RawObj) -> tuple[AffinityTerm, ...]:
     return hit[1]
 
 
+def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo) -> Status:
+    """remove_pod for each of `pods`, all on `node`, with the state rebuilt once (what
+    preemption's first step asks: every potential victim of a node removed)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return SUCCESS
+    bumps: list[tuple[list[tuple[str, str]], ...]] = []
+    for other in pods:
+        found = _bumps(s, pod, other, node)
+        if found is not None:
+            bumps.append(found)
+    if bumps:
+        _apply(state, s, pod, bumps, -1)
+    return SUCCESS
+
+
 def _update_with_pod(
     state: CycleState, pod: RawObj, updated: RawObj, node: NodeInfo, delta: int
 ) -> Status:
@@ -339,9 +356,21 @@ def _update_with_pod(
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState):
         return SUCCESS  # PreFilter skipped: nothing to update (upstream's nil state)
+    found = _bumps(s, pod, updated, node)
+    if found is not None:
+        _apply(state, s, pod, [found], delta)
+    return SUCCESS
+
+
+def _bumps(
+    s: PreFilterState, pod: RawObj, updated: RawObj, node: NodeInfo
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]] | None:
+    """The (key, value) pairs `updated` on `node` counts under, in the existing pods'
+    anti-affinity counts, the incoming pod's affinity counts and its anti-affinity
+    counts; None when it counts under none."""
     own_terms = _anti_terms_of(updated)
     if not own_terms and not s.affinity_terms and not s.anti_affinity_terms:
-        return SUCCESS  # nothing of this pod is counted
+        return None  # nothing of this pod is counted
     labels_of_node = node.labels
     meta = updated.get("metadata")
     if type(meta) is dict and type(meta.get("namespace")) is str and meta["namespace"]:
@@ -353,21 +382,22 @@ def _update_with_pod(
         _incoming_term_matches(t, upd_ns, upd_labels)
         for t in (*s.affinity_terms, *s.anti_affinity_terms)
     ):
-        return SUCCESS  # the incoming pod's terms do not select it, nor its terms the pod
-    namespace, labels = pod_namespace(pod), pod_labels(pod)
-    ns_labels = dict(s.ns_labels)
+        return None  # the incoming pod's terms do not select it, nor its terms the pod
 
     def on_node(key: str) -> tuple[str, str] | None:
         value = labels_of_node.get(key)
         return (key, value) if isinstance(value, str) else None
 
     # The updated pod's own required anti-affinity terms against the incoming pod.
-    existing_bumps = [
-        pair
-        for term in own_terms
-        if (pair := on_node(term.topology_key)) is not None
-        and term.matches(namespace, labels, ns_labels)
-    ]
+    existing_bumps: list[tuple[str, str]] = []
+    if own_terms:
+        namespace, labels, ns_labels = pod_namespace(pod), pod_labels(pod), dict(s.ns_labels)
+        existing_bumps = [
+            pair
+            for term in own_terms
+            if (pair := on_node(term.topology_key)) is not None
+            and term.matches(namespace, labels, ns_labels)
+        ]
     # The incoming pod's affinity terms: counted when the updated pod matches them all.
     affinity_bumps: list[tuple[str, str]] = []
     if s.affinity_terms and all(
@@ -384,17 +414,31 @@ def _update_with_pod(
         and _incoming_term_matches(t, upd_ns, upd_labels)
     ]
     if not (existing_bumps or affinity_bumps or anti_bumps):
-        return SUCCESS
+        return None
+    return existing_bumps, affinity_bumps, anti_bumps
+
+
+def _apply(
+    state: CycleState,
+    s: PreFilterState,
+    pod: RawObj,
+    found: Sequence[tuple[list[tuple[str, str]], ...]],
+    delta: int,
+) -> None:
+    """A new state with the counts moved by `delta` at each pair found, its lookups
+    rebuilt."""
     existing = dict(s.existing_anti_affinity_counts)
     affinity = dict(s.affinity_counts)
     anti = dict(s.anti_affinity_counts)
-    for counts, bumps in (
-        (existing, existing_bumps),
-        (affinity, affinity_bumps),
-        (anti, anti_bumps),
-    ):
-        for pair in bumps:
-            _bump(counts, pair, delta)
+    for existing_bumps, affinity_bumps, anti_bumps in found:
+        for counts, bumps in (
+            (existing, existing_bumps),
+            (affinity, affinity_bumps),
+            (anti, anti_bumps),
+        ):
+            for pair in bumps:
+                _bump(counts, pair, delta)
+    namespace, labels, ns_labels = pod_namespace(pod), pod_labels(pod), dict(s.ns_labels)
     existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
     affinity_keys = [t.topology_key for t in s.affinity_terms]
     anti_keys = [t.topology_key for t in s.anti_affinity_terms]
@@ -423,7 +467,6 @@ def _update_with_pod(
             local,
         ),
     )
-    return SUCCESS
 
 
 def _blocked(keys: Iterable[str], counts: TopologyCounts) -> tuple[tuple[str, frozenset[str]], ...]:

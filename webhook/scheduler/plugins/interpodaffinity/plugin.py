@@ -84,6 +84,12 @@ class InterPodAffinity:
         """PreFilterExtensions.RemovePod (preemption)."""
         return filtering.remove_pod(state, pod, pod_to_remove, node)
 
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status:
+        """RemovePod for each of `pods` (all on `node`), the state rebuilt once."""
+        return filtering.remove_pods(state, pod, pods, node)
+
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         return filtering.filter_node_key(state, node)
 

@@ -182,6 +182,39 @@ def remove_pod(state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: Node
     return SUCCESS
 
 
+def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo) -> Status:
+    """remove_pod for each of `pods`, all on `node`, with one new state: the node's
+    inclusion and domain are looked up once, each constraint's count moved once."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState) or not s.constraints:
+        return SUCCESS
+    labels = node.labels
+    if any(c.topology_key not in labels for c in s.constraints):
+        return SUCCESS  # nodeLabelsMatchSpreadConstraints
+    counted = [
+        pod_labels(p) for p in pods if _namespace_of(p) == s.namespace and not is_terminating(p)
+    ]
+    if not counted:
+        return SUCCESS
+    inclusion = s.inclusion
+    counts = list(s.tp_value_to_match_num)
+    minimums = list(s.min_match_num)
+    for i, c in enumerate(s.constraints):
+        if c.counts_nothing or (inclusion is not None and not inclusion.includes(c, node)):
+            continue
+        gone = sum(1 for pod_labels_ in counted if c.matches(pod_labels_))
+        if gone:
+            value = labels[c.topology_key]
+            domains = counts[i] = dict(counts[i])
+            domains[value] = domains.get(value, 0) - gone
+            minimums[i] = min(minimums[i], domains[value])
+    if counts != list(s.tp_value_to_match_num):
+        state[PRE_FILTER_STATE_KEY] = replace(
+            s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums)
+        )
+    return SUCCESS
+
+
 def _namespace_of(pod: RawObj) -> str:
     """pod_namespace, read directly off a light pod's metadata (what preemption hands
     here, tens of thousands of times per decision)."""
