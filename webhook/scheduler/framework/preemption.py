@@ -349,7 +349,7 @@ class Evaluator:
         node_statuses: dict[str, Status] = {}
         n = len(potential_nodes)
         for i in range(n):
-            info = potential_nodes[(offset + i) % n].snapshot()
+            info = potential_nodes[(offset + i) % n]
             pods, violations, status = self.interface.select_victims_on_node(
                 CycleState(state), pod, info, pdbs
             )

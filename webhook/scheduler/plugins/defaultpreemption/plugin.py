@@ -201,7 +201,7 @@ class CyclePreemption:
     def select_victims_on_node(
         self, state: CycleState, pod: RawObj, node: NodeInfo, pdbs: Sequence[RawObj]
     ) -> tuple[list[RawObj], int, Status]:
-        """The fewest pods to evict from `node` (a copy the dry run may change) for `pod`
+        """The fewest pods to evict from `node` (left as it is: a copy is changed) for `pod`
         to fit: every lower-priority pod removed, then each put back, most important
         first (PodDisruptionBudget-violating ones before the others), and kept when the
         pod still fits. (victims, how many violate a budget, Success) or the failure.
@@ -222,6 +222,7 @@ class CyclePreemption:
 
         if not potential:
             return [], 0, NO_VICTIMS
+        node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
         # Every potential victim removed: the node in one pass, the state pod by pod.
         node.remove_pods(potential, [snapshot.requests_of(p) for p in potential])
         status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
