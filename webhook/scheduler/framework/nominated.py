@@ -76,6 +76,14 @@ class FilterHandle:
         self.dynamic = frozenset(p.name for p in plugins if _changes_with_pods(p))
         self.known = known
         self._self_key = pod_key(pod)
+        # The Filter of each plugin whose status a changed copy of a node can change.
+        self._dynamic_filters = [
+            plugin.filter
+            for name, plugin in self.steps
+            if plugin is not None and name in self.dynamic
+        ]
+        # Node name -> whether every other plugin passes there (from `known`).
+        self._others_pass: dict[str, bool] = {}
 
     def run_filter_plugins(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         """Port of framework.go: RunFilterPlugins: the first failure in profile order."""
@@ -90,6 +98,22 @@ class FilterHandle:
             if not status.ok:
                 return status
         return SUCCESS
+
+    def fits_with_nominated_pods(self, state: CycleState, pod: RawObj, node: NodeInfo) -> bool:
+        """run_filter_plugins_with_nominated_pods(...).ok, for the dry run's reprieve loop:
+        on a node no pod is nominated to, the plugins a changed copy cannot change are
+        read once from `known`, the others run (no status is built)."""
+        if self.known is None or self.snapshot.nominated_pods(node.name):
+            return self.run_filter_plugins_with_nominated_pods(state, pod, node).ok
+        others = self._others_pass.get(node.name)
+        if others is None:
+            known = self.known.get(node.name, {})
+            others = self._others_pass[node.name] = not self.rejected and all(
+                known.get(name, SUCCESS).ok
+                for name, plugin in self.steps
+                if plugin is not None and name not in self.dynamic
+            )
+        return others and all(check(state, pod, node).ok for check in self._dynamic_filters)
 
     def run_all_filter_plugins(
         self, state: CycleState, pod: RawObj, node: NodeInfo

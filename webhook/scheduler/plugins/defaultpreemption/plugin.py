@@ -212,19 +212,21 @@ class CyclePreemption:
         preemptor = self.priority(pod)
         potential = [p for p in node.pods if self.is_preemption_allowed(p, preemptor)]
 
-        def remove(p: RawObj) -> Status:
-            node.remove_pod(p, *snapshot.requests_of(p))
-            return handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
-
-        def add(p: RawObj) -> Status:
-            node.add_pod(p, *snapshot.requests_of(p))
-            return handle.run_pre_filter_extension_add_pod(state, pod, p, node)
-
         if not potential:
             return [], 0, NO_VICTIMS
         node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
-        # Every potential victim removed: the node in one pass, the state pod by pod.
-        node.remove_pods(potential, [snapshot.requests_of(p) for p in potential])
+        amounts = {id(p): snapshot.requests_of(p) for p in potential}
+
+        def remove(p: RawObj) -> Status:
+            node.remove_pod(p, *amounts[id(p)])
+            return handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
+
+        def add(p: RawObj) -> Status:
+            node.add_pod(p, *amounts[id(p)])
+            return handle.run_pre_filter_extension_add_pod(state, pod, p, node)
+
+        # Every potential victim removed: the node and the plugins' state at once.
+        node.remove_pods(potential, list(amounts.values()))
         status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
         if not status.ok:
             return [], 0, status
@@ -240,7 +242,7 @@ class CyclePreemption:
             status = add(p)
             if not status.ok:
                 return status
-            fits = handle.run_filter_plugins_with_nominated_pods(state, pod, node).ok
+            fits = handle.fits_with_nominated_pods(state, pod, node)
             if not fits:
                 status = remove(p)
                 if not status.ok:
