@@ -15,13 +15,15 @@ dry-runs candidates (10 % of the potential nodes, at least 100) and nominates on
 Reports, with the load average: the first decision after loading; then decisions
 with new filter inputs each time (the cpu request differs: cold) and the same pod
 again (warm), wall and CPU medians per round and their median over --rounds rounds
-(target: <= 100 ms); and checks that the nomination equals a node-by-node dry run
-that runs every filter plugin (the property tests' reference).
+(target: <= 100 ms), and the same decision without PostFilter (what of it is
+preemption's); and checks that the nomination equals a node-by-node dry run that
+runs every filter plugin (the property tests' reference).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import itertools
 import sys
@@ -171,6 +173,14 @@ def main(argv: list[str] | None = None) -> int:
         opts.runs,
         opts.rounds,
         TARGET_MS,
+    )
+    # What of it is preemption's: the same decision with no PostFilter in the profile.
+    without = dataclasses.replace(fw, post_filter=None)
+    report(
+        "place() without PostFilter, same pod (the scheduling cycle alone)",
+        lambda: place(pod, snap, framework=without),
+        opts.runs,
+        opts.rounds,
     )
     return 0
 

@@ -238,8 +238,13 @@ class NodeInfo:
         gone = {_key_of(p) for p in pods}
         self.pods = [p for p in self.pods if _key_of(p) not in gone]
         self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
+        requested: dict[str, int] = {}
+        non_zero_requested: dict[str, int] = {}
         for requests, non_zero in amounts:
-            self._subtract(requests, non_zero)
+            for total, taken in ((requested, requests), (non_zero_requested, non_zero)):
+                for name, value in taken.items():
+                    total[name] = total.get(name, 0) + value
+        self._subtract(requested, non_zero_requested)
 
     def snapshot(self) -> NodeInfo:
         """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry

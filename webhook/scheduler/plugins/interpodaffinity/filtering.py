@@ -339,7 +339,14 @@ def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: No
     if not isinstance(s, PreFilterState):
         return SUCCESS
     bumps: list[tuple[list[tuple[str, str]], ...]] = []
+    terms = (*s.affinity_terms, *s.anti_affinity_terms)
     for other in pods:
+        spec, meta = other.get("spec"), other.get("metadata")
+        if type(spec) is dict and type(meta) is dict and not spec.get("affinity"):
+            # No terms of its own: it counts only where the incoming pod's terms select it.
+            ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
+            if not any(_incoming_term_matches(t, ns, labels) for t in terms):
+                continue
         found = _bumps(s, pod, other, node)
         if found is not None:
             bumps.append(found)
