@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
+from webhook.scheduler.framework.budget import checkpoint
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Status
 
@@ -351,6 +352,7 @@ class Evaluator:
         node_statuses: dict[str, Status] = {}
         n = len(potential_nodes)
         for i in range(n):
+            checkpoint()  # under a time budget (the /validate foresight), give up in time
             info = potential_nodes[(offset + i) % n]
             pods, violations, status = self.interface.select_victims_on_node(
                 CycleState(state), pod, info, pdbs
