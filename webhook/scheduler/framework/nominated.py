@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, as_dict
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SUCCESS, Code, CycleState, Status
 
@@ -31,8 +31,7 @@ NODE_DEPENDENT_FIELDS = frozenset({"pods", "requested"})
 
 def pod_key(pod: RawObj) -> tuple[str, str]:
     """(namespace, name): what tells two pods apart here (a manifest's pod has no uid)."""
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
+    meta = as_dict(pod.get("metadata"))
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 

@@ -18,7 +18,7 @@ from webhook.scheduler.framework.nominated import FilterHandle
 from webhook.scheduler.framework.preemption import Evaluator, Preemption, resolve_priority
 from webhook.scheduler.framework.runtime import PreparedFilters
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
-from webhook.scheduler.framework.types import SUCCESS, CycleState, Reads, Status
+from webhook.scheduler.framework.types import SUCCESS, Code, CycleState, Reads, Status
 from webhook.scheduler.plugins.defaultpreemption.plugin import (
     NAME,
     CyclePreemption,
@@ -53,7 +53,8 @@ class _SpreadFilter:
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         s = state.get(spread.PRE_FILTER_STATE_KEY)
-        assert isinstance(s, spread.PreFilterState)
+        if not isinstance(s, spread.PreFilterState):  # cycle_handle always sets it
+            return Status(Code.ERROR, f'reading "{spread.PRE_FILTER_STATE_KEY}" from cycleState')
         return spread.filter_node(s, node)
 
     def add_pod(self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
