@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-profile bench-load fuzz audit lock certs \
+.PHONY: run test lint bench bench-audit bench-report bench-profile bench-preempt bench-load fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -76,6 +76,9 @@ report-screenshot: $(STAMP) browser
 # 150,000 pods with affinity terms): docs/performance.md.
 bench-profile: $(STAMP)
 	$(PY) bench/bench_profile.py
+
+bench-preempt: $(STAMP)
+	$(PY) bench/bench_preempt.py
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

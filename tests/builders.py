@@ -173,6 +173,33 @@ class PodBuilder:
         self._pod["spec"].setdefault("tolerations", []).append(tol)
         return self
 
+    def priority(self, value: int) -> PodBuilder:
+        """spec.priority, as the API server stores it (st.MakePod().Priority)."""
+        self._pod["spec"]["priority"] = value
+        return self
+
+    def priority_class(self, name: str) -> PodBuilder:
+        self._pod["spec"]["priorityClassName"] = name
+        return self
+
+    def preemption_policy(self, policy: str) -> PodBuilder:
+        self._pod["spec"]["preemptionPolicy"] = policy
+        return self
+
+    def start_time(self, at: str) -> PodBuilder:
+        self._pod.setdefault("status", {})["startTime"] = at
+        return self
+
+    def nominated_node(self, node_name: str) -> PodBuilder:
+        self._pod.setdefault("status", {})["nominatedNodeName"] = node_name
+        return self
+
+    def condition(self, type_: str, status: str, reason: str = "") -> PodBuilder:
+        self._pod.setdefault("status", {}).setdefault("conditions", []).append(
+            {"type": type_, "status": status, "reason": reason}
+        )
+        return self
+
     def requests(self, **resources: str) -> PodBuilder:
         """Set requests on the first container: requests(cpu="500m", memory="1Gi")."""
         self._pod["spec"]["containers"][0].setdefault("resources", {})["requests"] = dict(resources)
@@ -246,6 +273,42 @@ class NodeBuilder:
 
     def obj(self) -> RawObj:
         return copy.deepcopy(self._node)
+
+
+def pdb(
+    name: str,
+    match_labels: dict[str, str] | None,
+    disruptions_allowed: int,
+    namespace: str = "default",
+    disrupted: Iterable[str] = (),
+) -> RawObj:
+    """A PodDisruptionBudget with its status as the disruption controller keeps it."""
+    spec: RawObj = {} if match_labels is None else {"selector": {"matchLabels": match_labels}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+        "status": {
+            "disruptionsAllowed": disruptions_allowed,
+            "disruptedPods": {p: "2026-01-01T00:00:00Z" for p in disrupted},
+        },
+    }
+
+
+def priority_class(
+    name: str, value: int, global_default: bool = False, preemption_policy: str | None = None
+) -> RawObj:
+    out: RawObj = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": global_default,
+    }
+    if preemption_policy is not None:
+        out["preemptionPolicy"] = preemption_policy
+    return out
 
 
 def make_pod() -> PodBuilder:

@@ -14,6 +14,7 @@ from webhook.admission.annotate import (
     placement_annotations,
     wants_dry_run,
 )
+from webhook.scheduler.placement import Preemption
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def test_small_placement_is_rendered_whole() -> None:
         "top": [{"node": "node-a", "score": 100}, {"node": "node-b", "score": 50}],
         "reasons": {"node(s) didn't match pod topology spread constraints": 1},
         "distribution": {"topology.kubernetes.io/zone": {"zone-a": 1, "zone-b": 2}},
+        "preemption": None,
     }
 
 
@@ -131,3 +133,27 @@ def test_rendering_is_deterministic() -> None:
 )
 def test_wants_dry_run(pod: dict, dry_run: bool, expected: bool) -> None:
     assert wants_dry_run(pod, dry_run) is expected
+
+
+@dataclass(frozen=True)
+class PreemptingPlacement(FakePlacement):
+    preemption: Preemption | None = None
+
+
+def test_preemption_is_rendered_and_its_victims_cut_to_fit() -> None:
+    """`preemption` carries the node and victims; thousands of victims are cut so the
+    annotations stay under 32 KiB, the cut counted in omittedVictims."""
+    few = Preemption("node-a", ("shop/batch-1", "shop/batch-2"))
+    ann = placement_annotations(PreemptingPlacement([Verdict("node-a", False)], None, {}, {}, few))
+    assert json.loads(ann[PLACEMENT])["preemption"] == {
+        "node": "node-a",
+        "victims": ["shop/batch-1", "shop/batch-2"],
+    }
+    many = Preemption("node-a", tuple(f"shop/batch-{i:05d}" for i in range(5000)))
+    ann = placement_annotations(PreemptingPlacement([Verdict("node-a", False)], None, {}, {}, many))
+    assert sum(len(k) + len(v.encode()) for k, v in ann.items()) <= 32 * 1024
+    got = json.loads(ann[PLACEMENT])["preemption"]
+    assert got["node"] == "node-a"
+    assert 0 < len(got["victims"]) < 5000
+    assert got["victims"] == list(many.victims[: len(got["victims"])])
+    assert got["omittedVictims"] == 5000 - len(got["victims"])

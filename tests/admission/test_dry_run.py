@@ -70,6 +70,7 @@ SPREAD_PLACEMENT = {
     "feasible": 3,
     "nodes": 3,
     "top": [{"node": "b1", "score": 100}, {"node": "a1", "score": 0}, {"node": "a2", "score": 0}],
+    "preemption": None,
     "reasons": {},
     "distribution": {ZONE: {"a": 1, "b": 0}},
 }
@@ -85,6 +86,7 @@ BLOCKED_PLACEMENT = {
     "feasible": 0,
     "nodes": 2,
     "top": [],
+    "preemption": None,
     "reasons": {SPREAD_MISMATCH: 1, UNSCHEDULABLE: 1},
     "distribution": {ZONE: {"a": 2, "b": 0}},
 }
@@ -435,6 +437,7 @@ def test_documented_example_on_the_demo_snapshot() -> None:
             {"node": "node-a1", "score": 63}, {"node": "node-b1", "score": 54},
             {"node": "node-b2", "score": 54},
         ],
+        "preemption": None,
         "reasons": {
             "node(s) had untolerated taint {node.kubernetes.io/unschedulable: }": 1,
             UNSCHEDULABLE: 1,
@@ -489,5 +492,6 @@ def test_the_annotation_says_why_a_pod_is_not_placed(pod: RawObj, not_scheduled:
         "top": [],
         "reasons": {},
         "distribution": {},
+        "preemption": None,
         "notScheduled": not_scheduled,
     }

@@ -420,3 +420,34 @@ def test_a_pod_no_cycle_runs_for_is_skipped(spec_fields: dict[str, Any]) -> None
     assert answer.foresight == "skipped"
     assert answer.doc["response"]["allowed"] is True
     assert answer.doc["response"].get("warnings") is None
+
+
+def test_a_pod_that_preempts_is_schedulable_with_a_warning() -> None:
+    """SKEWED with the web pods at priority 0 and the incoming one at 1000: evicting both
+    from the crowded zone (a: 0 + 1 - 0 <= 1) resolves the spread, so kube-scheduler
+    schedules it; under policy.denyUnschedulable it is allowed, with a warning naming the
+    victims' count."""
+    cluster = [
+        {**o, "spec": {**o["spec"], "priority": 0}} if o["kind"] == "Pod" else o
+        for o in SKEWED
+    ]
+    pod = web(dns())
+    pod["spec"]["priority"] = 1000
+    response = validate(cluster, pod, Settings(deny_unschedulable=True))
+    assert response["allowed"] is True
+    assert response["warnings"] == [
+        "spec.topologySpreadConstraints: no node fits without preemption: kube-scheduler "
+        "would evict 2 lower-priority pod(s) on node a1 to place it"
+    ]
+
+
+def test_a_pod_of_equal_priority_does_not_preempt() -> None:
+    """The same pod at the priority of the pods in its way: denied as before."""
+    pod = web(dns())
+    pod["spec"]["priority"] = 0
+    cluster = [
+        {**o, "spec": {**o["spec"], "priority": 0}} if o["kind"] == "Pod" else o
+        for o in SKEWED
+    ]
+    response = validate(cluster, pod, Settings(deny_unschedulable=True))
+    assert response["allowed"] is False

@@ -172,3 +172,35 @@ def test_pods_no_cycle_runs_for_are_listed_apart() -> None:
         "profile here",
         "default/dra": "not placed: not modelled: DynamicResources",
     }
+
+
+def preempting(victim_cpu: str) -> Any:
+    """a1 goes with its critical pod (priority 1000, 3 cpu); b1 and c1 (4 cpu) each run
+    a batch pod of priority 0 asking `victim_cpu`."""
+    critical = pod("critical", "a1", spread=False, priority=1000)
+    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    batch = [pod(f"batch-{n}", n, spread=False, priority=0) for n in ("b1", "c1")]
+    for b in batch:
+        b["spec"]["containers"][0]["resources"] = {"requests": {"cpu": victim_cpu}}
+    return drill(node("a1", "a"), node("b1", "b"), node("c1", "c"), critical, *batch)
+
+
+def test_a_displaced_pod_preempts_and_its_victim_is_re_placed() -> None:
+    """a1 goes; its critical pod (priority 1000, 3 cpu) fits nowhere on the 4-cpu b1 and
+    c1, each running a 2-cpu pod of priority 0: it preempts one (b1's: the first of two
+    alike candidates) and binds there; the victim comes back like a displaced pod and
+    is re-placed on c1, which has 2 cpu left."""
+    result = preempting("2")
+    assert result.placed == {"default/critical": "b1", "default/batch-b1": "c1"}
+    assert result.evicted == ["default/batch-b1"]
+    assert result.pending == []
+    running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in result.state.running}
+    assert running == {"critical": "b1", "batch-b1": "c1", "batch-c1": "c1"}
+
+
+def test_a_victim_that_fits_nowhere_is_pending() -> None:
+    """As above with c1 full too: the victim stays pending."""
+    result = preempting("3")
+    assert result.placed == {"default/critical": "b1"}
+    assert result.evicted == ["default/batch-b1"]
+    assert result.pending == ["default/batch-b1"]

@@ -64,7 +64,16 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
     code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", WEB)
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["pod", "nodes", "selectedNode", "tiedNodes", "placements", "distribution"]
+    assert list(doc) == [
+        "pod",
+        "nodes",
+        "selectedNode",
+        "tiedNodes",
+        "placements",
+        "distribution",
+        "preemption",
+    ]
+    assert doc["preemption"] is None
     assert doc["pod"] == "default/web"
     assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
     for n in doc["nodes"]:
@@ -551,3 +560,45 @@ def test_a_held_pod_is_reported_not_placed(
     assert (doc["nodes"], doc["selectedNode"], doc["placements"]) == ([], None, [None, None])
     code, out, err = run(capsys, "--snapshot", SMALL, str(path))
     assert (code, out) == (0, line + "\n")
+
+
+FULL = str(DATA / "full.json")
+CRITICAL = str(DATA / "critical-pod.json")
+
+
+def test_preemption_worked_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/simulate.md's example: three full nodes; payments (PriorityClass critical,
+    resolved from the cluster state) evicts batch-1 on node-a, the one node where one
+    pod of priority 0 within its budget makes room."""
+    code, out, err = run(capsys, "--snapshot", FULL, CRITICAL)
+    assert code == 0, err
+    assert out.splitlines()[:2] == [
+        "Pod shop/payments: 0/3 nodes feasible, selected none",
+        "Preemption: would evict 1 pod(s) on node-a (shop/batch-1); the pod is nominated "
+        "there and binds once they are gone",
+    ]
+    code, out, err = run(capsys, "--snapshot", FULL, "-o", "json", CRITICAL)
+    doc = json.loads(out)
+    assert doc["selectedNode"] is None
+    assert doc["placements"] == ["node-a"]
+    assert doc["preemption"] == {"node": "node-a", "victims": ["shop/batch-1"]}
+
+
+def test_preempting_replicas_carry_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each copy's victims leave and it binds on its nominated node; the second copy
+    then evicts a web pod: node-c's web-4 started after node-a's web-1."""
+    code, out, err = run(capsys, "--snapshot", FULL, "--replicas", "3", CRITICAL)
+    assert code == 0, err
+    assert out.splitlines()[-4:] == [
+        "Placements (3/3 placed):",
+        "     1  node-a  (after preempting 1)",
+        "     2  node-c  (after preempting 1)",
+        "     3  node-a  (after preempting 1)",
+    ]
+    snap = Snapshot.from_objects(json.loads(Path(FULL).read_text())["items"])
+    sim = simulate(json.loads(Path(CRITICAL).read_text()), snap, replicas=3)
+    assert [p.victims if p else None for p in sim.preemptions] == [
+        ("shop/batch-1",),
+        ("shop/web-4",),
+        ("shop/web-1",),
+    ]

@@ -761,3 +761,47 @@ def test_trim_pod_keeps_what_says_whether_this_scheduler_places_it(
     full["spec"].update(spec_fields)
     spec = trim(dress(full))["spec"]
     assert {k: spec[k] for k in ("schedulerName", "resourceClaims") if k in spec} == kept
+
+
+def test_trim_pod_keeps_what_preemption_reads() -> None:
+    """Priority fields, the start time, the nominated node and the DisruptionTarget
+    condition stay; other conditions go."""
+    full = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "priority": 1000,
+            "priorityClassName": "web",
+            "preemptionPolicy": "Never",
+            "schedulerName": "default-scheduler",
+            "serviceAccountName": "dropped",
+        },
+        "status": {
+            "phase": "Pending",
+            "startTime": "2026-01-01T00:00:00Z",
+            "nominatedNodeName": "node-a",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+            ],
+        },
+    }
+    out = trim(full)
+    # The default scheduler's name goes, as for every pod (it means the same as none).
+    assert out["spec"] == {
+        "priority": 1000,
+        "priorityClassName": "web",
+        "preemptionPolicy": "Never",
+    }
+    assert out["status"] == {
+        "phase": "Pending",
+        "startTime": "2026-01-01T00:00:00Z",
+        "nominatedNodeName": "node-a",
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+        ],
+    }
+    # The Snapshot holds it apart, nominated to node-a.
+    snap = Snapshot.from_objects([out])
+    assert [p["metadata"]["name"] for p in snap.nominated_pods("node-a")] == ["p"]

@@ -97,6 +97,20 @@ def _fit_distribution(
     summary["distribution"], summary["omittedDomains"] = best
 
 
+def _preemption(preemption: Any, budget: int) -> dict[str, Any] | None:
+    """`{"node", "victims"}` of the pod's preemption (None when it has none), the victims
+    cut to `budget` bytes, the rest counted in `omittedVictims`."""
+    if preemption is None:
+        return None
+    out: dict[str, Any] = preemption.to_json()
+    victims = list(out["victims"])
+    while victims and len(_dumps(out).encode()) > budget:
+        victims = victims[: len(victims) // 2]
+        out["victims"] = victims
+        out["omittedVictims"] = len(preemption.victims) - len(victims)
+    return out
+
+
 def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET) -> dict[str, Any]:
     """The `topospread.io/placement` JSON object, cut to fit `budget` bytes."""
     nodes = list(placement.nodes)
@@ -106,6 +120,7 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
         "nodes": len(nodes),
         "top": _top(nodes),
         "reasons": dict(sorted(placement.reasons.items())),
+        "preemption": _preemption(getattr(placement, "preemption", None), budget // 4),
     }
     # Optional on PlacementLike: only placement.Placement says why no cycle ran.
     held = getattr(placement, "not_scheduled", None)

@@ -8,9 +8,12 @@ matching pods per domain it counted. That is a warning, or a denial under
 `policy.denyUnschedulable: true`.
 
 A pod no node can take for another reason (no node at all, taints, resources, node
-affinity) is not reported: the constraints are not what stops it. A pod the scheduler
-never runs a cycle for (another scheduler's schedulerName, scheduling gates, resource
-claims: placement.not_scheduled) is skipped: nothing is placed for it now.
+affinity) is not reported: the constraints are not what stops it. Nor is a pod that
+would preempt (DefaultPreemption finds a node where evicting lower-priority pods makes
+room): kube-scheduler schedules it, so it gets a warning naming how many pods it would
+evict, never a denial. A pod the scheduler never runs a cycle for (another
+scheduler's schedulerName, scheduling gates, resource claims: placement.not_scheduled)
+is skipped: nothing is placed for it now.
 
 Only Pods at CREATE: a workload's template would be checked against a state that
 will have changed by the time its pods exist, with replicas placed one after the
@@ -38,7 +41,7 @@ from webhook.api.kube import RawObj, as_created, controller_of
 from webhook.config import Settings
 from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import explain, not_scheduled, warm
+from webhook.scheduler.placement import Preemption, explain, not_scheduled, place, warm
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
 from webhook.scheduler.profile import framework_of
@@ -174,6 +177,26 @@ def blocked_constraints(pod: RawObj, snapshot: Any, settings: Settings) -> list[
     return [Blocked(**vars(b), path=paths[b.index]) for b in why.blocked]
 
 
+def would_preempt(pod: RawObj, snapshot: Any, settings: Settings) -> Preemption | None:
+    """The preemption kube-scheduler would make for a pod no node takes, None when it
+    would make none (raises whatever the model raises; `foresee` catches)."""
+    framework = settings.framework_for(pod)
+    if framework is None:
+        return None
+    return place(pod, snapshot, framework=framework).preemption
+
+
+def preemption_warning(preemption: Preemption) -> str:
+    """The warning for a pod that is schedulable only by preemption (at most 256 runes)."""
+    text = (
+        "spec.topologySpreadConstraints: no node fits without preemption: kube-scheduler "
+        f"would evict {len(preemption.victims)} lower-priority pod(s) on node "
+    )
+    room = _WARNING_RUNES - len(text) - len(" to place it")
+    node = preemption.node if len(preemption.node) <= room else preemption.node[: room - 3] + "..."
+    return text + node + " to place it"
+
+
 def denial_status(name: str, blocked: list[Blocked]) -> RawObj:
     """apierrors.NewForbidden for pods: 403 Forbidden, as ResourceQuota denies a pod
     the current state cannot take (docs/admission.md explains the choice)."""
@@ -212,7 +235,9 @@ def foresee(
         return Foresight(outcome="skipped")
     try:
         with within(budget / 1000):
-            blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+            created = as_created(pod, namespace)
+            blocked = blocked_constraints(created, snapshot, settings)
+            preemption = would_preempt(created, snapshot, settings) if blocked else None
     except OutOfTime:
         log.info("unschedulable foresight for pod %r gave up after %d ms", name, budget)
         return Foresight(
@@ -234,6 +259,8 @@ def foresee(
         )
     if not blocked:
         return Foresight(outcome="checked")
+    if preemption is not None:
+        return Foresight([preemption_warning(preemption)], outcome="checked")
     if settings.deny_unschedulable:
         return Foresight(denial=denial_status(name, blocked), outcome="blocked")
     return Foresight([b.text() for b in blocked], outcome="blocked")

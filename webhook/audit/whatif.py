@@ -9,11 +9,13 @@ scheduler profile that schedules it (Settings.framework_for), one at a time in
 kube-scheduler's queue order (priority, highest first; then creation time, oldest
 first; then namespace/name). A pod that fits nowhere waits, and the waiting pods are
 tried again, in the same order, after each later placement (a placed pod can open a
-domain to a spread or satisfy an affinity). Pods that do not come back elsewhere are
-not re-placed: DaemonSet pods and mirror pods (owned by their Node) belong to their
-node, and terminating pods were never running. A pod the scheduler never runs a cycle
-for (another scheduler's schedulerName, resource claims: placement.not_scheduled) is
-listed apart in `not_scheduled`, neither placed nor pending.
+domain to a spread or satisfy an affinity). A pod no node fits may preempt
+(DefaultPreemption): its victims leave (`evicted`) and come back like the displaced
+pods, queued behind it, and it binds on its nominated node. Pods that do not come back
+elsewhere are not re-placed: DaemonSet pods and mirror pods (owned by their Node)
+belong to their node, and terminating pods were never running. A pod the scheduler
+never runs a cycle for (another scheduler's schedulerName, resource claims:
+placement.not_scheduled) is listed apart in `not_scheduled`, neither placed nor pending.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from webhook.audit.inventory import (
     unbound,
 )
 from webhook.config import Settings
-from webhook.scheduler.placement import not_scheduled, place
+from webhook.scheduler.placement import not_scheduled, place, settle
 
 __all__ = ["WhatIf", "queue_order", "without_nodes"]
 
@@ -42,7 +44,8 @@ class WhatIf:
     placed: pod ("ns/name", its original name) -> the node it went to; pending: pods
     that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
     failing with it (its last attempt); not_scheduled: pod -> why this scheduler does
-    not place it (placement.NotScheduled.text())."""
+    not place it (placement.NotScheduled.text()); evicted: pods preempted to make room,
+    in order."""
 
     removed: list[str]
     state: ClusterState
@@ -50,6 +53,7 @@ class WhatIf:
     pending: list[str] = field(default_factory=list)
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     not_scheduled: dict[str, str] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)
 
 
 def queue_order(pod: RawObj) -> tuple[int, str, str]:
@@ -84,8 +88,8 @@ def without_nodes(
         (displaced if spec(pod).get("nodeName") in gone else staying).append(pod)
     for name in removed:
         info = work.nodes[name]
-        for ns, pod_name in list(info.pods):
-            work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": pod_name}})
+        for light in list(info.pods):
+            work.delete({"kind": "Pod", "metadata": meta(light)})
         work.delete({"kind": "Node", "metadata": {"name": name}})
     queue = sorted((p for p in displaced if _comes_back(p)), key=queue_order)
     held = {pod_key(p): not_scheduled(unbound(p), settings.framework_for(p)) for p in queue}
@@ -95,17 +99,35 @@ def without_nodes(
     bound: list[RawObj] = []
     waiting: list[RawObj] = []
     reasons: dict[str, dict[str, int]] = {}
+    evicted: list[str] = []
+
+    def evict(refs: tuple[str, ...]) -> None:
+        """Preemption's victims leave the running pods and come back as displaced pods."""
+        nonlocal staying, bound
+        gone_now = set(refs)
+        for pods in (staying, bound):
+            for p in pods:
+                if pod_key(p) in gone_now and _comes_back(p):
+                    waiting.append(p)
+        staying = [p for p in staying if pod_key(p) not in gone_now]
+        bound = [p for p in bound if pod_key(p) not in gone_now]
+        for ref in refs:
+            placed.pop(ref, None)
+        evicted.extend(refs)
 
     def attempt(pod: RawObj) -> bool:
         fresh = unbound(pod)
         decision = place(fresh, work, framework=settings.framework_for(fresh))
-        if decision.selected_node is None:
+        node, victims = settle(decision, work)
+        if node is None:
             reasons[pod_key(pod)] = dict(decision.reasons)
             return False
-        work.add_pod(fresh, decision.selected_node)
-        placed[pod_key(pod)] = decision.selected_node
+        work.add_pod(fresh, node)
+        placed[pod_key(pod)] = node
         reasons.pop(pod_key(pod), None)
-        bound.append({**fresh, "spec": {**fresh["spec"], "nodeName": decision.selected_node}})
+        bound.append({**fresh, "spec": {**fresh["spec"], "nodeName": node}})
+        if victims:
+            evict(victims)
         return True
 
     # Signatures of pods that failed since the last placement: the state has not moved
@@ -136,4 +158,6 @@ def without_nodes(
                 break
     running = staying + bound
     after = ClusterState(work, running, state.owners)
-    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons, apart)
+    return WhatIf(
+        removed, after, placed, [pod_key(p) for p in waiting], reasons, apart, evicted
+    )

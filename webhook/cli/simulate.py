@@ -34,7 +34,7 @@ from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
-from webhook.scheduler.placement import Placement, Simulation, not_scheduled, simulate
+from webhook.scheduler.placement import Placement, Preemption, Simulation, not_scheduled, simulate
 
 __all__ = [
     "Workload",
@@ -233,6 +233,15 @@ def _deciding(first: Placement) -> list[str]:
     return [plugin for plugin, values in seen.items() if len(values) > 1]
 
 
+def preemption_line(preemption: Preemption) -> str:
+    """What DefaultPreemption would do for a pod no node fits."""
+    victims = ", ".join(preemption.victims)
+    return (
+        f"Preemption: would evict {len(preemption.victims)} pod(s) on {preemption.node} "
+        f"({victims}); the pod is nominated there and binds once they are gone"
+    )
+
+
 def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     """A readable per-node table (or, on a big cluster, a summary of it), the placements
     and the per-domain distribution.
@@ -251,6 +260,8 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     )
     if first.error:
         lines.append(f"Error: {first.error}")
+    if first.preemption is not None:
+        lines.append(preemption_line(first.preemption))
     if len(first.tied_nodes) > 1:
         best = max(n.score for n in first.feasible)
         lines.append(
@@ -286,8 +297,10 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     if len(sim.placements) > 1:
         placed = sum(1 for p in sim.placements if p is not None)
         lines.append(f"Placements ({placed}/{len(sim.placements)} placed):")
-        for i, node in enumerate(sim.placements, 1):
-            lines.append(f"  {i:>4}  {node or '(unschedulable)'}")
+        preemptions = sim.preemptions or [None] * len(sim.placements)
+        for i, (node, evicted) in enumerate(zip(sim.placements, preemptions, strict=True), 1):
+            after = f"  (after preempting {len(evicted.victims)})" if evicted else ""
+            lines.append(f"  {i:>4}  {node or '(unschedulable)'}{after}")
     if sim.distribution:
         lines.append("Distribution of matching pods (after placement):")
         for key, domains in sim.distribution.items():

@@ -15,11 +15,13 @@ plugin reads each field):
                   identifying fields), containers[].{name, resources.requests,
                   ports[] with a hostPort: {hostPort, hostIP, protocol}},
                   initContainers[].{name, restartPolicy, resources.requests, ports
-                  likewise}, schedulerName unless default-scheduler, resourceClaims[].name
-                  (a drill re-places a pod only if this scheduler would)}, status.phase,
-                  and the in-place resize state that can
-                  change a pod's requests (container statuses whose requests differ
-                  from the spec's, the PodResizePending condition)
+                  likewise}, priority, priorityClassName, preemptionPolicy,
+                  schedulerName unless default-scheduler, resourceClaims[].name (a drill
+                  re-places a pod only if this scheduler would)}, status.{phase,
+                  startTime, nominatedNodeName}, the DisruptionTarget condition
+                  (preemption), and the in-place resize state that can change a pod's
+                  requests (container statuses whose requests differ from the spec's,
+                  the PodResizePending condition)
     Service       spec.selector
     Namespace     metadata.labels (injectNamespaceSelector, namespaceSelector of pod
                   affinity terms)
@@ -72,6 +74,11 @@ _META_FIELDS = ("name", "namespace", "uid", "resourceVersion")
 _RESIZE_CONDITION = "PodResizePending"
 # The profile pods name by default: not worth keeping on every pod.
 _DEFAULT_SCHEDULER = "default-scheduler"
+# Conditions kept in their API shape (type, status, reason): an in-place resize that
+# is pending, and the mark kube-scheduler leaves on a pod it preempts.
+_KEPT_CONDITIONS = (_RESIZE_CONDITION, "DisruptionTarget")
+# A pod's spec fields preemption reads (DefaultPreemption, the nominated-pod pass).
+_PRIORITY_FIELDS = ("priority", "priorityClassName", "preemptionPolicy")
 # storage helpers GetPersistentVolumeClass / GetPersistentVolumeClaimClass read it first.
 _BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 # A claim's annotations VolumeBinding reads: its class, whether the PV controller has
@@ -283,6 +290,7 @@ def _pod(obj: RawObj, out: RawObj) -> None:
         pod_level = _requests(spec.get("resources"))
         if pod_level is not None:
             new_spec["resources"] = pod_level
+        new_spec.update(_picked(spec, _PRIORITY_FIELDS))
         scheduler = spec.get("schedulerName")
         if scheduler and scheduler != _DEFAULT_SCHEDULER:
             new_spec["schedulerName"] = _intern(scheduler)
@@ -296,8 +304,7 @@ def _pod(obj: RawObj, out: RawObj) -> None:
     status = obj.get("status")
     if isinstance(status, dict):
         new_status: RawObj = {}
-        if status.get("phase") is not None:
-            new_status["phase"] = _intern(status["phase"])
+        new_status.update(_picked(status, ("phase", "startTime", "nominatedNodeName")))
         for key, spec_key in (
             ("containerStatuses", "containers"),
             ("initContainerStatuses", "initContainers"),
@@ -311,7 +318,7 @@ def _pod(obj: RawObj, out: RawObj) -> None:
             resize = [
                 {"type": c["type"], "status": c.get("status"), "reason": c.get("reason")}
                 for c in conditions
-                if isinstance(c, dict) and c.get("type") == _RESIZE_CONDITION
+                if isinstance(c, dict) and c.get("type") in _KEPT_CONDITIONS
             ]
             if resize:
                 new_status["conditions"] = resize

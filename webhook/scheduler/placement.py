@@ -39,6 +39,7 @@ from webhook.api.kube import RawObj, as_dict, pod_namespace, spec
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.budget import OutOfTime, checkpoint, within
 from webhook.scheduler.framework.memo import adopt, memo_of
+from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.runtime.filter import kept_with, outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import FilterCycle, run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -50,6 +51,7 @@ from webhook.scheduler.framework.types import (
     NodeVerdict,
     Status,
 )
+from webhook.scheduler.plugins.defaultpreemption import carry_on
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     distribution,
@@ -76,7 +78,9 @@ from webhook.scheduler.profile import READS, Framework, framework_of
 from webhook.scheduler.schedule_one import (
     find_nodes_that_fit_pod,
     prioritize_nodes,
+    run_post_filter_plugins,
     select_host,
+    with_nominated_pods,
 )
 
 PluginStatus = Status
@@ -92,6 +96,7 @@ __all__ = [
     "NotScheduled",
     "OutOfTime",
     "Placement",
+    "Preemption",
     "PluginStatus",
     "Simulation",
     "Unschedulable",
@@ -105,6 +110,7 @@ __all__ = [
     "not_scheduled",
     "place",
     "pod_ref",
+    "settle",
     "simulate",
     "spread_eligible_nodes",
     "spread_pre_filter",
@@ -179,7 +185,9 @@ class Placement:
     of nodes failing with it (a node failing two plugins counts under both);
     distribution: topology key -> domain -> matching pods, before this pod; error:
     what failed the scheduling cycle (a score plugin's error), None when nothing did;
-    not_scheduled: why no cycle ran at all (then `nodes` is empty), None when one ran.
+    not_scheduled: why no cycle ran at all (then `nodes` is empty), None when one ran;
+    preemption: when no node is feasible, the node DefaultPreemption nominates and the
+    pods it evicts there (None when it fits somewhere or preempts nowhere).
     """
 
     pod: str
@@ -190,6 +198,7 @@ class Placement:
     tied_nodes: list[str] = field(default_factory=list)
     error: str | None = None
     not_scheduled: NotScheduled | None = None
+    preemption: Preemption | None = None
 
     @property
     def feasible(self) -> list[NodeVerdict]:
@@ -204,6 +213,7 @@ class Placement:
             "tiedNodes": list(self.tied_nodes),
             "placements": [self.selected_node],
             "distribution": self.distribution,
+            "preemption": self.preemption.to_json() if self.preemption is not None else None,
         }
         if self.error is not None:
             out["error"] = self.error
@@ -221,14 +231,16 @@ class Placement:
 class Simulation:
     """N copies placed one after another.
 
-    placements[i]: the node copy i went to, None when it fit nowhere; first: the
-    full decision for the first copy; distribution: matching pods per domain
-    once every copy is placed.
+    placements[i]: the node copy i went to, None when it fit nowhere (a copy that
+    preempts goes to its nominated node, once its victims left); first: the full
+    decision for the first copy; distribution: matching pods per domain once every
+    copy is placed; preemptions[i]: copy i's preemption, None when it had none.
     """
 
     placements: list[str | None]
     first: Placement
     distribution: dict[str, dict[str, int]]
+    preemptions: list[Preemption | None] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = self.first.to_json()
@@ -285,9 +297,10 @@ def place(
     held = not_scheduled(pod, fw)
     if held is not None:  # PreEnqueue keeps it out of the queue: no cycle, no PostFilter
         return Placement.held(pod, held)
-    fit = find_nodes_that_fit_pod(pod, snapshot, fw)
+    fit = with_nominated_pods(pod, snapshot, fw, find_nodes_that_fit_pod(pod, snapshot, fw))
     priorities = prioritize_nodes(fw, snapshot, fit)
     last = select_host(fit, priorities)
+    preemption = run_post_filter_plugins(pod, snapshot, fw, fit, last.verdicts)
     spread_over = _distribution(pod, snapshot, fw, fit.prepared.state)
     return Placement(
         pod=pod_ref(pod),
@@ -297,6 +310,7 @@ def place(
         distribution=spread_over,
         tied_nodes=list(last.tied),
         error=priorities.error,
+        preemption=preemption,
     )
 
 
@@ -416,6 +430,16 @@ def warm(snapshot: Snapshot, framework: Framework) -> None:
     outcomes_of(prepared, snapshot, snapshot.node_table())
 
 
+def settle(decision: Placement, snapshot: Snapshot) -> tuple[str | None, tuple[str, ...]]:
+    """Where a decided pod ends up, on `snapshot` (a private copy the caller then binds
+    the pod in): (its selected node, ()); after a preemption (its nominated node, the
+    victims, "namespace/name"), the victims gone from `snapshot`: the scheduler binds it
+    there in a later cycle, once they left; (None, ()) when it stays pending."""
+    if decision.preemption is not None:
+        return carry_on(snapshot, decision.preemption), decision.preemption.victims
+    return decision.selected_node, ()
+
+
 def _copy_named(pod: RawObj, name: str) -> RawObj:
     return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
 
@@ -441,6 +465,7 @@ def simulate(
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     placements: list[str | None] = []
+    preemptions: list[Preemption | None] = []
     first: Placement | None = None
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
@@ -450,14 +475,16 @@ def simulate(
         decision = place(copy, work, args, framework=framework)
         if first is None:
             first = decision
-        placements.append(decision.selected_node)
-        if decision.selected_node is not None:
-            work.add_pod(copy, decision.selected_node)
+        node, _ = settle(decision, work)
+        placements.append(node)
+        preemptions.append(decision.preemption)
+        if node is not None:
+            work.add_pod(copy, node)
     assert first is not None
     fw = framework if framework is not None else _framework(args)
     spread = _spread(fw)
     args = spread.args if spread is not None else DEFAULT_ARGS
-    return Simulation(placements, first, distribution(pod, work, args))
+    return Simulation(placements, first, distribution(pod, work, args), preemptions)
 
 
 # ---- the plugins' own answers, for the audit ------------------------------------------

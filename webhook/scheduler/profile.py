@@ -27,6 +27,7 @@ from webhook.scheduler.config.profiles import ResolvedProfile, resolve_configura
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime.framework import FilterCycle
 from webhook.scheduler.framework.types import FilterPlugin, Reads, ScorePlugin, check_hooks
+from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
 from webhook.scheduler.plugins.registry import new_plugin
 
@@ -55,7 +56,8 @@ class Framework:
         upstream shares one plugin across its extension points);
     reads: what the profile's plugins read (cluster/needs.py follows it);
     pre_enqueue: the PreEnqueue plugins run (SchedulingGates, DynamicResources' refusal
-        of pods with resource claims), in the profile's order.
+        of pods with resource claims), in the profile's order;
+    post_filter: DefaultPreemption when the profile runs it, else None.
     """
 
     scheduler_name: str
@@ -66,6 +68,7 @@ class Framework:
     plugins: dict[str, Any]
     reads: tuple[Reads, ...]
     pre_enqueue: tuple[Any, ...] = ()
+    post_filter: DefaultPreemption | None = None
 
     def plugin(self, name: str) -> Any | None:
         """The profile's plugin of that name, None when it is not enabled."""
@@ -98,6 +101,7 @@ def _build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> F
     ]
     queued = profile.enabled("preEnqueue")
     pre_enqueue = tuple(plugin(n) for n in queued if n in PRE_ENQUEUE_PLUGINS)
+    post_filters = [plugin(n) for n in profile.enabled("postFilter") if n == "DefaultPreemption"]
     return Framework(
         scheduler_name=profile.scheduler_name,
         filter_names=filter_names,
@@ -107,6 +111,7 @@ def _build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> F
         plugins=dict(plugins),
         reads=tuple(p.reads for p in plugins.values()),
         pre_enqueue=pre_enqueue,
+        post_filter=post_filters[0] if post_filters else None,
     )
 
 

@@ -1,5 +1,6 @@
-"""One scheduling cycle's decision: findNodesThatFitPod, prioritizeNodes, selectHost,
-and the Diagnosis of the nodes that do not fit.
+"""One scheduling cycle's decision: findNodesThatFitPod (with the pods nominated to a
+node), prioritizeNodes, selectHost, the Diagnosis of the nodes that do not fit, and
+RunPostFilterPlugins (DefaultPreemption) when none does.
 
 Port of schedule_one.go: findNodesThatFitPod, prioritizeNodes, selectHost. Upstream
 evaluates node by node; here the filter phase is worked out per key (a node's filter
@@ -20,6 +21,7 @@ from webhook.scheduler.framework.memo import (
     FilterMemo,
     memo_of,
 )
+from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map
@@ -29,8 +31,12 @@ from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
     SUCCESS,
     Code,
+    NodeVerdict,
     Status,
 )
+from webhook.scheduler.plugins.defaultpreemption import nominated, preempt
+from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
+from webhook.scheduler.plugins.podtopologyspread.filtering import PreFilterState
 from webhook.scheduler.profile import Framework
 
 __all__ = [
@@ -39,7 +45,9 @@ __all__ = [
     "Priorities",
     "find_nodes_that_fit_pod",
     "prioritize_nodes",
+    "run_post_filter_plugins",
     "select_host",
+    "with_nominated_pods",
 ]
 
 
@@ -133,6 +141,83 @@ def find_nodes_that_fit_pod(pod: RawObj, snapshot: Snapshot, fw: Framework) -> F
     names = tuple(plugin.name for plugin in class_wise)
     diagnosis = _diagnose(fw, spec, memo.shared, ids, of_node, slots, names, rows)
     return FitResult(prepared, table, memo.shared, diagnosis)
+
+
+def _spread_filter_state(fw: Framework, fit: FitResult) -> PreFilterState | Status | None:
+    """PodTopologySpread's PreFilter outcome in this cycle, for the filter handle of
+    nominated pods and preemption (which add and remove pods through its
+    PreFilterExtensions): its state, its PreFilter failure, or None when it does not
+    filter this pod (not enabled, or Skip)."""
+    prepared = fit.prepared
+    rejected = prepared.rejected.get(SPREAD)
+    if rejected is not None:
+        return rejected
+    for plugin in prepared.class_wise:
+        if plugin.name == SPREAD:
+            state: PreFilterState | Status = plugin.pre_filter_state(prepared.state)
+            return state
+    return None
+
+
+def with_nominated_pods(
+    pod: RawObj, snapshot: Snapshot, fw: Framework, fit: FitResult
+) -> FitResult:
+    """`fit` with the nodes where the pods nominated there (of equal or higher priority)
+    leave this pod no room failing, each with every plugin's status once they are
+    counted: the first pass of RunFilterPluginsWithNominatedPods (the second, without
+    them, is `fit` itself). The changed Diagnosis is this decision's only, never kept.
+
+    Port of runtime/framework.go: RunFilterPluginsWithNominatedPods.
+    """
+    blocked = nominated(pod, snapshot, fit.prepared, fw.filter_names, _spread_filter_state(fw, fit))
+    if not blocked:
+        return fit
+    diagnosis = fit.diagnosis
+    keys, per_key = list(diagnosis.keys), dict(diagnosis.per_key)
+    # Keys of their own, below every key the grouped runtime draws (those are >= 0).
+    fresh = min(per_key, default=0)
+    for name, statuses in blocked.items():
+        i = fit.table.position.get(name)
+        if i is not None:
+            fresh -= 1
+            failed = tuple(r for s in statuses.values() if not s.ok for r in s.reasons)
+            keys[i], per_key[fresh] = fresh, (False, statuses, failed)
+    counts = dict(Counter(keys))
+    per_key = {key: per_key[key] for key in counts}
+    return fit._replace(
+        diagnosis=diagnosis._replace(
+            keys=keys,
+            per_key=per_key,
+            counts=counts,
+            feasible=_positions(keys, per_key),
+            reasons=_reasons(per_key, counts),
+        )
+    )
+
+
+def run_post_filter_plugins(
+    pod: RawObj,
+    snapshot: Snapshot,
+    fw: Framework,
+    fit: FitResult,
+    verdicts: list[NodeVerdict],
+) -> Preemption | None:
+    """DefaultPreemption's nomination and victims when no node fits the pod and the
+    profile runs it; None otherwise (it fits, preempts nowhere, or may not preempt).
+
+    Port of schedule_one.go: schedulingCycle's RunPostFilterPlugins.
+    """
+    if fit.diagnosis.feasible or fw.post_filter is None:
+        return None
+    return preempt(
+        fw.post_filter,
+        pod,
+        snapshot,
+        fit.prepared,
+        fw.filter_names,
+        _spread_filter_state(fw, fit),
+        verdicts,
+    )
 
 
 def _diagnose(

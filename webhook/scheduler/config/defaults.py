@@ -109,12 +109,12 @@ PLUGIN_EXTENSION_POINTS: Mapping[str, frozenset[str]] = {
     "NodeDeclaredFeatures": _F({"preFilter", "filter"}),
 }
 
-# Default plugins whose Filter and Score the placement model does not run: queue sort,
-# binding, preemption, and DynamicResources (DRA is out of scope: only its PreEnqueue
-# runs, refusing pods with resource claims, see plugins/schedulinggates.py).
-# SchedulingGates has only a PreEnqueue, which placement.not_scheduled runs.
+# Default plugins the placement model does not run: queue sort, binding, and
+# DynamicResources (DRA is out of scope: only its PreEnqueue runs, refusing pods with
+# resource claims, see plugins/schedulinggates.py). SchedulingGates has only a
+# PreEnqueue, which placement.not_scheduled runs.
 UNMODELLED_PLUGINS = frozenset(
-    {"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder", "DynamicResources"}
+    {"SchedulingGates", "PrioritySort", "DefaultBinder", "DynamicResources"}
 )
 # The PreEnqueue plugins placement runs (upstream's order is the profile's).
 PRE_ENQUEUE_PLUGINS = frozenset({"SchedulingGates", "DynamicResources"})

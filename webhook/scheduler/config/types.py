@@ -124,7 +124,8 @@ class NodeAffinityArgs:
 
 @dataclass(frozen=True)
 class DefaultPreemptionArgs:
-    """config.DefaultPreemptionArgs (read and validated; preemption is not modelled)."""
+    """config.DefaultPreemptionArgs: how many candidate nodes DefaultPreemption dry-runs
+    (minCandidateNodesPercentage of the potential nodes, at least minCandidateNodesAbsolute)."""
 
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100

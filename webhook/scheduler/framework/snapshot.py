@@ -13,8 +13,16 @@ non-terminating pods each node holds. The index is built on the first question
 (one scan of that namespace) and then maintained on every pod add and delete,
 so a placement decision never rescans every pod.
 
+Pods not bound yet but nominated to a node (status.nominatedNodeName, left by a
+preemption) are held apart (`nominated_pods`): they count on that node only for
+the filters of pods of equal or lower priority (RunFilterPluginsWithNominatedPods),
+never in NodeInfo, the selector counts or `pods_in`. Unbound pods without a
+nomination are not held.
+
 CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
-(metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName).
+(metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName, and
+what preemption reads: spec.priority, priorityClassName, preemptionPolicy,
+status.startTime, the DisruptionTarget condition, status.nominatedNodeName).
 Their resource requests are summed into NodeInfo.requested, and their cpu and
 memory with the scoring defaults into NodeInfo.non_zero_requested, before the
 rest is dropped.
@@ -27,7 +35,7 @@ import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -194,6 +202,10 @@ class NodeInfo:
             # Swap-remove: order carries no meaning and this keeps removal O(1).
             self.pods[i] = last
             self._slots[_key_of(last)] = i
+        self._subtract(requests, non_zero)
+
+    def _subtract(self, requests: Mapping[str, int], non_zero: Mapping[str, int]) -> None:
+        """Take one pod's sums off the node's (a sum brought back to zero is dropped)."""
         for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
             for name, value in amounts.items():
                 left = total.get(name, 0) - value
@@ -201,6 +213,45 @@ class NodeInfo:
                     total[name] = left
                 else:
                     total.pop(name, None)
+
+    def add_pod(
+        self, pod: RawObj, requests: Mapping[str, int], non_zero: Mapping[str, int]
+    ) -> None:
+        """NodeInfo.AddPodInfo on a copy made by `snapshot()` (never on a stored one):
+        `pod` with its requests (Snapshot.requests_of) counts here."""
+        self._add(_key_of(pod), pod, requests, non_zero)
+
+    def remove_pod(
+        self, pod: RawObj, requests: Mapping[str, int], non_zero: Mapping[str, int]
+    ) -> None:
+        """NodeInfo.RemovePod on a copy made by `snapshot()`; a pod not here is ignored."""
+        key = _key_of(pod)
+        if key in self._slots:
+            self._remove(key, requests, non_zero)
+
+    def remove_pods(
+        self, pods: Sequence[RawObj], amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]]
+    ) -> None:
+        """remove_pod for each of `pods` (all held here) with its (requests, non-zero
+        requests), in one pass: what preemption's first step does to a node copy."""
+        self.generation = next(_GENERATIONS)
+        gone = {_key_of(p) for p in pods}
+        self.pods = [p for p in self.pods if _key_of(p) not in gone]
+        self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
+        requested: dict[str, int] = {}
+        non_zero_requested: dict[str, int] = {}
+        for requests, non_zero in amounts:
+            for total, taken in ((requested, requests), (non_zero_requested, non_zero)):
+                for name, value in taken.items():
+                    total[name] = total.get(name, 0) + value
+        self._subtract(requested, non_zero_requested)
+
+    def snapshot(self) -> NodeInfo:
+        """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry
+        runs) without touching this one; the Node object and labels are shared."""
+        other = self._copy()
+        other.generation = next(_GENERATIONS)
+        return other
 
     def _copy(self) -> NodeInfo:
         other = NodeInfo(self.name)
@@ -218,7 +269,9 @@ class NodeInfo:
 
 
 def _key_of(pod: RawObj) -> PodKey:
-    meta = meta_of(pod)
+    meta = pod.get("metadata")
+    if type(meta) is not dict:
+        meta = meta_of(pod)
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 
@@ -310,6 +363,9 @@ class Snapshot:
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[PodKey, _PodEntry] = {}
+        # Unbound pods with status.nominatedNodeName: by key, and by that node.
+        self._nominated: dict[PodKey, _PodEntry] = {}
+        self._nominated_on: dict[str, dict[PodKey, _PodEntry]] = {}
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
@@ -421,6 +477,8 @@ class Snapshot:
             other.objects = {kind: dict(items) for kind, items in self.objects.items()}
             other.objects_version = self.objects_version
             other._pods = dict(self._pods)
+            other._nominated = dict(self._nominated)
+            other._nominated_on = {n: dict(p) for n, p in self._nominated_on.items()}
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
             for ns, indexes in self._indexes.items():
                 copied: OrderedDict[str, _SelectorIndex] = OrderedDict()
@@ -477,6 +535,25 @@ class Snapshot:
     def listed(self, kind: str) -> list[RawObj]:
         """Every known object of one STORED_KINDS kind."""
         return list(self.objects.get(kind, {}).values())
+
+    def requests_of(self, pod: RawObj) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """What a held pod (bound or nominated) adds to a node: (its requests, its cpu and
+        memory with the scoring defaults), as bound_pod_requests gave them when it came;
+        worked out afresh for a pod not held."""
+        key = _key_of(pod)
+        entry = self._pods.get(key) or self._nominated.get(key)
+        if entry is not None:
+            return entry.requests, entry.non_zero
+        return bound_pod_requests(pod)
+
+    def nominated_pods(self, node_name: str) -> list[RawObj]:
+        """The (light) unbound pods nominated to `node_name` (NominatedPodsForNode)."""
+        held = self._nominated_on.get(node_name)
+        return [e.pod for e in held.values()] if held else []
+
+    def nominated_nodes(self) -> list[str]:
+        """The nodes some unbound pod is nominated to, sorted."""
+        return sorted(self._nominated_on)
 
     def has_pod(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self._pods
@@ -600,10 +677,13 @@ class Snapshot:
         key = (sys.intern(ns), name)
         self._remove_pod(key)
         node = _node_name_of(pod)
-        phase = as_dict(pod.get("status")).get("phase")
-        if not node or (isinstance(phase, str) and phase in TERMINAL_PHASES):
+        status = as_dict(pod.get("status"))
+        phase = status.get("phase")
+        if isinstance(phase, str) and phase in TERMINAL_PHASES:
             return
-        node = sys.intern(node)
+        nominated = status.get("nominatedNodeName")
+        if not node and not (isinstance(nominated, str) and nominated):
+            return
         labels = _intern_labels(meta.get("labels"))
         light_meta: RawObj = {"name": name, "namespace": key[0], "labels": labels}
         if isinstance(meta.get("uid"), str):
@@ -613,7 +693,18 @@ class Snapshot:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
         spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
         light: RawObj = {"metadata": light_meta, "spec": spec}
+        light_status = _light_status(status, bool(node))
+        if light_status:
+            light["status"] = light_status
         requests, non_zero = map(self._shared_requests, bound_pod_requests(pod))
+        if not node:
+            # Nominated, not bound: held apart (see the module docstring).
+            at = sys.intern(str(nominated))
+            entry = _PodEntry(key, light, at, labels, terminating, requests, non_zero)
+            self._nominated[key] = entry
+            self._nominated_on.setdefault(at, {})[key] = entry
+            return
+        node = sys.intern(node)
         entry = _PodEntry(key, light, node, labels, terminating, requests, non_zero)
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry
@@ -625,6 +716,12 @@ class Snapshot:
                     index.bump(node, 1)
 
     def _remove_pod(self, key: PodKey) -> None:
+        held = self._nominated.pop(key, None)
+        if held is not None:
+            on = self._nominated_on[held.node]
+            del on[key]
+            if not on:
+                del self._nominated_on[held.node]
         entry = self._pods.pop(key, None)
         if entry is None:
             return
@@ -726,11 +823,41 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
     return out or None
 
 
+# What preemption reads of a held pod's spec: its priority as stored (or the class to
+# resolve it from, for a pod read from a manifest) and whether it may preempt.
+_PRIORITY_FIELDS = ("priority", "priorityClassName", "preemptionPolicy")
+# The condition kube-scheduler sets on a pod it preempts (podTerminatingByPreemption).
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+def _light_status(status: RawObj, bound: bool) -> RawObj:
+    """What preemption reads of a held pod's status: its start time (MoreImportantPod,
+    the latest-start-time criterion), the DisruptionTarget condition, and for an
+    unbound pod the node it is nominated to."""
+    light: RawObj = {}
+    start = status.get("startTime")
+    if start is not None:
+        light["startTime"] = start
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        kept = [
+            c for c in conditions if isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET
+        ]
+        if kept:
+            light["conditions"] = kept
+    if not bound and status.get("nominatedNodeName"):
+        light["nominatedNodeName"] = status["nominatedNodeName"]
+    return light
+
+
 def _light_spec(spec: RawObj, node: str, share: Callable[[RawObj], RawObj]) -> RawObj:
-    """What the plugins read of a bound pod's spec (Reads.existing_pod_fields): its node,
-    pod (anti)affinity (one dict per content, by `share`), volumes, and the containers'
-    host ports; the rest is dropped."""
-    light: RawObj = {"nodeName": node}
+    """What the plugins read of a held pod's spec (Reads.existing_pod_fields): its node,
+    pod (anti)affinity (one dict per content, by `share`), volumes, the containers'
+    host ports, and its priority fields; the rest is dropped."""
+    light: RawObj = {"nodeName": node} if node else {}
+    for field in _PRIORITY_FIELDS:
+        if spec.get(field) is not None:
+            light[field] = spec[field]
     affinity = spec.get("affinity")
     if isinstance(affinity, dict):
         kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}

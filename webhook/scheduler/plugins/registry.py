@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
 from webhook.scheduler.plugins.imagelocality import ImageLocality
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
 from webhook.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -55,6 +56,7 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "NodeDeclaredFeatures": _no_args(NodeDeclaredFeatures),
     # Its PreEnqueue only: the pods it would allocate devices for are not modelled.
     "DynamicResources": _no_args(DynamicResources),
+    "DefaultPreemption": _with_args(DefaultPreemption),
 }
 
 

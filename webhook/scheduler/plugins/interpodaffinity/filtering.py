@@ -24,8 +24,8 @@ CAVEAT: what is incremental and what is recomputed per decision.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from webhook.api.kube import RawObj, pod_labels, pod_namespace
@@ -54,11 +54,14 @@ __all__ = [
     "EXISTING_ANTI_AFFINITY_NOT_MATCH",
     "PRE_FILTER_STATE_KEY",
     "PreFilterState",
+    "add_pod",
     "filter_node",
     "filter_label_keys",
     "filter_node_key",
     "filter_pod_key",
     "pre_filter",
+    "remove_pod",
+    "remove_pods",
 ]
 
 # The CycleState key (filtering.go preFilterStateKey).
@@ -110,6 +113,10 @@ class PreFilterState:
     node_local: some key of node_keys has each value on one node only (a hostname):
         nodes are then told apart by their verdict, not by their label values.
     pod_key: what filter_pod_key answers.
+    ns_labels: the labels of the incoming pod's namespace (what the existing pods'
+        namespaceSelectors are matched against, kept for add_pod / remove_pod).
+    snapshot: the snapshot PreFilter read (add_pod / remove_pod tell node-local keys
+        by it); not part of the state's value.
     """
 
     existing_anti_affinity_counts: TopologyCounts
@@ -124,6 +131,8 @@ class PreFilterState:
     existing_blocked: tuple[tuple[str, frozenset[str]], ...] = ()
     node_local: bool = False
     pod_key: tuple[object, ...] = ()
+    ns_labels: tuple[tuple[str, str], ...] = ()
+    snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
 
 
 def pod_matches_all_affinity_terms(
@@ -262,8 +271,209 @@ def pre_filter(
         existing_blocked=_blocked(existing_keys, existing),
         node_local=bool(local),
         pod_key=_pod_key(namespace, labels, ns_labels, affinity, anti, counts, local),
+        ns_labels=tuple(sorted(ns_labels.items())),
+        snapshot=snapshot,
     )
     return SUCCESS
+
+
+# ---- PreFilterExtensions ------------------------------------------------------------
+
+
+def add_pod(state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
+    """PreFilterExtensions.AddPod: the state as if `pod_to_add` were bound to `node`.
+
+    Port of filtering.go: AddPod (updateWithPod with multiplier 1). The state is
+    replaced, never changed in place, so a clone of the CycleState (a copy of the
+    dict) is enough to keep the original.
+    """
+    return _update_with_pod(state, pod, pod_to_add, node, 1)
+
+
+def remove_pod(state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo) -> Status:
+    """PreFilterExtensions.RemovePod: the state as if `pod_to_remove` left `node`.
+
+    Port of filtering.go: RemovePod (updateWithPod with multiplier -1).
+    """
+    return _update_with_pod(state, pod, pod_to_remove, node, -1)
+
+
+def _bump(counts: TopologyCounts, pair: tuple[str, str], delta: int) -> None:
+    left = counts.get(pair, 0) + delta
+    if left:
+        counts[pair] = left
+    else:
+        counts.pop(pair, None)
+
+
+def _incoming_term_matches(term: AffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
+    """AffinityTerm.Matches(pod, nil) for the incoming pod's terms, whose namespaceSelector
+    PreFilter already unrolled (a {} selector still selects every namespace)."""
+    selects = term.selects_all_namespaces or namespace in term.namespaces
+    return selects and term.matches_labels(labels)
+
+
+# Parsed required anti-affinity terms of the pods add_pod / remove_pod see, by the pod
+# object (light pods are long-lived and shared): id -> (the pod, its terms).
+_TERMS: dict[int, tuple[RawObj, tuple[AffinityTerm, ...]]] = {}
+_TERMS_LIMIT = 65536
+
+
+def _anti_terms_of(pod: RawObj) -> tuple[AffinityTerm, ...]:
+    """The pod's required anti-affinity terms (parse_pod_terms), parsed once per pod."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or not spec.get("affinity"):
+        return ()
+    hit = _TERMS.get(id(pod))
+    if hit is None or hit[0] is not pod:
+        if len(_TERMS) >= _TERMS_LIMIT:
+            _TERMS.clear()
+        hit = _TERMS[id(pod)] = (pod, parse_pod_terms(pod).required_anti_affinity)
+    return hit[1]
+
+
+def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo) -> Status:
+    """remove_pod for each of `pods`, all on `node`, with the state rebuilt once (what
+    preemption's first step asks: every potential victim of a node removed)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return SUCCESS
+    bumps: list[tuple[list[tuple[str, str]], ...]] = []
+    terms = (*s.affinity_terms, *s.anti_affinity_terms)
+    for other in pods:
+        spec, meta = other.get("spec"), other.get("metadata")
+        if type(spec) is dict and type(meta) is dict and not spec.get("affinity"):
+            # No terms of its own: it counts only where the incoming pod's terms select it.
+            ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
+            if not any(_incoming_term_matches(t, ns, labels) for t in terms):
+                continue
+        found = _bumps(s, pod, other, node)
+        if found is not None:
+            bumps.append(found)
+    if bumps:
+        _apply(state, s, pod, bumps, -1)
+    return SUCCESS
+
+
+def _update_with_pod(
+    state: CycleState, pod: RawObj, updated: RawObj, node: NodeInfo, delta: int
+) -> Status:
+    """Port of filtering.go: preFilterState.updateWithPod (updateWithAntiAffinityTerms,
+    updateWithAffinityTerms), the derived lookups rebuilt from the new counts."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return SUCCESS  # PreFilter skipped: nothing to update (upstream's nil state)
+    found = _bumps(s, pod, updated, node)
+    if found is not None:
+        _apply(state, s, pod, [found], delta)
+    return SUCCESS
+
+
+def _bumps(
+    s: PreFilterState, pod: RawObj, updated: RawObj, node: NodeInfo
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]] | None:
+    """The (key, value) pairs `updated` on `node` counts under, in the existing pods'
+    anti-affinity counts, the incoming pod's affinity counts and its anti-affinity
+    counts; None when it counts under none."""
+    own_terms = _anti_terms_of(updated)
+    if not own_terms and not s.affinity_terms and not s.anti_affinity_terms:
+        return None  # nothing of this pod is counted
+    labels_of_node = node.labels
+    meta = updated.get("metadata")
+    if type(meta) is dict and type(meta.get("namespace")) is str and meta["namespace"]:
+        labels_ = meta.get("labels")
+        upd_ns, upd_labels = meta["namespace"], labels_ if type(labels_) is dict else {}
+    else:
+        upd_ns, upd_labels = pod_namespace(updated), pod_labels(updated)
+    if not own_terms and not any(
+        _incoming_term_matches(t, upd_ns, upd_labels)
+        for t in (*s.affinity_terms, *s.anti_affinity_terms)
+    ):
+        return None  # the incoming pod's terms do not select it, nor its terms the pod
+
+    def on_node(key: str) -> tuple[str, str] | None:
+        value = labels_of_node.get(key)
+        return (key, value) if isinstance(value, str) else None
+
+    # The updated pod's own required anti-affinity terms against the incoming pod.
+    existing_bumps: list[tuple[str, str]] = []
+    if own_terms:
+        namespace, labels, ns_labels = pod_namespace(pod), pod_labels(pod), dict(s.ns_labels)
+        existing_bumps = [
+            pair
+            for term in own_terms
+            if (pair := on_node(term.topology_key)) is not None
+            and term.matches(namespace, labels, ns_labels)
+        ]
+    # The incoming pod's affinity terms: counted when the updated pod matches them all.
+    affinity_bumps: list[tuple[str, str]] = []
+    if s.affinity_terms and all(
+        _incoming_term_matches(t, upd_ns, upd_labels) for t in s.affinity_terms
+    ):
+        affinity_bumps = [
+            pair for t in s.affinity_terms if (pair := on_node(t.topology_key)) is not None
+        ]
+    # The incoming pod's anti-affinity terms, each on its own.
+    anti_bumps = [
+        pair
+        for t in s.anti_affinity_terms
+        if (pair := on_node(t.topology_key)) is not None
+        and _incoming_term_matches(t, upd_ns, upd_labels)
+    ]
+    if not (existing_bumps or affinity_bumps or anti_bumps):
+        return None
+    return existing_bumps, affinity_bumps, anti_bumps
+
+
+def _apply(
+    state: CycleState,
+    s: PreFilterState,
+    pod: RawObj,
+    found: Sequence[tuple[list[tuple[str, str]], ...]],
+    delta: int,
+) -> None:
+    """A new state with the counts moved by `delta` at each pair found, its lookups
+    rebuilt."""
+    existing = dict(s.existing_anti_affinity_counts)
+    affinity = dict(s.affinity_counts)
+    anti = dict(s.anti_affinity_counts)
+    for existing_bumps, affinity_bumps, anti_bumps in found:
+        for counts, bumps in (
+            (existing, existing_bumps),
+            (affinity, affinity_bumps),
+            (anti, anti_bumps),
+        ):
+            for pair in bumps:
+                _bump(counts, pair, delta)
+    namespace, labels, ns_labels = pod_namespace(pod), pod_labels(pod), dict(s.ns_labels)
+    existing_keys = tuple(dict.fromkeys(k for k, _ in existing))
+    affinity_keys = [t.topology_key for t in s.affinity_terms]
+    anti_keys = [t.topology_key for t in s.anti_affinity_terms]
+    node_keys = tuple(dict.fromkeys(affinity_keys + anti_keys + list(existing_keys)))
+    snapshot = s.snapshot
+    local = frozenset(
+        k for k in node_keys if snapshot is not None and _node_local(snapshot, k)
+    )
+    state[PRE_FILTER_STATE_KEY] = replace(
+        s,
+        existing_anti_affinity_counts=existing,
+        affinity_counts=affinity,
+        anti_affinity_counts=anti,
+        existing_keys=existing_keys,
+        node_keys=node_keys,
+        node_local=bool(local),
+        anti_blocked=_blocked(anti_keys, anti),
+        existing_blocked=_blocked(existing_keys, existing),
+        pod_key=_pod_key(
+            namespace,
+            labels,
+            ns_labels,
+            s.affinity_terms,
+            s.anti_affinity_terms,
+            (existing, affinity, anti),
+            local,
+        ),
+    )
 
 
 def _blocked(keys: Iterable[str], counts: TopologyCounts) -> tuple[tuple[str, frozenset[str]], ...]:

@@ -72,6 +72,24 @@ class InterPodAffinity:
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filtering.filter_node(state, node)
 
+    def add_pod(
+        self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo
+    ) -> Status:
+        """PreFilterExtensions.AddPod (preemption, nominated pods)."""
+        return filtering.add_pod(state, pod, pod_to_add, node)
+
+    def remove_pod(
+        self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo
+    ) -> Status:
+        """PreFilterExtensions.RemovePod (preemption)."""
+        return filtering.remove_pod(state, pod, pod_to_remove, node)
+
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status:
+        """RemovePod for each of `pods` (all on `node`), the state rebuilt once."""
+        return filtering.remove_pods(state, pod, pods, node)
+
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         return filtering.filter_node_key(state, node)
 

@@ -1,0 +1,259 @@
+"""Properties of preemption, checked with hypothesis.
+
+- PreFilterExtensions: PodTopologySpread's and InterPodAffinity's state after
+  add_pod / remove_pod equals PreFilter run from scratch on the cluster with that
+  pod bound / gone (and gives the same Filter verdict on every node);
+- place() with preemption on (the grouped engine's verdicts, and the plugins that
+  adding or removing pods cannot change taken from them) nominates the same node with
+  the same victims as a node-by-node reference that runs every plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import HOSTNAME, ZONE, make_pod, pdb, with_affinity
+from tests.scheduler.test_properties import (
+    _incoming,
+    _node_obj,
+    _profile_cluster,
+    profile_incoming_st,
+    profile_node_st,
+    profile_resident_st,
+    reference_place,
+)
+from webhook.api.kube import RawObj
+from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import CycleState
+from webhook.scheduler.placement import place
+from webhook.scheduler.plugins.defaultpreemption import cycle_handle, first_failures, post_filter
+from webhook.scheduler.plugins.interpodaffinity import filtering as ipa
+from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
+from webhook.scheduler.plugins.podtopologyspread import filtering as spread
+from webhook.scheduler.profile import framework_of
+
+# ---- PreFilterExtensions ------------------------------------------------------------
+
+# (node index, namespace, labels, terminating, (anti, key, required) of its own term)
+pod_st = st.tuples(
+    st.integers(0, 5),
+    st.sampled_from(["default", "default", "other"]),
+    st.sampled_from([{"app": "a"}, {"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}]),
+    st.booleans(),
+    st.sampled_from([None, None, (True, HOSTNAME), (True, ZONE), (False, ZONE)]),
+)
+incoming_terms_st = st.sampled_from(
+    [None, (True, HOSTNAME), (True, ZONE), (False, ZONE), (False, HOSTNAME)]
+)
+
+
+def _pod(j: int, spec: tuple[Any, ...], nodes: int) -> RawObj:
+    idx, ns, labels, terminating, term = spec
+    b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx % nodes}")
+    pod = (b.terminating() if terminating else b).obj()
+    if term:
+        anti, key = term
+        with_affinity(pod, "In", "app", key, ["a"], anti=anti, required=True)
+    return pod
+
+
+def _ipa_view(state: CycleState) -> Any:
+    """What Filter reads of InterPodAffinity's state; None for a state that rules out
+    nothing (PreFilter's Skip, or counts all gone without terms of its own)."""
+    s = state.get(ipa.PRE_FILTER_STATE_KEY)
+    if not isinstance(s, ipa.PreFilterState):
+        return None
+    if not (s.existing_anti_affinity_counts or s.affinity_terms or s.anti_affinity_terms):
+        return None
+    return (
+        s.existing_anti_affinity_counts,
+        s.affinity_counts,
+        s.anti_affinity_counts,
+        set(s.existing_keys),
+        dict(s.anti_blocked),
+        dict(s.existing_blocked),
+        s.node_local,
+    )
+
+
+def _fresh(incoming: RawObj, objs: list[RawObj]) -> tuple[Snapshot, CycleState, Any]:
+    snap = Snapshot.from_objects(objs)
+    state = CycleState()
+    ipa.pre_filter(state, incoming, snap, ExistingTermsIndex())
+    return snap, state, spread.pre_filter(incoming, snap)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=6),
+    st.lists(pod_st, min_size=1, max_size=12),
+    profile_incoming_st,
+    incoming_terms_st,
+    st.integers(0, 11),
+    st.booleans(),
+)
+def test_pre_filter_extensions_equal_a_fresh_pre_filter(
+    nodes, pods, incoming_spec, terms, which, remove
+) -> None:
+    """With pod `which` removed from its node (or, when `remove` is false, first left out
+    and then added), both plugins' state equals PreFilter run on the cluster as it then
+    is, and Filter gives each node the same verdict.
+
+    Left out, as upstream leaves it: a plugin whose PreFilter skipped is out of the
+    cycle, so no AddPod reaches it (an added pod's anti-affinity against the incoming
+    pod is then not seen; RunPreFilterExtensionAddPod skips such plugins)."""
+    node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
+    incoming = _incoming({**incoming_spec, "pod_affinity": None, "node_name": None})
+    if terms:
+        anti, key = terms
+        with_affinity(incoming, "In", "app", key, ["a"], anti=anti, required=True)
+    moved = residents[which % len(residents)]
+    others = [p for p in residents if p is not moved]
+    with_it, without_it = [*node_objs, *residents], [*node_objs, *others]
+    start, end = (with_it, without_it) if remove else (without_it, with_it)
+    snap, state, spread_state = _fresh(incoming, start)
+    if isinstance(spread_state, spread.PreFilterState):
+        state[spread.PRE_FILTER_STATE_KEY] = spread_state
+    target = snap.nodes.get(moved["spec"]["nodeName"])
+    if target is None:
+        return  # its node is not in the cluster: nothing to update
+    light = (
+        next(p for p in target.pods if p["metadata"]["name"] == moved["metadata"]["name"])
+        if remove
+        else moved
+    )
+    change = (ipa.remove_pod, spread.remove_pod) if remove else (ipa.add_pod, spread.add_pod)
+    ipa_ran = _ipa_view(state) is not None or isinstance(
+        state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState
+    )
+    for extension in change:
+        assert extension(state, incoming, light, target).ok
+    after, want_state, want_spread = _fresh(incoming, end)
+    if ipa_ran:
+        assert _ipa_view(state) == _ipa_view(want_state)
+        event("InterPodAffinity state updated")
+    got_spread = state.get(spread.PRE_FILTER_STATE_KEY)
+    if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
+        assert isinstance(got_spread, spread.PreFilterState)
+        assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
+        assert got_spread.min_match_num == want_spread.min_match_num
+        event("PodTopologySpread state updated")
+        for info in after.nodes.values():
+            assert spread.filter_node(got_spread, info) == spread.filter_node(want_spread, info)
+    if ipa_ran and _ipa_view(want_state) is not None:
+        for info in after.nodes.values():
+            assert ipa.filter_node(state, info) == ipa.filter_node(want_state, info)
+
+
+# ---- preemption: grouped equals node by node ------------------------------------------
+
+# Per resident: its priority, and its cpu request (large enough that evicting helps).
+priorities_st = st.lists(
+    st.tuples(st.sampled_from([0, 0, 100, 1000]), st.sampled_from(["500m", "1", "2", "3"])),
+    min_size=16,
+    max_size=16,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([0, 500, 2000, 2000]),
+    st.sampled_from([None, 0, 1]),
+    st.sampled_from(["1", "3", "6", "6"]),
+)
+def test_preemption_equals_one_node_at_a_time(
+    nodes, residents, priorities, incoming, priority, budget, cpu
+) -> None:
+    """The default profile on a cluster of pods of several priorities: place() nominates
+    what a reference nominates that judges every node one by one (reference_place) and
+    runs every filter plugin in each dry run; both the same when a budget guards
+    app=a pods."""
+    # Nodes that hold pods (cordoned ones and ones without allocatable seldom preempt).
+    nodes = [
+        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
+    ]
+    objs = _profile_cluster(nodes, residents)
+    for obj, (value, request) in zip(
+        (o for o in objs if o["kind"] == "Pod"), priorities, strict=False
+    ):
+        obj["spec"]["priority"] = value
+        obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": request}}
+        # Every resident on a node of the cluster: victims to choose from.
+        at = int(obj["spec"]["nodeName"][1:]) % len(nodes)
+        obj["spec"]["nodeName"] = f"n{at}"
+    if budget is not None:
+        objs.append(pdb("guard", {"app": "a"}, budget))
+    snap = Snapshot.from_objects(objs)
+    fw = framework_of()
+    pod = _incoming({**incoming, "node_name": None})
+    pod["spec"]["priority"] = priority
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    got = place(pod, snap, framework=fw)
+    want = reference_place(pod, snap, SpreadArgs(), fw)
+    assert [v.feasible for v in got.nodes] == [v.feasible for v in want.nodes]
+    expected = None
+    if not want.feasible and fw.post_filter is not None:
+        prepared = fw.filters.prepare(pod, snap)
+        spread_state = spread.pre_filter(pod, snap, SpreadArgs())
+        handle, state = cycle_handle(pod, snap, prepared, fw.filter_names, spread_state)
+        expected = post_filter(fw.post_filter, handle, state, pod, first_failures(want.nodes))[0]
+    assert got.preemption == expected
+    event("preempts" if expected is not None else "no preemption")
+    event("feasible" if want.feasible else "infeasible")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=4),
+    st.lists(pod_st, min_size=1, max_size=12),
+    profile_incoming_st,
+    incoming_terms_st,
+    st.integers(0, 3),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_removing_pods_at_once_equals_a_fresh_pre_filter(
+    nodes, pods, incoming_spec, terms, at, chosen
+) -> None:
+    """remove_pods (every potential victim of a node at once, preemption's first step)
+    leaves both plugins' state as PreFilter finds the cluster without those pods."""
+    node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
+    incoming = _incoming({**incoming_spec, "pod_affinity": None, "node_name": None})
+    if terms:
+        anti, key = terms
+        with_affinity(incoming, "In", "app", key, ["a"], anti=anti, required=True)
+    name = f"n{at % len(nodes)}"
+    gone = [
+        p
+        for p, pick in zip(residents, chosen, strict=False)
+        if pick and p["spec"]["nodeName"] == name
+    ]
+    snap, state, spread_state = _fresh(incoming, [*node_objs, *residents])
+    if isinstance(spread_state, spread.PreFilterState):
+        state[spread.PRE_FILTER_STATE_KEY] = spread_state
+    target = snap.nodes[name]
+    names = {p["metadata"]["name"] for p in gone}
+    light = [p for p in target.pods if p["metadata"]["name"] in names]
+    ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    assert ipa.remove_pods(state, incoming, light, target).ok
+    assert spread.remove_pods(state, incoming, light, target).ok
+    after, want_state, want_spread = _fresh(
+        incoming, [*node_objs, *(p for p in residents if p not in gone)]
+    )
+    if ipa_ran:
+        assert _ipa_view(state) == _ipa_view(want_state)
+    got_spread = state.get(spread.PRE_FILTER_STATE_KEY)
+    if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
+        assert isinstance(got_spread, spread.PreFilterState)
+        assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
+        assert got_spread.min_match_num == want_spread.min_match_num
+        event("PodTopologySpread state updated" if light else "nothing removed")
