@@ -62,7 +62,16 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
     code, out, err = run(capsys, "--snapshot", SMALL, "-o", "json", WEB)
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["pod", "nodes", "selectedNode", "tiedNodes", "placements", "distribution"]
+    assert list(doc) == [
+        "pod",
+        "nodes",
+        "selectedNode",
+        "tiedNodes",
+        "placements",
+        "distribution",
+        "scaleUp",
+    ]
+    assert doc["scaleUp"] == {}  # placed: nothing pending
     assert doc["pod"] == "default/web"
     assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
     for n in doc["nodes"]:

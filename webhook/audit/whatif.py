@@ -16,6 +16,7 @@ node, and terminating pods were never running.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, meta, spec
@@ -30,8 +31,9 @@ from webhook.audit.inventory import (
 )
 from webhook.config import Settings
 from webhook.scheduler.placement import place
+from webhook.scheduler.scaleup import Diagnosis, Pending, diagnose, node_groups
 
-__all__ = ["WhatIf", "queue_order", "without_nodes"]
+__all__ = ["WhatIf", "diagnose_pending", "queue_order", "without_nodes"]
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,33 @@ class WhatIf:
     """removed: the nodes taken away (sorted); state: the cluster after re-placement;
     placed: pod ("ns/name", its original name) -> the node it went to; pending: pods
     that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
-    failing with it (its last attempt)."""
+    failing with it (its last attempt); scale_up: whether a new node of some group
+    would take each pending pod (diagnose_pending)."""
 
     removed: list[str]
     state: ClusterState
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    scale_up: Diagnosis | None = None
+
+
+def diagnose_pending(
+    state: ClusterState, pending: Iterable[RawObj], settings: Settings | None = None
+) -> Diagnosis:
+    """Would a new node help the pods a drill leaves pending (`pending`: the pods as
+    they ran, reported by their original ns/name), against `state`, the cluster after
+    the drill; node groups by settings.node_group_labels. A pod no scheduler profile
+    schedules is left out: no node helps it."""
+    settings = settings or Settings()
+    items = []
+    for pod in pending:
+        fresh = unbound(pod)
+        framework = settings.framework_for(fresh)
+        if framework is not None:
+            items.append(Pending(pod_key(pod), fresh, framework))
+    groups = node_groups(state.snapshot, settings.node_group_labels)
+    return diagnose(items, state.snapshot, groups)
 
 
 def queue_order(pod: RawObj) -> tuple[int, str, str]:
@@ -133,4 +155,5 @@ def without_nodes(
                 break
     running = staying + bound
     after = ClusterState(work, running, state.owners)
-    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons)
+    scale_up = diagnose_pending(after, waiting, settings)
+    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons, scale_up)

@@ -30,7 +30,10 @@ from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
+from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import Placement, Simulation, simulate
+from webhook.scheduler.profile import Framework
+from webhook.scheduler.scaleup import Diagnosis, NodeGroups, Pending, diagnose, node_groups
 
 __all__ = [
     "Workload",
@@ -292,6 +295,54 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _named(pod: RawObj, name: str) -> RawObj:
+    return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
+
+
+def scale_up(
+    pod: RawObj, sim: Simulation, snapshot: Snapshot, framework: Framework, groups: NodeGroups
+) -> Diagnosis | None:
+    """Would a new node take the copies `sim` could not place (None when every copy was
+    placed): each judged against the cluster with the copies placed before it. Copies
+    are named as simulate names them (name, name-2, ..., "-x" added while taken)."""
+    if None not in sim.placements:
+        return None
+    ns, _, base = sim.first.pod.partition("/")
+    names: list[str] = []
+    for i in range(len(sim.placements)):
+        name = base if i == 0 else f"{base}-{i + 1}"
+        while i > 0 and (snapshot.has_pod(ns, name) or name in names):
+            name += "-x"
+        names.append(name)
+    placed = [(_named(pod, n), node) for n, node in zip(names, sim.placements, strict=True) if node]
+    pending = [
+        Pending(f"{ns}/{n}", _named(pod, n), framework)
+        for n, node in zip(names, sim.placements, strict=True)
+        if node is None
+    ]
+    return diagnose(pending, snapshot, groups, placed=placed)
+
+
+# Pending copies listed one per line in the text; the rest are counted (copies of one
+# workload get the same answer).
+PENDING_LINES = 10
+
+
+def render_scale_up(diagnosis: Diagnosis) -> str:
+    """The text: one line per pending copy (the first PENDING_LINES), the nodes in no
+    group, and the summary when several are pending."""
+    verdicts = list(diagnosis.verdicts.items())
+    lines = [f"Pending {pod}: {v.line()}" for pod, v in verdicts[:PENDING_LINES]]
+    if len(verdicts) > PENDING_LINES:
+        lines.append(f"... and {len(verdicts) - PENDING_LINES} more pending copies alike")
+    ungrouped = diagnosis.groups.ungrouped_line()
+    if ungrouped:
+        lines.append(ungrouped[:1].upper() + ungrouped[1:])
+    if len(verdicts) > 1:
+        lines.append(diagnosis.summary()[:1].upper() + diagnosis.summary()[1:])
+    return "\n".join(lines) + "\n"
+
+
 @contextmanager
 def without_cyclic_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: a snapshot is millions of acyclic objects
@@ -338,6 +389,7 @@ def cli_simulate(
         if target.snapshot is None:  # pragma: no cover - load_target always gives one here
             raise InputError("no cluster state: give --snapshot FILE or a kubeconfig")
         results = []
+        groups = node_groups(target.snapshot, target.settings.node_group_labels)
         for w in workloads:
             _warn_invalid(w.pod, err)
             framework = target.settings.framework_for(w.pod)
@@ -347,20 +399,29 @@ def cli_simulate(
                     f"{w.title}: no profile of the scheduler configuration schedules pods "
                     f"of schedulerName {name!r}"
                 )
-            results.append(
-                (w, simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework))
-            )
+            sim = simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework)
+            diagnosis = scale_up(w.pod, sim, target.snapshot, framework, groups)
+            results.append((w, sim, diagnosis))
     if getattr(args, "output", "table") == "json":
-        if len(results) == 1:
-            out.write(json.dumps(results[0][1].to_json(), indent=2) + "\n")
+        docs_json = [
+            {
+                "workload": w.title,
+                "replicas": w.replicas,
+                **sim.to_json(),
+                "scaleUp": diagnosis.to_json() if diagnosis is not None else {},
+            }
+            for w, sim, diagnosis in results
+        ]
+        if len(docs_json) == 1:
+            del docs_json[0]["workload"], docs_json[0]["replicas"]
+            out.write(json.dumps(docs_json[0], indent=2) + "\n")
         else:
-            docs_json = [
-                {"workload": w.title, "replicas": w.replicas, **sim.to_json()} for w, sim in results
-            ]
             out.write(json.dumps(docs_json, indent=2) + "\n")
     else:
-        for i, (w, sim) in enumerate(results):
+        for i, (w, sim, diagnosis) in enumerate(results):
             if len(results) > 1:
                 out.write(("\n" if i else "") + f"== {w.title} ({w.replicas} replicas)\n")
             out.write(render_table(sim, all_nodes=getattr(args, "all_nodes", False)))
+            if diagnosis is not None:
+                out.write(render_scale_up(diagnosis))
     return 0
