@@ -87,6 +87,25 @@ BLOCKED_PLACEMENT = {
     "top": [],
     "reasons": {SPREAD_MISMATCH: 1, UNSCHEDULABLE: 1},
     "distribution": {ZONE: {"a": 2, "b": 0}},
+    "scaleUp": [],
+    "scaleUpReason": "no new node would help: no node group to add a node from (no node "
+    "carries any of the labels karpenter.sh/nodepool, eks.amazonaws.com/nodegroup, "
+    "cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool, "
+    "node.kubernetes.io/instance-type)",
+}
+# The same nodes in node group "general": a new node of the group in zone b (not
+# cordoned, as a new node is) takes the pod; one in zone a would break the spread.
+NODEGROUP = "eks.amazonaws.com/nodegroup"
+GROUPED_CLUSTER = [
+    node("a1", "a").label(NODEGROUP, "general").obj(),
+    node("b1", "b").label(NODEGROUP, "general").unschedulable().obj(),
+    web_pod("w1", "a1"),
+    web_pod("w2", "a1"),
+]
+GROUPED_PLACEMENT = {
+    **BLOCKED_PLACEMENT,
+    "scaleUp": [{"group": "general", "zone": "b"}],
+    "scaleUpReason": "fits on a new node of group general in zone b",
 }
 
 
@@ -156,8 +175,13 @@ def test_annotations_written_on_dry_run_or_request(
     [
         (SPREAD_CLUSTER, incoming().obj(), "b1", SPREAD_PLACEMENT),
         (BLOCKED_CLUSTER, incoming(DNS).obj(), "", BLOCKED_PLACEMENT),
+        (GROUPED_CLUSTER, incoming(DNS).obj(), "", GROUPED_PLACEMENT),
     ],
-    ids=["spread to the emptier zone", "unschedulable: empty selected node, reasons counted"],
+    ids=[
+        "spread to the emptier zone",
+        "unschedulable: empty selected node, reasons counted, no node group",
+        "unschedulable: a new node of the group in the zone the spread allows",
+    ],
 )
 def test_annotation_values(
     cluster: list[RawObj], pod: RawObj, selected: str, summary: RawObj

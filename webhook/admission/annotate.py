@@ -1,9 +1,11 @@
 """Dry-run placement annotations: the mutation step and its 32 KiB rendering.
 
 `topospread.io/selected-node` holds the node name ("" when unschedulable);
-`topospread.io/placement` holds a JSON summary. Both are deterministic (no
-timestamps, no random ids) so a reinvoked webhook writes the same patch, and
-their total size stays under ANNOTATION_BUDGET whatever the cluster size.
+`topospread.io/placement` holds a JSON summary, and for an unschedulable pod whether
+a new node of some node group would take it (`scaleUp`, `scaleUpReason`:
+docs/pending.md). Both are deterministic (no timestamps, no random ids) so a
+reinvoked webhook writes the same patch, and their total size stays under
+ANNOTATION_BUDGET whatever the cluster size.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any, Protocol
 from webhook.admission.context import MutationContext
 from webhook.api.kube import RawObj, as_created, meta, spec
 from webhook.scheduler import placement
+from webhook.scheduler.profile import Framework
+from webhook.scheduler.scaleup import Pending, ScaleUp, diagnose, node_groups
 
 log = logging.getLogger("topospread.inject")
 
@@ -27,6 +31,8 @@ DRY_RUN = "topospread.io/dry-run"
 # ours promise to stay under 32 KiB (interfaces.md), so leave margin for the keys.
 ANNOTATION_BUDGET = 32 * 1024 - 512
 TOP_NODES = 10
+# Templates listed in `scaleUp` (a node group per zone: a handful in most clusters).
+SCALE_UP_ENTRIES = 20
 
 _PLACEMENT_PATH = f"metadata.annotations[{PLACEMENT}]"
 NO_STATE = "no cluster state (the source has not synced yet, or none is configured)"
@@ -95,8 +101,23 @@ def _fit_distribution(
     summary["distribution"], summary["omittedDomains"] = best
 
 
-def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET) -> dict[str, Any]:
-    """The `topospread.io/placement` JSON object, cut to fit `budget` bytes."""
+def _scale_up(summary: dict[str, Any], scale_up: ScaleUp) -> None:
+    """`scaleUp` (the templates where a new node would take the pod, the first
+    SCALE_UP_ENTRIES; `scaleUpOmitted` counts the rest) and `scaleUpReason` (the
+    diagnosis' line, at most 256 characters)."""
+    fits = scale_up.to_json()
+    summary["scaleUp"] = fits[:SCALE_UP_ENTRIES]
+    if len(fits) > SCALE_UP_ENTRIES:
+        summary["scaleUpOmitted"] = len(fits) - SCALE_UP_ENTRIES
+    line = scale_up.line()
+    summary["scaleUpReason"] = line if len(line) <= 256 else line[:253] + "..."
+
+
+def placement_summary(
+    placement: PlacementLike, budget: int = ANNOTATION_BUDGET, scale_up: ScaleUp | None = None
+) -> dict[str, Any]:
+    """The `topospread.io/placement` JSON object, cut to fit `budget` bytes; with
+    `scale_up` (an unschedulable pod's diagnosis), its scaleUp keys."""
     nodes = list(placement.nodes)
     summary: dict[str, Any] = {
         "selectedNode": placement.selected_node,
@@ -105,6 +126,8 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
         "top": _top(nodes),
         "reasons": dict(sorted(placement.reasons.items())),
     }
+    if scale_up is not None:
+        _scale_up(summary, scale_up)
     # Reasons are few (one per failing plugin and taint); names of taints could be long,
     # so cap each reason string defensively before fitting the distribution.
     if len(_dumps(summary).encode()) > budget // 2:
@@ -113,11 +136,22 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
     return summary
 
 
-def placement_annotations(placement: PlacementLike) -> dict[str, str]:
+def placement_annotations(
+    placement: PlacementLike, scale_up: ScaleUp | None = None
+) -> dict[str, str]:
     """Both dry-run annotations for `placement`, together under ANNOTATION_BUDGET bytes."""
     selected = placement.selected_node or ""
     budget = ANNOTATION_BUDGET - len(selected.encode()) - len(SELECTED_NODE) - len(PLACEMENT)
-    return {SELECTED_NODE: selected, PLACEMENT: _dumps(placement_summary(placement, budget))}
+    summary = placement_summary(placement, budget, scale_up)
+    return {SELECTED_NODE: selected, PLACEMENT: _dumps(summary)}
+
+
+def _diagnosis(pod: RawObj, ctx: MutationContext, framework: Framework) -> ScaleUp | None:
+    """Whether a new node of some node group would take the unschedulable pod."""
+    assert ctx.snapshot is not None  # checked by the caller
+    groups = node_groups(ctx.snapshot, ctx.settings.node_group_labels)
+    ref = placement.pod_ref(pod)
+    return diagnose([Pending(ref, pod, framework)], ctx.snapshot, groups).verdicts[ref]
 
 
 def wants_dry_run(pod: Mapping[str, Any], request_dry_run: bool) -> bool:
@@ -148,10 +182,12 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
             f"scheduler configuration schedules pods of schedulerName {name!r}"
         ]
     try:
-        decision = placement.place(
-            as_created(pod, ctx.namespace), ctx.snapshot, framework=framework
-        )
-        written = placement_annotations(decision)
+        created = as_created(pod, ctx.namespace)
+        decision = placement.place(created, ctx.snapshot, framework=framework)
+        scale_up = None
+        if decision.selected_node is None and decision.error is None:
+            scale_up = _diagnosis(created, ctx, framework)
+        written = placement_annotations(decision, scale_up)
     except Exception:
         log.exception("placement failed for pod %r", meta(pod).get("name"))
         return [

@@ -5,7 +5,8 @@
 other filter but each of them is ruled out by the pod's DoNotSchedule constraints,
 the answer names each constraint that rules nodes out (its field path) with the
 matching pods per domain it counted. That is a warning, or a denial under
-`policy.denyUnschedulable: true`.
+`policy.denyUnschedulable: true`. A warning is followed by one more: whether a new
+node of some node group would take the pod (scheduler.scaleup, docs/pending.md).
 
 A pod no node can take for another reason (no node at all, taints, resources, node
 affinity) is not reported: the constraints are not what stops it.
@@ -36,10 +37,11 @@ from webhook.api.kube import RawObj, as_created, controller_of
 from webhook.config import Settings
 from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import explain, warm
+from webhook.scheduler.placement import explain, pod_ref, warm
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
 from webhook.scheduler.profile import framework_of
+from webhook.scheduler.scaleup import Pending, diagnose, node_groups
 
 __all__ = [
     "OUTCOMES",
@@ -49,6 +51,7 @@ __all__ = [
     "denial_status",
     "foresee",
     "prime",
+    "scale_up_warning",
 ]
 
 log = logging.getLogger("topospread.foresight")
@@ -205,9 +208,10 @@ def foresee(
     budget = settings.foresight_budget_ms
     if snapshot is None or budget == 0 or not _answer_matters(pod, settings):
         return Foresight(outcome="skipped")
+    created = as_created(pod, namespace)
     try:
         with within(budget / 1000):
-            blocked = blocked_constraints(as_created(pod, namespace), snapshot, settings)
+            blocked = blocked_constraints(created, snapshot, settings)
     except OutOfTime:
         log.info("unschedulable foresight for pod %r gave up after %d ms", name, budget)
         return Foresight(
@@ -231,7 +235,41 @@ def foresee(
         return Foresight(outcome="checked")
     if settings.deny_unschedulable:
         return Foresight(denial=denial_status(name, blocked), outcome="blocked")
-    return Foresight([b.text() for b in blocked], outcome="blocked")
+    warnings = [b.text() for b in blocked]
+    scale_up = scale_up_warning(created, snapshot, settings, budget / 1000)
+    if scale_up is not None:
+        warnings.append(scale_up)
+    return Foresight(warnings, outcome="blocked")
+
+
+def scale_up_warning(
+    pod: RawObj, snapshot: Snapshot, settings: Settings, seconds: float
+) -> str | None:
+    """The warning saying whether a new node of some group would take the pod
+    (scheduler.scaleup), at most 256 runes; None when no node is in a node group, or
+    the model gave up within `seconds` or failed (the spread warnings stand without it).
+
+    CAVEAT: the diagnosis works on a copy of the cluster state, which the time budget
+    cannot cut short (about 50 ms for 150,000 pods); only the filters it then runs
+    are bounded.
+    """
+    framework = settings.framework_for(pod)
+    if framework is None:
+        return None
+    try:
+        with within(seconds):
+            groups = node_groups(snapshot, settings.node_group_labels)
+            if not groups.templates:
+                return None  # no node group: nothing an autoscaler would add
+            ref = pod_ref(pod)
+            line = diagnose([Pending(ref, pod, framework)], snapshot, groups).verdicts[ref].line()
+    except OutOfTime:
+        return None
+    except Exception:
+        log.exception("scale-up diagnosis failed for pod %r", pod_ref(pod))
+        return None
+    text = f"spec.topologySpreadConstraints: {line}"
+    return text if len(text) <= _WARNING_RUNES else text[: _WARNING_RUNES - 3] + "..."
 
 
 def prime(snapshot: Snapshot, settings: Settings) -> None:

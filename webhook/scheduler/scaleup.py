@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from webhook.api.kube import HOSTNAME, ZONE, RawObj, as_dict, meta, pod_namespace, spec
 from webhook.scheduler.framework.memo import adopt
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
-from webhook.scheduler.placement import Placement, place
+from webhook.scheduler.placement import Placement, feasible_nodes, place
 from webhook.scheduler.profile import Framework
 
 __all__ = [
@@ -410,16 +410,23 @@ def diagnose(
         adopt(work, snapshot)
         for pod, node in placed:
             work.add_pod(pod, node)
+        # One node stands for each template in turn, under one name: the set of nodes
+        # stays the same, so each decision judges again only that node (what the
+        # model remembered of the others holds).
+        slot = _template_name("scale-up", "slot", work.nodes)
         for template in groups.templates:
-            _add(work, template)
+            _put(work, slot, template)
             for sig, item in by_signature.items():
-                decision = place(item.pod, work, framework=item.framework)
-                verdict = _verdict_of(decision, template.name)
-                failed = {
-                    p: s.reason or s.code.value for p, s in verdict.filters.items() if not s.ok
-                }
-                tried[sig].append(_Tried(verdict.feasible, failed, decision.distribution))
-            _remove(work, template)
+                fits = slot in feasible_nodes(item.pod, work, framework=item.framework)
+                tried[sig].append(_Tried(fits, {}, {}))
+            _take(work, slot, template)
+        # Why not, only for the pods no template takes: the filters failing on each.
+        unfit = {sig: by_signature[sig] for sig, t in tried.items() if not any(r.fits for r in t)}
+        for i, template in enumerate(groups.templates if unfit else ()):
+            _put(work, slot, template)
+            for sig, item in unfit.items():
+                tried[sig][i] = _why_not(item, work, slot)
+            _take(work, slot, template)
     answers = {
         sig: _answer(item, tried[sig], groups, snapshot) for sig, item in by_signature.items()
     }
@@ -434,18 +441,28 @@ def _renamed(answer: ScaleUp, pod: str) -> ScaleUp:
     return ScaleUp(pod, answer.fits, answer.blocked, answer.templates, answer.cause, answer.detail)
 
 
-def _add(work: Snapshot, template: Template) -> None:
-    work.upsert(template.node)
-    for ns, name in template.daemon_pods:
-        work.copy_pod(ns, name, f"{name}-{template.name}", template.name)
+def _why_not(item: Pending, work: Snapshot, slot: str) -> _Tried:
+    """The filters failing on the template node `slot`, and the spread distribution."""
+    decision = place(item.pod, work, framework=item.framework)
+    verdict = _verdict_of(decision, slot)
+    failed = {p: s.reason or s.code.value for p, s in verdict.filters.items() if not s.ok}
+    return _Tried(verdict.feasible, failed, decision.distribution)
 
 
-def _remove(work: Snapshot, template: Template) -> None:
+def _put(work: Snapshot, slot: str, template: Template) -> None:
+    """Make node `slot` of `work` the template's node, with its DaemonSet pods."""
+    node = template.node
+    labels = {**as_dict(meta(node).get("labels")), HOSTNAME: slot}
+    work.upsert({**node, "metadata": {**meta(node), "name": slot, "labels": labels}})
     for ns, name in template.daemon_pods:
-        work.delete(
-            {"kind": "Pod", "metadata": {"namespace": ns, "name": f"{name}-{template.name}"}}
-        )
-    work.delete(template.node)
+        work.copy_pod(ns, name, f"{name}-{slot}", slot)
+
+
+def _take(work: Snapshot, slot: str, template: Template) -> None:
+    """Remove the template's DaemonSet pods from node `slot` (the node stays for the
+    next template)."""
+    for ns, name in template.daemon_pods:
+        work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": f"{name}-{slot}"}})
 
 
 def _answer(item: Pending, tried: list[_Tried], groups: NodeGroups, snapshot: Snapshot) -> ScaleUp:
