@@ -40,6 +40,16 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
 }
 PURE = ("api", "validation", "scheduler")
+# Scheduler modules above placement: they ask the scheduler's public face (placement's
+# __all__) and the snapshot store, and no scheduler module imports them.
+ABOVE_PLACEMENT = ("webhook.scheduler.scaleup",)
+# What a module above placement may import of the scheduler besides placement's
+# public names.
+BELOW_PLACEMENT_ALLOWED = (
+    "webhook.scheduler.framework.snapshot",
+    "webhook.scheduler.framework.memo",
+    "webhook.scheduler.profile",
+)
 FORBIDDEN = ("flask", "werkzeug", "gunicorn", "kubernetes", "prometheus_client", "urllib3")
 
 # Imports inside functions, each with the reason it is not at the top of its module.
@@ -147,6 +157,34 @@ def test_no_import_runs_up_or_sideways() -> None:
         if part(src) != part(dst) and LAYERS[part(dst)] >= LAYERS[part(src)]
     ]
     assert bad == []
+
+
+def test_modules_above_placement_use_only_its_public_face() -> None:
+    """scaleup imports placement's public names (its __all__), the snapshot store, the
+    memo a copy adopts and the Framework type; nothing of the scheduler imports it."""
+    import webhook.scheduler.placement as placement
+
+    known = modules()
+    bad = []
+    for src in ABOVE_PLACEMENT:
+        for imported, _ in imports_of(known[src]):
+            target = resolve(imported, known)
+            if target is None or not target.startswith("webhook.scheduler"):
+                continue
+            if target == "webhook.scheduler.placement":
+                name = imported.removeprefix("webhook.scheduler.placement").lstrip(".")
+                if name and name not in placement.__all__:
+                    bad.append(f"{src} -> placement.{name}")
+            elif target not in BELOW_PLACEMENT_ALLOWED and target != src:
+                bad.append(f"{src} -> {target}")
+    users = [
+        f"{src} -> {dst}"
+        for src, edges in graph().items()
+        if part(src) == "scheduler" and src not in ABOVE_PLACEMENT
+        for dst in edges
+        if dst in ABOVE_PLACEMENT
+    ]
+    assert bad == [] and users == []
 
 
 def _cycles(g: dict[str, dict[str, bool]]) -> list[list[str]]:
