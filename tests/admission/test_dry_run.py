@@ -32,7 +32,7 @@ from tests.builders import (
     workload,
 )
 from tests.scheduler.frameworks import spread_only_settings
-from webhook.admission.annotate import DRY_RUN, PLACEMENT, SELECTED_NODE
+from webhook.admission.annotate import DRY_RUN, PLACEMENT, SCALE_UP_ENTRIES, SELECTED_NODE
 from webhook.admission.context import ReviewContext
 from webhook.admission.handlers import answer_review
 from webhook.cluster.source import StaticSource
@@ -291,6 +291,30 @@ def test_annotations_stay_under_32_kib_on_5000_nodes() -> None:
     assert kept + summary["omittedDomains"][HOSTNAME] == 5000
     # Domains with most pods are kept first: the 715 nodes holding a web pod (every 7th) all stay.
     assert sum(summary["distribution"][HOSTNAME].values()) == 715
+
+
+def test_scale_up_entries_are_capped_under_32_kib() -> None:
+    """1,000 cordoned nodes in 25 zones and 4 node groups: 100 templates would each take
+    the pod; 20 are listed, the rest counted, and the annotations stay under 32 KiB."""
+    nodes = [
+        node(f"node-{i:04d}", f"zone-{i % 25:02d}").label(NODEGROUP, f"pool-{i % 4}")
+        .unschedulable().obj()
+        for i in range(1000)
+    ]  # fmt: skip
+    pod = incoming(DNS, HOSTNAME).obj()
+    got = annotations(patched(pod, post(nodes, pod, dry_run=True)))
+    assert sum(len(k.encode()) + len(v.encode()) for k, v in got.items()) < 32 * 1024
+    summary = json.loads(got[PLACEMENT])
+    assert len(summary["scaleUp"]) == SCALE_UP_ENTRIES
+    assert summary["scaleUp"][:2] == [
+        {"group": "pool-0", "zone": "zone-00"},
+        {"group": "pool-0", "zone": "zone-01"},
+    ]
+    assert summary["scaleUpOmitted"] == 100 - SCALE_UP_ENTRIES
+    assert summary["scaleUpReason"].startswith(
+        "fits on a new node of group pool-0 in zone zone-00 (also group pool-0 in zone zone-01,"
+    )
+    assert len(summary["scaleUpReason"]) <= 256
 
 
 # ---------------------------------------------------------------------------------------

@@ -246,7 +246,8 @@ def scale_up_warning(
     pod: RawObj, snapshot: Snapshot, settings: Settings, seconds: float
 ) -> str | None:
     """The warning saying whether a new node of some group would take the pod
-    (scheduler.scaleup), at most 256 runes; None when no node is in a node group, or
+    (scheduler.scaleup; the blocking filters by name, the spread warnings before it
+    give the reasons), at most 256 runes; None when no node is in a node group, or
     the model gave up within `seconds` or failed (the spread warnings stand without it).
 
     CAVEAT: the diagnosis works on a copy of the cluster state, which the time budget
@@ -262,7 +263,11 @@ def scale_up_warning(
             if not groups.templates:
                 return None  # no node group: nothing an autoscaler would add
             ref = pod_ref(pod)
-            line = diagnose([Pending(ref, pod, framework)], snapshot, groups).verdicts[ref].line()
+            line = (
+                diagnose([Pending(ref, pod, framework)], snapshot, groups)
+                .verdicts[ref]
+                .line(reasons=False)
+            )
     except OutOfTime:
         return None
     except Exception:

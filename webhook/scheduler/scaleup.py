@@ -307,8 +307,9 @@ class ScaleUp:
     def to_json(self) -> list[dict[str, str]]:
         return [t.to_json() for t in self.fits]
 
-    def line(self) -> str:
-        """ "fits on a new node of group X in zone Y" or "no new node would help: ..."."""
+    def line(self, reasons: bool = True) -> str:
+        """ "fits on a new node of group X in zone Y" or "no new node would help: <the
+        filters that block it (with their reasons unless `reasons` is False)>: <why>"."""
         if self.fits:
             first, *more = self.fits
             also = f" (also {', '.join(t.where() for t in more)})" if more else ""
@@ -316,7 +317,8 @@ class ScaleUp:
         if not self.blocked:
             return f"no new node would help: {self.detail}"
         filters = "; ".join(
-            f"{plugin} ({reason})"
+            plugin
+            + (f" ({reason})" if reasons else "")
             + (f" on {n} of {self.templates} templates" if n < self.templates else "")
             for plugin, (reason, n) in self.blocked.items()
         )
@@ -501,7 +503,7 @@ def _cause(
     every = set.intersection(*(set(r.failed) for r in tried))
     spread_only = [r for r in tried if set(r.failed) == {_SPREAD}]
     if spread_only:
-        return SPREAD, _spread_sentence(item.pod, spread_only[0], groups, snapshot)
+        return SPREAD, _spread_sentence(item.pod, tried, groups, snapshot)
     wanted = _wanted_zones(item.pod)
     covered = groups.zones()
     in_zones = ", ".join(sorted(z for z in covered if z)) or "no zone"
@@ -520,27 +522,39 @@ def _cause(
     if "TaintToleration" in every:
         return TAINTS, "it tolerates the taints of no node group"
     if _SPREAD in every:
-        return SPREAD, _spread_sentence(item.pod, tried[0], groups, snapshot)
+        return SPREAD, _spread_sentence(item.pod, tried, groups, snapshot)
     return OTHER, "no node group's node would pass every filter"
 
 
-def _spread_sentence(pod: RawObj, tried: _Tried, groups: NodeGroups, snapshot: Snapshot) -> str:
-    """Why new nodes in the zones the groups cover cannot satisfy the spread: the skew
-    is measured from a domain no new node can go to."""
+def _spread_sentence(
+    pod: RawObj, tried: list[_Tried], groups: NodeGroups, snapshot: Snapshot
+) -> str:
+    """Why no new node satisfies the spread: the skew is measured from a domain no new
+    node can go to, or the new node that could go there fails other filters."""
     hard = _hard_keys(pod)
-    for key, domains in tried.distribution.items():
+    sample = next((r for r in tried if r.distribution), None)
+    for key, domains in sample.distribution.items() if sample is not None else ():
         if not domains or (hard and key not in hard):
             continue
         low = min(domains.values())
-        covered = {t.node["metadata"]["labels"].get(key) for t in groups.templates}
-        stuck = sorted(d for d, n in domains.items() if n == low and d not in covered)
-        if not stuck:
-            continue
-        why = _domain_state(snapshot, key, stuck, groups)
-        return (
-            f"the spread measures skew over {key} from {', '.join(stuck)} ({low} matching "
-            f"pod(s)), {why}, so no new node in any zone a node group covers helps"
+        lows = sorted(d for d, n in domains.items() if n == low)
+        where = [t.node["metadata"]["labels"].get(key) for t in groups.templates]
+        stuck = [d for d in lows if d not in where]
+        if stuck:
+            why = _domain_state(snapshot, key, stuck, groups)
+            return (
+                f"the spread measures skew over {key} from {', '.join(stuck)} ({low} matching "
+                f"pod(s)), {why}, so no new node in any zone a node group covers helps"
+            )
+        others = sorted(
+            {p for d, r in zip(where, tried, strict=True) if d in lows for p in r.failed}
+            - {_SPREAD}
         )
+        if others:
+            return (
+                f"the spread allows only {key} {', '.join(lows)} ({low} matching pod(s)), "
+                f"where a new node fails {', '.join(others)}"
+            )
     return "the spread rules the pod out on every node a node group would add"
 
 
