@@ -380,8 +380,8 @@ def test_summary_counts_placed_and_not_by_cause() -> None:
     )
     assert diagnosis.summary() == (
         "scale-up: a new node would place 1 of 2 pending pod(s) (group g in zone a: 1, "
-        "group g in zone b: 1, group g in zone c: 1); 1 it would not: 1 a node selector or "
-        "affinity no node group satisfies; 1 node(s) in no node group"
+        "group g in zone b: 1, group g in zone c: 1); 1 would stay pending: 1 with a node "
+        "selector or affinity no node group satisfies; 1 node(s) in no node group"
     )
 
 

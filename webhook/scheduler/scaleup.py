@@ -277,12 +277,12 @@ NO_GROUP = "no node group"
 OTHER = "other filters"
 
 _CAUSE_SUMMARY = {
-    SPREAD: "the spread (skew against an empty or lost domain)",
-    SELECTION: "a node selector or affinity no node group satisfies",
-    ZONE_UNCOVERED: "a zone no node group covers",
-    TAINTS: "taints of every node group",
-    NO_GROUP: "no node group",
-    OTHER: "other filters",
+    SPREAD: "blocked by the spread (skew against an empty or lost domain)",
+    SELECTION: "with a node selector or affinity no node group satisfies",
+    ZONE_UNCOVERED: "asking for a zone no node group covers",
+    TAINTS: "tolerating no node group's taints",
+    NO_GROUP: "with no node group to add a node from",
+    OTHER: "that no node group's node passes",
 }
 
 
@@ -349,7 +349,7 @@ class Diagnosis:
         rest = Counter(v.cause for v in self.verdicts.values() if not v.fits)
         if rest:
             why = ", ".join(f"{n} {_CAUSE_SUMMARY.get(c, c)}" for c, n in rest.most_common())
-            line += f"; {sum(rest.values())} it would not: {why}"
+            line += f"; {sum(rest.values())} would stay pending: {why}"
         ungrouped = self.groups.ungrouped
         if ungrouped:
             line += f"; {len(ungrouped)} node(s) in no node group"
