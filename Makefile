@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-audit bench-profile bench-load fuzz audit lock certs clean
+.PHONY: run test lint bench bench-audit bench-scaleup bench-profile bench-load fuzz audit lock certs clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -37,6 +37,11 @@ bench: $(STAMP)
 
 bench-audit: $(STAMP)
 	$(PY) bench/bench_audit.py
+
+# The scale-up diagnosis of the zone drill's pending pods against the drill's own time
+# (docs/performance.md).
+bench-scaleup: $(STAMP)
+	$(PY) bench/bench_scaleup.py
 
 # kube-scheduler's whole default profile on the issue-10 cluster (5,000 varied nodes,
 # 150,000 pods with affinity terms): docs/performance.md.

@@ -17,7 +17,9 @@ from typing import Any, Protocol
 
 from webhook.admission.context import MutationContext
 from webhook.api.kube import RawObj, as_created, meta, spec
+from webhook.config import Settings
 from webhook.scheduler import placement
+from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.profile import Framework
 from webhook.scheduler.scaleup import Pending, ScaleUp, diagnose, node_groups
 
@@ -146,12 +148,13 @@ def placement_annotations(
     return {SELECTED_NODE: selected, PLACEMENT: _dumps(summary)}
 
 
-def _diagnosis(pod: RawObj, ctx: MutationContext, framework: Framework) -> ScaleUp | None:
+def _diagnosis(
+    pod: RawObj, snapshot: Snapshot, settings: Settings, framework: Framework
+) -> ScaleUp:
     """Whether a new node of some node group would take the unschedulable pod."""
-    assert ctx.snapshot is not None  # checked by the caller
-    groups = node_groups(ctx.snapshot, ctx.settings.node_group_labels)
+    groups = node_groups(snapshot, settings.node_group_labels)
     ref = placement.pod_ref(pod)
-    return diagnose([Pending(ref, pod, framework)], ctx.snapshot, groups).verdicts[ref]
+    return diagnose([Pending(ref, pod, framework)], snapshot, groups).verdicts[ref]
 
 
 def wants_dry_run(pod: Mapping[str, Any], request_dry_run: bool) -> bool:
@@ -186,7 +189,7 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
         decision = placement.place(created, ctx.snapshot, framework=framework)
         scale_up = None
         if decision.selected_node is None and decision.error is None:
-            scale_up = _diagnosis(created, ctx, framework)
+            scale_up = _diagnosis(created, ctx.snapshot, ctx.settings, framework)
         written = placement_annotations(decision, scale_up)
     except Exception:
         log.exception("placement failed for pod %r", meta(pod).get("name"))
