@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from webhook.api.kube import HOSTNAME, ZONE, RawObj, as_dict, meta, pod_namespace, spec
 from webhook.scheduler.framework.memo import adopt
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
-from webhook.scheduler.placement import Placement, feasible_nodes, place
+from webhook.scheduler.placement import feasible_nodes, place
 from webhook.scheduler.profile import Framework
 
 __all__ = [
@@ -372,13 +372,6 @@ def _signature(item: Pending) -> tuple[int, str]:
     return id(item.framework), body
 
 
-def _verdict_of(decision: Placement, name: str) -> Any:
-    for verdict in decision.nodes:
-        if verdict.name == name:
-            return verdict
-    return None  # pragma: no cover - the template node is in the snapshot it was placed on
-
-
 class _Tried(NamedTuple):
     """What one template told about one pod: whether it fits, the filters failing on
     it (plugin -> reason), and the spread distribution of the decision."""
@@ -446,7 +439,7 @@ def _renamed(answer: ScaleUp, pod: str) -> ScaleUp:
 def _why_not(item: Pending, work: Snapshot, slot: str) -> _Tried:
     """The filters failing on the template node `slot`, and the spread distribution."""
     decision = place(item.pod, work, framework=item.framework)
-    verdict = _verdict_of(decision, slot)
+    verdict = next(v for v in decision.nodes if v.name == slot)
     failed = {p: s.reason or s.code.value for p, s in verdict.filters.items() if not s.ok}
     return _Tried(verdict.feasible, failed, decision.distribution)
 
