@@ -103,8 +103,8 @@ def main() -> int:
     ratios = [d / r for d, r in zip(diagnoses, drills, strict=True)]
     print(f"drill: median {drill_med:.2f} s; diagnosis: median {diag_med:.2f} s")
     print(
-        f"diagnosis/drill: median ratio {statistics.median(ratios):.2f} "
-        f"(runs: {', '.join(f'{r:.2f}' for r in ratios)}; target <= 1)"
+        f"diagnosis/drill: median ratio {statistics.median(ratios):.4f} "
+        f"(runs: {', '.join(f'{r:.4f}' for r in ratios)}; target <= 1)"
     )
     print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
     return 0 if statistics.median(ratios) <= 1 else 1
