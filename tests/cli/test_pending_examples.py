@@ -24,7 +24,7 @@ def examples() -> list[tuple[str, str]]:
 
 def test_the_page_has_its_worked_examples() -> None:
     commands = [c for c, _ in examples()]
-    assert [c.split()[1] for c in commands] == ["simulate", "simulate", "simulate", "simulate", "audit"]
+    assert [c.split()[1] for c in commands] == [*["simulate"] * 4, "audit"]
 
 
 @pytest.mark.parametrize(("command", "shown"), examples(), ids=lambda v: str(v)[:60])

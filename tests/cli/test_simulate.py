@@ -521,3 +521,20 @@ def test_unplaced_copies_say_whether_a_new_node_would_help(tmp_path: Path, capsy
         "Scale-up: a new node would place 2 of 2 pending pod(s) (group general in zone a: 2, "
         "group general in zone b: 2); 1 node(s) in no node group",
     ]
+
+
+def test_node_group_labels_from_the_config(tmp_path: Path, capsys) -> None:
+    """--config's nodeGroupLabels names the groups: a1's pool, not its EKS node group."""
+    node = make_node().name("a1").hostname().zone("a").allocatable(cpu="1", pods="110")
+    node = node.labels({"eks.amazonaws.com/nodegroup": "general", "example.com/pool": "batch"})
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node.obj()]}))
+    config = tmp_path / "config.yaml"
+    config.write_text("nodeGroupLabels: [example.com/pool]\n")
+    pod_file = tmp_path / "pod.json"
+    pod_file.write_text(json.dumps(make_pod().name("big").requests(cpu="800m").obj()))
+    argv = ["--snapshot", str(cluster), "--replicas", "2", "-o", "json", str(pod_file)]
+    code, out, _ = run(capsys, *argv)
+    assert json.loads(out)["scaleUp"] == {"default/big-2": [{"group": "general", "zone": "a"}]}
+    code, out, _ = run(capsys, "--config", str(config), *argv)
+    assert json.loads(out)["scaleUp"] == {"default/big-2": [{"group": "batch", "zone": "a"}]}
