@@ -156,4 +156,5 @@ def without_nodes(
     running = staying + bound
     after = ClusterState(work, running, state.owners)
     scale_up = diagnose_pending(after, waiting, settings)
-    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons, scale_up)
+    pending = [pod_key(p) for p in waiting]
+    return WhatIf(removed, after, placed, pending, reasons, scale_up=scale_up)
