@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-profile bench-preempt bench-load fuzz audit lock certs \
+.PHONY: run test lint bench bench-audit bench-report bench-profile bench-preempt bench-scaleup bench-load fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -71,6 +71,11 @@ report-screenshot: $(STAMP) browser
 	$(VENV)/bin/topospread audit --snapshot webhook/data/demo-snapshot.yaml --plan -o html \
 	  > $(VENV)/report-demo.html || [ $$? = 1 ]
 	$(PY) -m tests.browser $(VENV)/report-demo.html docs/report.png 880 720
+
+# The scale-up diagnosis of the zone drill's pending pods against the drill's own time
+# (docs/performance.md).
+bench-scaleup: $(STAMP)
+	$(PY) bench/bench_scaleup.py
 
 # kube-scheduler's whole default profile on the issue-10 cluster (5,000 varied nodes,
 # 150,000 pods with affinity terms): docs/performance.md.

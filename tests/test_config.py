@@ -28,6 +28,7 @@ from webhook.config import (
 from webhook.errors import ConfigError
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import InterPodAffinityArgs, SpreadArgs
+from webhook.scheduler.scaleup import DEFAULT_GROUP_LABELS
 
 KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 ZONE = "topology.kubernetes.io/zone"
@@ -405,3 +406,34 @@ def test_foresight_budget_out_of_range_is_refused(value: Any) -> None:
     )
     with pytest.raises(ConfigError, match=message):
         settings_from_dict({"policy": {"foresightBudgetMilliseconds": value}})
+
+
+@pytest.mark.parametrize(
+    ("value", "labels"),
+    [
+        (None, DEFAULT_GROUP_LABELS),
+        (["example.com/pool"], ("example.com/pool",)),
+        (["example.com/pool", "node.kubernetes.io/instance-type"],
+         ("example.com/pool", "node.kubernetes.io/instance-type")),
+    ],
+    ids=["absent: the well-known labels", "one key", "replaces the list, in order"],
+)  # fmt: skip
+def test_node_group_labels_are_read(value: Any, labels: tuple[str, ...]) -> None:
+    raw = {} if value is None else {"nodeGroupLabels": value}
+    assert settings_from_dict(raw).node_group_labels == labels
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([], r"^nodeGroupLabels: must be a non-empty list of label keys, got \[\]$"),
+        ("pool", r"^nodeGroupLabels: must be a non-empty list of label keys, got 'pool'$"),
+        ([7], r"^nodeGroupLabels\[0\]: Invalid value: 7: must be a string$"),
+        (["a/b/c"], r"^nodeGroupLabels\[0\]: Invalid value: \"a/b/c\": a valid label key must"),
+        (["pool", "pool"], r"^nodeGroupLabels: 'pool' is listed twice$"),
+    ],
+    ids=["empty", "not a list", "not a string", "not a label key", "twice"],
+)
+def test_node_group_labels_are_validated(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        settings_from_dict({"nodeGroupLabels": value})

@@ -40,6 +40,12 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
 }
 PURE = ("api", "validation", "scheduler")
+# Scheduler modules above placement: they ask the scheduler's public face (placement's
+# __all__) and the snapshot store, and no scheduler module imports them.
+ABOVE_PLACEMENT = ("webhook.scheduler.scaleup",)
+# What a module above placement may import of the scheduler besides placement's
+# public names.
+BELOW_PLACEMENT_ALLOWED = ("webhook.scheduler.framework.snapshot",)
 FORBIDDEN = ("flask", "werkzeug", "gunicorn", "kubernetes", "prometheus_client", "urllib3")
 
 # Imports inside functions, each with the reason it is not at the top of its module.
@@ -147,6 +153,34 @@ def test_no_import_runs_up_or_sideways() -> None:
         if part(src) != part(dst) and LAYERS[part(dst)] >= LAYERS[part(src)]
     ]
     assert bad == []
+
+
+def test_modules_above_placement_use_only_its_public_face() -> None:
+    """scaleup imports placement's public names (its __all__), the snapshot store, the
+    memo a copy adopts and the Framework type; nothing of the scheduler imports it."""
+    import webhook.scheduler.placement as placement
+
+    known = modules()
+    bad = []
+    for src in ABOVE_PLACEMENT:
+        for imported, _ in imports_of(known[src]):
+            target = resolve(imported, known)
+            if target is None or not target.startswith("webhook.scheduler"):
+                continue
+            if target == "webhook.scheduler.placement":
+                name = imported.removeprefix("webhook.scheduler.placement").lstrip(".")
+                if name and name not in placement.__all__:
+                    bad.append(f"{src} -> placement.{name}")
+            elif target not in BELOW_PLACEMENT_ALLOWED and target != src:
+                bad.append(f"{src} -> {target}")
+    users = [
+        f"{src} -> {dst}"
+        for src, edges in graph().items()
+        if part(src) == "scheduler" and src not in ABOVE_PLACEMENT
+        for dst in edges
+        if dst in ABOVE_PLACEMENT
+    ]
+    assert bad == [] and users == []
 
 
 def _cycles(g: dict[str, dict[str, bool]]) -> list[list[str]]:
@@ -267,40 +301,22 @@ SCHEDULER_ORDER: dict[str, int] = {
     "schedule_one": 4,
     "placement": 5,
 }
-ABOVE_PLACEMENT = 6
+ABOVE_PLACEMENT_RANK = 6
 
-# What code outside scheduler/ may import of it: the public face and the vocabulary.
+# What code outside scheduler/ may import of it: the public face (placement and the
+# modules built on it) and the vocabulary.
 SCHEDULER_FACE = (
     "webhook.scheduler",
     "webhook.scheduler.placement",
+    *ABOVE_PLACEMENT,
     "webhook.scheduler.framework.types",
     "webhook.scheduler.framework.snapshot",
 )
-# Imports outside scheduler/ that still reach past its face, each with the name
-# placement exports in its stead (switch the import, then drop the line).
-PAST_THE_FACE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("webhook.admission.foresight", "webhook.scheduler.framework.budget"): (
-        "OutOfTime",
-        "within",
-    ),
-    ("webhook.admission.foresight", "webhook.scheduler.plugins.podtopologyspread.defaults"): (
-        "defaults_for_args",
-    ),
-    ("webhook.admission.foresight", "webhook.scheduler.plugins.podtopologyspread.explain"): (
-        "ConstraintBlock",
-    ),
-    ("webhook.admission.foresight", "webhook.scheduler.profile"): ("framework_of",),
-    ("webhook.admission.inject", "webhook.scheduler.plugins.podtopologyspread.defaults"): (
-        "default_constraints_for",
-        "defaults_for_args",
-    ),
-    ("webhook.cluster.needs", "webhook.scheduler.profile"): ("READS",),
-}
 
 
 def scheduler_rank(module: str) -> int:
     parts = module.split(".")
-    return SCHEDULER_ORDER.get(parts[2] if len(parts) > 2 else "", ABOVE_PLACEMENT)
+    return SCHEDULER_ORDER.get(parts[2] if len(parts) > 2 else "", ABOVE_PLACEMENT_RANK)
 
 
 def test_the_scheduler_imports_in_its_own_order() -> None:
@@ -313,16 +329,16 @@ def test_the_scheduler_imports_in_its_own_order() -> None:
         for dst in edges
         if dst.startswith("webhook.scheduler.")
         and scheduler_rank(dst) >= scheduler_rank(src)
-        and scheduler_rank(dst) != ABOVE_PLACEMENT  # above placement: checked below
+        and scheduler_rank(dst) != ABOVE_PLACEMENT_RANK  # above placement: checked below
         and src.split(".")[2] != dst.split(".")[2]
     ]
     # Nothing of the scheduler imports a module above placement.
     bad += [
         f"{src} -> {dst}"
         for src, edges in graph().items()
-        if src.startswith("webhook.scheduler.") and scheduler_rank(src) < ABOVE_PLACEMENT
+        if src.startswith("webhook.scheduler.") and scheduler_rank(src) < ABOVE_PLACEMENT_RANK
         for dst in edges
-        if dst.startswith("webhook.scheduler.") and scheduler_rank(dst) == ABOVE_PLACEMENT
+        if dst.startswith("webhook.scheduler.") and scheduler_rank(dst) == ABOVE_PLACEMENT_RANK
     ]
     assert bad == []
 
@@ -340,17 +356,14 @@ def _past_the_face() -> set[tuple[str, str]]:
 
 
 def test_code_outside_the_scheduler_imports_only_its_face() -> None:
-    """Outside scheduler/: placement, framework.types, framework.snapshot and config,
-    nothing else (the listed imports excepted until they switch)."""
-    assert sorted(_past_the_face() - set(PAST_THE_FACE)) == []
+    """Outside scheduler/: placement (and the modules built on it), framework.types,
+    framework.snapshot and config, nothing else."""
+    assert sorted(_past_the_face()) == []
 
 
-def test_the_face_exports_what_the_listed_imports_need_and_the_list_is_not_stale() -> None:
+def test_the_face_defines_every_name_it_exports() -> None:
     from webhook.scheduler import placement
 
-    assert set(PAST_THE_FACE) <= _past_the_face()
-    needed = {name for names in PAST_THE_FACE.values() for name in names}
-    assert needed <= set(placement.__all__)
     assert all(hasattr(placement, name) for name in placement.__all__)
 
 

@@ -23,6 +23,9 @@ The config file is YAML. Keys we own:
                        audit.policyReports writes to (openreports.io/v1alpha1 Report)
   audit.report:        bool, default false: `audit --watch` serves the latest audit as
                        an HTML page at /report on its metrics port
+  nodeGroupLabels:     list of node label keys naming a node's group for the scale-up
+                       diagnosis of pending pods (first one a node carries wins);
+                       replaces scheduler.scaleup.DEFAULT_GROUP_LABELS (docs/pending.md)
 Other keys are free and kept in `raw`.
 
 The scheduler profiles are resolved here, once (webhook.scheduler.config.profiles):
@@ -41,7 +44,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.names import validate_label_selector
+from webhook.api.names import validate_label_name, validate_label_selector
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from webhook.scheduler.config.profiles import (
@@ -53,6 +56,7 @@ from webhook.scheduler.config.profiles import (
 from webhook.scheduler.config.types import DefaultingType, SpreadArgs
 from webhook.scheduler.config.validation import validate_spread_args
 from webhook.scheduler.placement import Framework, framework_of
+from webhook.scheduler.scaleup import DEFAULT_GROUP_LABELS
 
 __all__ = [
     "AUDIT_DEFAULT_INTERVAL",
@@ -132,6 +136,8 @@ class Settings:
     # None: every namespace; else a metav1.LabelSelector over Namespace labels.
     inject_namespace_selector: RawObj | None = None
     audit: AuditSettings = field(default_factory=AuditSettings)
+    # nodeGroupLabels: the node labels naming a node's group, first match wins.
+    node_group_labels: tuple[str, ...] = DEFAULT_GROUP_LABELS
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def profile_for(self, scheduler_name: str) -> ResolvedProfile | None:
@@ -202,6 +208,27 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
     )
+
+
+def _node_group_labels(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """nodeGroupLabels: a non-empty list of label keys, each valid as the API checks a
+    label key, none twice."""
+    value = raw.get("nodeGroupLabels")
+    if value is None:
+        return DEFAULT_GROUP_LABELS
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"nodeGroupLabels: must be a non-empty list of label keys, got {value!r}")
+    problems = [
+        f"{e.field}: {e.body()}"
+        for i, key in enumerate(value)
+        for e in validate_label_name(key, f"nodeGroupLabels[{i}]")
+    ]
+    if problems:
+        raise ConfigError("; ".join(problems))
+    if len(set(value)) != len(value):
+        twice = next(k for k in value if value.count(k) > 1)
+        raise ConfigError(f"nodeGroupLabels: {twice!r} is listed twice")
+    return tuple(value)
 
 
 def _foresight_budget(policy: Mapping[str, Any]) -> int:
@@ -325,6 +352,7 @@ def settings_from_dict(
         foresight_budget_ms=_foresight_budget(policy),
         inject_namespace_selector=ns_selector,
         audit=_audit(raw),
+        node_group_labels=_node_group_labels(raw),
         raw=raw,
     )
 

@@ -32,7 +32,7 @@ from tests.builders import (
     workload,
 )
 from tests.scheduler.frameworks import spread_only_settings
-from webhook.admission.annotate import DRY_RUN, PLACEMENT, SELECTED_NODE
+from webhook.admission.annotate import DRY_RUN, PLACEMENT, SCALE_UP_ENTRIES, SELECTED_NODE
 from webhook.admission.context import ReviewContext
 from webhook.admission.handlers import answer_review
 from webhook.cluster.source import StaticSource
@@ -89,6 +89,25 @@ BLOCKED_PLACEMENT = {
     "preemption": None,
     "reasons": {SPREAD_MISMATCH: 1, UNSCHEDULABLE: 1},
     "distribution": {ZONE: {"a": 2, "b": 0}},
+    "scaleUp": [],
+    "scaleUpReason": "no new node would help: no node group to add a node from (no node "
+    "carries any of the labels karpenter.sh/nodepool, eks.amazonaws.com/nodegroup, "
+    "cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool, "
+    "node.kubernetes.io/instance-type)",
+}
+# The same nodes in node group "general": a new node of the group in zone b (not
+# cordoned, as a new node is) takes the pod; one in zone a would break the spread.
+NODEGROUP = "eks.amazonaws.com/nodegroup"
+GROUPED_CLUSTER = [
+    node("a1", "a").label(NODEGROUP, "general").obj(),
+    node("b1", "b").label(NODEGROUP, "general").unschedulable().obj(),
+    web_pod("w1", "a1"),
+    web_pod("w2", "a1"),
+]
+GROUPED_PLACEMENT = {
+    **BLOCKED_PLACEMENT,
+    "scaleUp": [{"group": "general", "zone": "b"}],
+    "scaleUpReason": "fits on a new node of group general in zone b",
 }
 
 
@@ -158,8 +177,13 @@ def test_annotations_written_on_dry_run_or_request(
     [
         (SPREAD_CLUSTER, incoming().obj(), "b1", SPREAD_PLACEMENT),
         (BLOCKED_CLUSTER, incoming(DNS).obj(), "", BLOCKED_PLACEMENT),
+        (GROUPED_CLUSTER, incoming(DNS).obj(), "", GROUPED_PLACEMENT),
     ],
-    ids=["spread to the emptier zone", "unschedulable: empty selected node, reasons counted"],
+    ids=[
+        "spread to the emptier zone",
+        "unschedulable: empty selected node, reasons counted, no node group",
+        "unschedulable: a new node of the group in the zone the spread allows",
+    ],
 )
 def test_annotation_values(
     cluster: list[RawObj], pod: RawObj, selected: str, summary: RawObj
@@ -269,6 +293,30 @@ def test_annotations_stay_under_32_kib_on_5000_nodes() -> None:
     assert kept + summary["omittedDomains"][HOSTNAME] == 5000
     # Domains with most pods are kept first: the 715 nodes holding a web pod (every 7th) all stay.
     assert sum(summary["distribution"][HOSTNAME].values()) == 715
+
+
+def test_scale_up_entries_are_capped_under_32_kib() -> None:
+    """1,000 cordoned nodes in 25 zones and 4 node groups: 100 templates would each take
+    the pod; 20 are listed, the rest counted, and the annotations stay under 32 KiB."""
+    nodes = [
+        node(f"node-{i:04d}", f"zone-{i % 25:02d}").label(NODEGROUP, f"pool-{i % 4}")
+        .unschedulable().obj()
+        for i in range(1000)
+    ]  # fmt: skip
+    pod = incoming(DNS, HOSTNAME).obj()
+    got = annotations(patched(pod, post(nodes, pod, dry_run=True)))
+    assert sum(len(k.encode()) + len(v.encode()) for k, v in got.items()) < 32 * 1024
+    summary = json.loads(got[PLACEMENT])
+    assert len(summary["scaleUp"]) == SCALE_UP_ENTRIES
+    assert summary["scaleUp"][:2] == [
+        {"group": "pool-0", "zone": "zone-00"},
+        {"group": "pool-0", "zone": "zone-01"},
+    ]
+    assert summary["scaleUpOmitted"] == 100 - SCALE_UP_ENTRIES
+    assert summary["scaleUpReason"].startswith(
+        "fits on a new node of group pool-0 in zone zone-00 (also group pool-0 in zone zone-01,"
+    )
+    assert len(summary["scaleUpReason"]) <= 256
 
 
 # ---------------------------------------------------------------------------------------

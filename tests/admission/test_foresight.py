@@ -451,3 +451,39 @@ def test_a_pod_of_equal_priority_does_not_preempt() -> None:
     ]
     response = validate(cluster, pod, Settings(deny_unschedulable=True))
     assert response["allowed"] is False
+
+
+def grouped(obj: RawObj, group: str = "general") -> RawObj:
+    obj["metadata"]["labels"]["karpenter.sh/nodepool"] = group
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("cluster", "scale_up"),
+    [
+        # a1(a, general)[2] b1(b, general, tainted)[0]: a new node of general keeps the
+        # group's taint, and in zone a breaks the spread.
+        (
+            [grouped(node("a1", "a")), grouped(node("b1", "b", tainted=True)), *pods("a1", 2)],
+            "spec.topologySpreadConstraints: no new node would help: TaintToleration on 1 "
+            "of 2 templates; PodTopologySpread on 1 of 2 templates: the spread allows only "
+            "topology.kubernetes.io/zone b (0 matching pod(s)), where a new node fails "
+            "TaintToleration",
+        ),
+        # b1 in its own group "spare", untainted but cordoned: a new node of it helps.
+        (
+            [
+                grouped(node("a1", "a")),
+                grouped(make_node().name("b1").hostname().zone("b").unschedulable().obj(), "spare"),
+                *pods("a1", 2),
+            ],
+            "spec.topologySpreadConstraints: fits on a new node of group spare in zone b",
+        ),
+    ],
+    ids=["no new node helps", "a new node of a group helps"],
+)
+def test_warning_says_whether_a_new_node_would_help(cluster: list[RawObj], scale_up: str) -> None:
+    """With node groups, the spread warnings are followed by the scale-up sentence."""
+    warnings = validate(cluster, web(dns())).get("warnings", [])
+    assert warnings[-1] == scale_up
+    assert len(warnings) == 2 and warnings[0].startswith("spec.topologySpreadConstraints[0]: ")

@@ -172,6 +172,26 @@ def test_without_nodes_pending_pods_and_reasons(tmp_path: Path, capsys: Any) -> 
     assert out.splitlines()[-1].endswith(", 1 pending")
 
 
+def test_without_nodes_says_whether_a_new_node_would_help(tmp_path: Path, capsys: Any) -> None:
+    """scaleUp per pending pod, its line under it, then the summary."""
+    full = make_node().name("node-b1").hostname().zone("eu-west-1b").allocatable(pods="1")
+    full = full.label("karpenter.sh/nodepool", "default")
+    objects = [NODES[0], full.obj(), REPLICA_SET, web("web-0", "node-a1"), web("web-b", "node-b1")]
+    argv = ["--snapshot", snapshot(tmp_path, objects), "--without-nodes", f"{ZONE}=eu-west-1a"]
+    _, out, _ = run(capsys, *argv, "-o", "json")
+    assert json.loads(out)["scaleUp"] == {
+        "shop/web-0": [{"group": "default", "zone": "eu-west-1b"}]
+    }
+    _, out, _ = run(capsys, *argv)
+    lines = out.splitlines()
+    at = lines.index("  pending shop/web-0: 1 Too many pods")
+    assert lines[at + 1 : at + 3] == [
+        "    fits on a new node of group default in zone eu-west-1b",
+        "  scale-up: a new node would place 1 of 1 pending pod(s) (group default in zone "
+        "eu-west-1b: 1)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -10,7 +10,8 @@ from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from webhook.api.labels import parse_selector
 from webhook.audit.inventory import ClusterState
 from webhook.audit.spread import evaluate
-from webhook.audit.whatif import queue_order, without_nodes
+from webhook.audit.whatif import diagnose_pending, queue_order, without_nodes
+from webhook.config import Settings
 
 RawObj = dict[str, Any]
 APP = selector({"app": "web"})
@@ -204,3 +205,39 @@ def test_a_victim_that_fits_nowhere_is_pending() -> None:
     assert result.placed == {"default/critical": "b1"}
     assert result.evicted == ["default/batch-b1"]
     assert result.pending == ["default/batch-b1"]
+
+
+NODEGROUP = "eks.amazonaws.com/nodegroup"
+
+
+def grouped(name: str, zone: str, pods: str = "10") -> RawObj:
+    out = node(name, zone, pods)
+    out["metadata"]["labels"][NODEGROUP] = "general"
+    return out
+
+
+def test_pending_pods_are_diagnosed_for_scale_up() -> None:
+    """a1(a) lost; b1(b, general) full by pod count, c1(c, no group): p1 finds no node,
+    and a new node of general in zone b takes it (its spread: b 1+1 vs c 1, min 1)."""
+    nodes = [grouped("a1", "a"), grouped("b1", "b", pods="1"), node("c1", "c", pods="1")]
+    result = drill(*nodes, pod("p1", "a1"), pod("p2", "b1"), pod("p3", "c1"))
+    assert result.pending == ["default/p1"]
+    diagnosis = result.scale_up
+    assert diagnosis.to_json() == {"default/p1": [{"group": "general", "zone": "b"}]}
+    assert diagnosis.groups.ungrouped == ["c1"]
+    assert diagnosis.summary() == (
+        "scale-up: a new node would place 1 of 1 pending pod(s) (group general in zone b: 1); "
+        "1 node(s) in no node group"
+    )
+
+
+def test_diagnose_pending_takes_the_drills_pods_and_state() -> None:
+    """The function every drill calls: its pending pods (as they ran) and the state
+    after it; node groups by settings.node_group_labels."""
+    state = ClusterState.from_objects([node("b1", "b", pods="1"), pod("p2", "b1")])
+    lost = pod("p1", "a1")
+    pools = Settings(node_group_labels=("kubernetes.io/hostname",))
+    assert diagnose_pending(state, [lost], pools).to_json() == {
+        "default/p1": [{"group": "b1", "zone": "b"}]
+    }
+    assert diagnose_pending(state, [lost]).to_json() == {"default/p1": []}

@@ -72,8 +72,10 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
         "placements",
         "distribution",
         "preemption",
+        "scaleUp",
     ]
     assert doc["preemption"] is None
+    assert doc["scaleUp"] == {}  # placed: nothing pending
     assert doc["pod"] == "default/web"
     assert [n["name"] for n in doc["nodes"]] == ["node-a", "node-b", "node-c", "node-d", "node-e"]
     for n in doc["nodes"]:
@@ -602,3 +604,59 @@ def test_preempting_replicas_carry_on(capsys: pytest.CaptureFixture[str]) -> Non
         ("shop/web-4",),
         ("shop/web-1",),
     ]
+
+
+def test_unplaced_copies_say_whether_a_new_node_would_help(tmp_path: Path, capsys) -> None:
+    """a1(a, general) b1(b, general) c1(c, no group), 2 cpu each, web 1.5 cpu per copy with
+    a zone spread: three copies fill a zone each; the fourth fits nowhere, and a new node
+    of general (zones a and b) would take it."""
+    nodes = [
+        make_node().name(n).hostname().zone(z).allocatable(cpu="2", pods="110").obj()
+        for n, z in (("a1", "a"), ("b1", "b"), ("c1", "c"))
+    ]
+    for n in nodes[:2]:
+        n["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = "general"
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    pod = (
+        make_pod().name("web").labels({"app": "web"}).requests(cpu="1500m")
+        .spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", {"matchLabels": {"app": "web"}})
+        .obj()
+    )  # fmt: skip
+    pod_file = tmp_path / "pod.json"
+    pod_file.write_text(json.dumps(pod))
+    argv = ["--snapshot", str(cluster), "--replicas", "5", str(pod_file)]
+    code, out, _ = run(capsys, *argv, "-o", "json")
+    doc = json.loads(out)
+    assert doc["placements"][3:] == [None, None]
+    fits = [{"group": "general", "zone": "a"}, {"group": "general", "zone": "b"}]
+    assert doc["scaleUp"] == {"default/web-4": fits, "default/web-5": fits}
+    code, out, _ = run(capsys, *argv)
+    assert out.splitlines()[-4:] == [
+        "Pending default/web-4: fits on a new node of group general in zone a (also group "
+        "general in zone b)",
+        "Pending default/web-5: fits on a new node of group general in zone a (also group "
+        "general in zone b)",
+        "1 node(s) belong to no node group (none of the labels karpenter.sh/nodepool, "
+        "eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, "
+        "kubernetes.azure.com/agentpool, node.kubernetes.io/instance-type): c1",
+        "Scale-up: a new node would place 2 of 2 pending pod(s) (group general in zone a: 2, "
+        "group general in zone b: 2); 1 node(s) in no node group",
+    ]
+
+
+def test_node_group_labels_from_the_config(tmp_path: Path, capsys) -> None:
+    """--config's nodeGroupLabels names the groups: a1's pool, not its EKS node group."""
+    node = make_node().name("a1").hostname().zone("a").allocatable(cpu="1", pods="110")
+    node = node.labels({"eks.amazonaws.com/nodegroup": "general", "example.com/pool": "batch"})
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node.obj()]}))
+    config = tmp_path / "config.yaml"
+    config.write_text("nodeGroupLabels: [example.com/pool]\n")
+    pod_file = tmp_path / "pod.json"
+    pod_file.write_text(json.dumps(make_pod().name("big").requests(cpu="800m").obj()))
+    argv = ["--snapshot", str(cluster), "--replicas", "2", "-o", "json", str(pod_file)]
+    code, out, _ = run(capsys, *argv)
+    assert json.loads(out)["scaleUp"] == {"default/big-2": [{"group": "general", "zone": "a"}]}
+    code, out, _ = run(capsys, "--config", str(config), *argv)
+    assert json.loads(out)["scaleUp"] == {"default/big-2": [{"group": "batch", "zone": "a"}]}

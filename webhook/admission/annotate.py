@@ -3,9 +3,11 @@
 `topospread.io/selected-node` holds the node name ("" when unschedulable);
 `topospread.io/placement` holds a JSON summary, with `notScheduled` when the scheduler
 never runs a cycle for the pod (another scheduler's schedulerName, scheduling gates,
-resource claims: placement.not_scheduled). Both are deterministic (no
-timestamps, no random ids) so a reinvoked webhook writes the same patch, and
-their total size stays under ANNOTATION_BUDGET whatever the cluster size.
+resource claims: placement.not_scheduled), and for an unschedulable pod whether a new
+node of some node group would take it (`scaleUp`, `scaleUpReason`: docs/pending.md).
+Both are deterministic (no timestamps, no random ids) so a reinvoked webhook writes
+the same patch, and their total size stays under ANNOTATION_BUDGET whatever the
+cluster size.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from typing import Any, Protocol
 
 from webhook.admission.context import MutationContext
 from webhook.api.kube import RawObj, as_created, meta
+from webhook.config import Settings
 from webhook.scheduler import placement
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.scaleup import Pending, ScaleUp, diagnose, node_groups
 
 log = logging.getLogger("topospread.inject")
 
@@ -29,6 +34,8 @@ DRY_RUN = "topospread.io/dry-run"
 # ours promise to stay under 32 KiB (interfaces.md), so leave margin for the keys.
 ANNOTATION_BUDGET = 32 * 1024 - 512
 TOP_NODES = 10
+# Templates listed in `scaleUp` (a node group per zone: a handful in most clusters).
+SCALE_UP_ENTRIES = 20
 
 _PLACEMENT_PATH = f"metadata.annotations[{PLACEMENT}]"
 NO_STATE = "no cluster state (the source has not synced yet, or none is configured)"
@@ -111,8 +118,23 @@ def _preemption(preemption: Any, budget: int) -> dict[str, Any] | None:
     return out
 
 
-def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET) -> dict[str, Any]:
-    """The `topospread.io/placement` JSON object, cut to fit `budget` bytes."""
+def _scale_up(summary: dict[str, Any], scale_up: ScaleUp) -> None:
+    """`scaleUp` (the templates where a new node would take the pod, the first
+    SCALE_UP_ENTRIES; `scaleUpOmitted` counts the rest) and `scaleUpReason` (the
+    diagnosis' line, at most 256 characters)."""
+    fits = scale_up.to_json()
+    summary["scaleUp"] = fits[:SCALE_UP_ENTRIES]
+    if len(fits) > SCALE_UP_ENTRIES:
+        summary["scaleUpOmitted"] = len(fits) - SCALE_UP_ENTRIES
+    line = scale_up.line()
+    summary["scaleUpReason"] = line if len(line) <= 256 else line[:253] + "..."
+
+
+def placement_summary(
+    placement: PlacementLike, budget: int = ANNOTATION_BUDGET, scale_up: ScaleUp | None = None
+) -> dict[str, Any]:
+    """The `topospread.io/placement` JSON object, cut to fit `budget` bytes; with
+    `scale_up` (an unschedulable pod's diagnosis), its scaleUp keys."""
     nodes = list(placement.nodes)
     summary: dict[str, Any] = {
         "selectedNode": placement.selected_node,
@@ -126,6 +148,8 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
     held = getattr(placement, "not_scheduled", None)
     if held is not None:
         summary["notScheduled"] = held.to_json()
+    if scale_up is not None:
+        _scale_up(summary, scale_up)
     # Reasons are few (one per failing plugin and taint); names of taints could be long,
     # so cap each reason string defensively before fitting the distribution.
     if len(_dumps(summary).encode()) > budget // 2:
@@ -134,11 +158,23 @@ def placement_summary(placement: PlacementLike, budget: int = ANNOTATION_BUDGET)
     return summary
 
 
-def placement_annotations(placement: PlacementLike) -> dict[str, str]:
+def placement_annotations(
+    placement: PlacementLike, scale_up: ScaleUp | None = None
+) -> dict[str, str]:
     """Both dry-run annotations for `placement`, together under ANNOTATION_BUDGET bytes."""
     selected = placement.selected_node or ""
     budget = ANNOTATION_BUDGET - len(selected.encode()) - len(SELECTED_NODE) - len(PLACEMENT)
-    return {SELECTED_NODE: selected, PLACEMENT: _dumps(placement_summary(placement, budget))}
+    summary = placement_summary(placement, budget, scale_up)
+    return {SELECTED_NODE: selected, PLACEMENT: _dumps(summary)}
+
+
+def _diagnosis(
+    pod: RawObj, snapshot: Snapshot, settings: Settings, framework: placement.Framework
+) -> ScaleUp:
+    """Whether a new node of some node group would take the unschedulable pod."""
+    groups = node_groups(snapshot, settings.node_group_labels)
+    ref = placement.pod_ref(pod)
+    return diagnose([Pending(ref, pod, framework)], snapshot, groups).verdicts[ref]
 
 
 def wants_dry_run(pod: Mapping[str, Any], request_dry_run: bool) -> bool:
@@ -167,11 +203,19 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
         # Another scheduler's pod (no profile: framework None), a gated pod, a pod with
         # resource claims: the annotation says why instead of placing it.
         why = placement.not_scheduled(created, framework)
+        scale_up = None
         if why is not None:
             decision = placement.Placement.held(created, why)
         else:
             decision = placement.place(created, ctx.snapshot, framework=framework)
-        written = placement_annotations(decision)
+            if (
+                framework is not None
+                and decision.selected_node is None
+                and decision.preemption is None
+                and decision.error is None
+            ):
+                scale_up = _diagnosis(created, ctx.snapshot, ctx.settings, framework)
+        written = placement_annotations(decision, scale_up)
     except Exception:
         log.exception("placement failed for pod %r", meta(pod).get("name"))
         return [

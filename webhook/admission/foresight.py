@@ -5,7 +5,8 @@
 other filter but each of them is ruled out by the pod's DoNotSchedule constraints,
 the answer names each constraint that rules nodes out (its field path) with the
 matching pods per domain it counted. That is a warning, or a denial under
-`policy.denyUnschedulable: true`.
+`policy.denyUnschedulable: true`. A warning is followed by one more: whether a new
+node of some node group would take the pod (scheduler.scaleup, docs/pending.md).
 
 A pod no node can take for another reason (no node at all, taints, resources, node
 affinity) is not reported: the constraints are not what stops it. Nor is a pod that
@@ -39,12 +40,21 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_created, controller_of
 from webhook.config import Settings
-from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import Preemption, explain, not_scheduled, place, warm
-from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
-from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
-from webhook.scheduler.profile import framework_of
+from webhook.scheduler.placement import (
+    ConstraintBlock,
+    OutOfTime,
+    Preemption,
+    defaults_for_args,
+    explain,
+    framework_of,
+    not_scheduled,
+    place,
+    pod_ref,
+    warm,
+    within,
+)
+from webhook.scheduler.scaleup import Pending, diagnose, node_groups
 
 __all__ = [
     "OUTCOMES",
@@ -54,6 +64,7 @@ __all__ = [
     "denial_status",
     "foresee",
     "prime",
+    "scale_up_warning",
 ]
 
 log = logging.getLogger("topospread.foresight")
@@ -233,9 +244,9 @@ def foresee(
         return Foresight(outcome="skipped")
     if not_scheduled(pod, settings.framework_for(pod)) is not None:
         return Foresight(outcome="skipped")
+    created = as_created(pod, namespace)
     try:
         with within(budget / 1000):
-            created = as_created(pod, namespace)
             blocked = blocked_constraints(created, snapshot, settings)
             preemption = would_preempt(created, snapshot, settings) if blocked else None
     except OutOfTime:
@@ -263,7 +274,46 @@ def foresee(
         return Foresight([preemption_warning(preemption)], outcome="checked")
     if settings.deny_unschedulable:
         return Foresight(denial=denial_status(name, blocked), outcome="blocked")
-    return Foresight([b.text() for b in blocked], outcome="blocked")
+    warnings = [b.text() for b in blocked]
+    scale_up = scale_up_warning(created, snapshot, settings, budget / 1000)
+    if scale_up is not None:
+        warnings.append(scale_up)
+    return Foresight(warnings, outcome="blocked")
+
+
+def scale_up_warning(
+    pod: RawObj, snapshot: Snapshot, settings: Settings, seconds: float
+) -> str | None:
+    """The warning saying whether a new node of some group would take the pod
+    (scheduler.scaleup; the blocking filters by name, the spread warnings before it
+    give the reasons), at most 256 runes; None when no node is in a node group, or
+    the model gave up within `seconds` or failed (the spread warnings stand without it).
+
+    CAVEAT: the diagnosis works on a copy of the cluster state, which the time budget
+    cannot cut short (about 50 ms for 150,000 pods); only the filters it then runs
+    are bounded.
+    """
+    framework = settings.framework_for(pod)
+    if framework is None:
+        return None
+    try:
+        with within(seconds):
+            groups = node_groups(snapshot, settings.node_group_labels)
+            if not groups.templates:
+                return None  # no node group: nothing an autoscaler would add
+            ref = pod_ref(pod)
+            line = (
+                diagnose([Pending(ref, pod, framework)], snapshot, groups)
+                .verdicts[ref]
+                .line(reasons=False)
+            )
+    except OutOfTime:
+        return None
+    except Exception:
+        log.exception("scale-up diagnosis failed for pod %r", pod_ref(pod))
+        return None
+    text = f"spec.topologySpreadConstraints: {line}"
+    return text if len(text) <= _WARNING_RUNES else text[: _WARNING_RUNES - 3] + "..."
 
 
 def prime(snapshot: Snapshot, settings: Settings) -> None:

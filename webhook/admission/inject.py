@@ -20,10 +20,7 @@ from webhook.admission.annotate import NO_STATE
 from webhook.admission.context import MutationContext
 from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj, as_created, meta
 from webhook.api.labels import selector_matches
-from webhook.scheduler.plugins.podtopologyspread.defaults import (
-    default_constraints_for,
-    defaults_for_args,
-)
+from webhook.scheduler.placement import default_constraints_for, defaults_for_args
 
 __all__ = [
     "INJECT_ANNOTATION",

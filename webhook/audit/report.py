@@ -18,8 +18,9 @@ from typing import Any
 from webhook.audit.plan import Plan
 from webhook.audit.spread import ConstraintSpread, WorkloadSpread
 from webhook.audit.whatif import WhatIf
+from webhook.scheduler.scaleup import Diagnosis
 
-__all__ = ["BAR_WIDTH", "AuditReport", "render_text"]
+__all__ = ["BAR_WIDTH", "AuditReport", "render_text", "scale_up_json", "scale_up_text"]
 
 BAR_WIDTH = 30
 
@@ -60,7 +61,28 @@ class AuditReport:
             out["pendingReasons"] = {p: self.drill.reasons.get(p, {}) for p in self.drill.pending}
             if self.drill.not_scheduled:
                 out["notScheduled"] = dict(self.drill.not_scheduled)
+            out["scaleUp"] = scale_up_json(self.drill.pending, self.drill.scale_up)
         return out
+
+
+def scale_up_json(pending: list[str], diagnosis: Diagnosis | None) -> dict[str, Any]:
+    """The `scaleUp` JSON of a drill: every pending pod -> the templates where a new
+    node would take it ([] when none would, or no profile schedules it)."""
+    found = diagnosis.to_json() if diagnosis is not None else {}
+    return {p: found.get(p, []) for p in pending}
+
+
+def scale_up_text(pending: list[str], diagnosis: Diagnosis | None, paint: Paint) -> list[str]:
+    """The text of a drill's scale-up diagnosis: the nodes in no group, and the summary
+    line (each pod's own line is printed under it by render_text)."""
+    if diagnosis is None or not pending:
+        return []
+    out = []
+    ungrouped = diagnosis.groups.ungrouped_line()
+    if ungrouped:
+        out.append(f"  {ungrouped}")
+    out.append(f"  {paint(diagnosis.summary(), 'bold')}")
+    return out
 
 
 Paint = Callable[[str, str], str]
@@ -109,11 +131,15 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
             f"without {len(drill.removed)} node(s): {', '.join(drill.removed) or '(none matched)'}"
         )
         out.append(f"  re-placed {len(drill.placed)} pod(s), {len(drill.pending)} pending")
+        verdicts = drill.scale_up.verdicts if drill.scale_up is not None else {}
         for pod in drill.pending:
             why = "; ".join(f"{n} {r}" for r, n in drill.reasons.get(pod, {}).items())
             out.append(f"  {paint('pending', 'yellow')} {pod}: {why or 'no node'}")
+            if pod in verdicts:
+                out.append(f"    {verdicts[pod].line()}")
         for pod, why_not in drill.not_scheduled.items():
             out.append(f"  {pod}: {why_not}")
+        out.extend(scale_up_text(drill.pending, drill.scale_up, paint))
         out.append("")
     moves_by_workload: dict[str, list[str]] = {}
     if report.plan is not None:

@@ -20,6 +20,7 @@ placement.not_scheduled) is listed apart in `not_scheduled`, neither placed nor 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, meta, spec
@@ -34,8 +35,9 @@ from webhook.audit.inventory import (
 )
 from webhook.config import Settings
 from webhook.scheduler.placement import not_scheduled, place, settle
+from webhook.scheduler.scaleup import Diagnosis, Pending, diagnose, node_groups
 
-__all__ = ["WhatIf", "queue_order", "without_nodes"]
+__all__ = ["WhatIf", "diagnose_pending", "queue_order", "without_nodes"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,8 @@ class WhatIf:
     that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
     failing with it (its last attempt); not_scheduled: pod -> why this scheduler does
     not place it (placement.NotScheduled.text()); evicted: pods preempted to make room,
-    in order."""
+    in order; scale_up: whether a new node of some group would take each pending pod
+    (diagnose_pending)."""
 
     removed: list[str]
     state: ClusterState
@@ -54,6 +57,25 @@ class WhatIf:
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     not_scheduled: dict[str, str] = field(default_factory=dict)
     evicted: list[str] = field(default_factory=list)
+    scale_up: Diagnosis | None = None
+
+
+def diagnose_pending(
+    state: ClusterState, pending: Iterable[RawObj], settings: Settings | None = None
+) -> Diagnosis:
+    """Would a new node help the pods a drill leaves pending (`pending`: the pods as
+    they ran, reported by their original ns/name), against `state`, the cluster after
+    the drill; node groups by settings.node_group_labels. A pod no scheduler profile
+    schedules is left out: no node helps it."""
+    settings = settings or Settings()
+    items = []
+    for pod in pending:
+        fresh = unbound(pod)
+        framework = settings.framework_for(fresh)
+        if framework is not None:
+            items.append(Pending(pod_key(pod), fresh, framework))
+    groups = node_groups(state.snapshot, settings.node_group_labels)
+    return diagnose(items, state.snapshot, groups)
 
 
 def queue_order(pod: RawObj) -> tuple[int, str, str]:
@@ -158,6 +180,6 @@ def without_nodes(
                 break
     running = staying + bound
     after = ClusterState(work, running, state.owners)
-    return WhatIf(
-        removed, after, placed, [pod_key(p) for p in waiting], reasons, apart, evicted
-    )
+    scale_up = diagnose_pending(after, waiting, settings)
+    pending = [pod_key(p) for p in waiting]
+    return WhatIf(removed, after, placed, pending, reasons, apart, evicted, scale_up=scale_up)

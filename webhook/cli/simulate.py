@@ -34,7 +34,16 @@ from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
-from webhook.scheduler.placement import Placement, Preemption, Simulation, not_scheduled, simulate
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.placement import (
+    Framework,
+    Placement,
+    Preemption,
+    Simulation,
+    not_scheduled,
+    simulate,
+)
+from webhook.scheduler.scaleup import Diagnosis, NodeGroups, Pending, diagnose, node_groups
 
 __all__ = [
     "Workload",
@@ -311,6 +320,54 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _named(pod: RawObj, name: str) -> RawObj:
+    return {**pod, "metadata": {**as_dict(pod.get("metadata")), "name": name}}
+
+
+def scale_up(
+    pod: RawObj, sim: Simulation, snapshot: Snapshot, framework: Framework, groups: NodeGroups
+) -> Diagnosis | None:
+    """Would a new node take the copies `sim` could not place (None when every copy was
+    placed): each judged against the cluster with the copies placed before it. Copies
+    are named as simulate names them (name, name-2, ..., "-x" added while taken)."""
+    if None not in sim.placements:
+        return None
+    ns, _, base = sim.first.pod.partition("/")
+    names: list[str] = []
+    for i in range(len(sim.placements)):
+        name = base if i == 0 else f"{base}-{i + 1}"
+        while i > 0 and (snapshot.has_pod(ns, name) or name in names):
+            name += "-x"
+        names.append(name)
+    placed = [(_named(pod, n), node) for n, node in zip(names, sim.placements, strict=True) if node]
+    pending = [
+        Pending(f"{ns}/{n}", _named(pod, n), framework)
+        for n, node in zip(names, sim.placements, strict=True)
+        if node is None
+    ]
+    return diagnose(pending, snapshot, groups, placed=placed)
+
+
+# Pending copies listed one per line in the text; the rest are counted (copies of one
+# workload get the same answer).
+PENDING_LINES = 10
+
+
+def render_scale_up(diagnosis: Diagnosis) -> str:
+    """The text: one line per pending copy (the first PENDING_LINES), the nodes in no
+    group, and the summary when several are pending."""
+    verdicts = list(diagnosis.verdicts.items())
+    lines = [f"Pending {pod}: {v.line()}" for pod, v in verdicts[:PENDING_LINES]]
+    if len(verdicts) > PENDING_LINES:
+        lines.append(f"... and {len(verdicts) - PENDING_LINES} more pending copies alike")
+    ungrouped = diagnosis.groups.ungrouped_line()
+    if ungrouped:
+        lines.append(ungrouped[:1].upper() + ungrouped[1:])
+    if len(verdicts) > 1:
+        lines.append(diagnosis.summary()[:1].upper() + diagnosis.summary()[1:])
+    return "\n".join(lines) + "\n"
+
+
 @contextmanager
 def without_cyclic_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: a snapshot is millions of acyclic objects
@@ -356,33 +413,45 @@ def cli_simulate(
             workloads.append(Workload(_title(doc.obj, pod), pod, count))
         if target.snapshot is None:  # pragma: no cover - load_target always gives one here
             raise InputError("no cluster state: give --snapshot FILE or a kubeconfig")
-        results = []
+        results: list[tuple[Workload, Simulation, Diagnosis | None]] = []
+        groups = node_groups(target.snapshot, target.settings.node_group_labels)
         for w in workloads:
             _warn_invalid(w.pod, err)
             framework = target.settings.framework_for(w.pod)
             why = not_scheduled(w.pod, framework) if framework is None else None
             if why is not None:  # another scheduler's pod: reported, not placed
                 held = Placement.held(w.pod, why)
-                results.append((w, Simulation([None] * w.replicas, held, {})))
+                results.append((w, Simulation([None] * w.replicas, held, {}), None))
                 continue
-            results.append(
-                (w, simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework))
-            )
+            sim = simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework)
+            diagnosis = None
+            if framework is not None and sim.first.not_scheduled is None:
+                diagnosis = scale_up(w.pod, sim, target.snapshot, framework, groups)
+            results.append((w, sim, diagnosis))
     output = getattr(args, "output", "table")
     if output in ("json", "html"):
-        if len(results) == 1:
-            document: Any = results[0][1].to_json()
-        else:
-            document = [
-                {"workload": w.title, "replicas": w.replicas, **sim.to_json()} for w, sim in results
-            ]
+        docs_json = [
+            {
+                "workload": w.title,
+                "replicas": w.replicas,
+                **sim.to_json(),
+                "scaleUp": diagnosis.to_json() if diagnosis is not None else {},
+            }
+            for w, sim, diagnosis in results
+        ]
+        document: Any = docs_json
+        if len(docs_json) == 1:
+            del docs_json[0]["workload"], docs_json[0]["replicas"]
+            document = docs_json[0]
         if output == "html":
             out.write(simulate_page(document))
         else:
             out.write(json.dumps(document, indent=2) + "\n")
     else:
-        for i, (w, sim) in enumerate(results):
+        for i, (w, sim, diagnosis) in enumerate(results):
             if len(results) > 1:
                 out.write(("\n" if i else "") + f"== {w.title} ({w.replicas} replicas)\n")
             out.write(render_table(sim, all_nodes=getattr(args, "all_nodes", False)))
+            if diagnosis is not None:
+                out.write(render_scale_up(diagnosis))
     return 0

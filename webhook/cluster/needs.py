@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from webhook.scheduler.framework.types import Reads
-from webhook.scheduler.profile import READS
+from webhook.scheduler.placement import READS
 
 __all__ = ["CATALOG", "NEEDED", "Kind", "needed_kinds"]
 

@@ -356,6 +356,37 @@ def test_add_pod_binds_a_copy() -> None:
     assert snap.match_counts("default", FOO) == {"n1": 1}
 
 
+def test_copy_pod_binds_a_copy_with_its_labels_and_requests() -> None:
+    """copy_pod: the stored pod again on another node under a new name, counted and
+    holding its requests there; the original stays; an unknown pod is not copied."""
+    ds = (
+        make_pod().name("logs-1").namespace("kube-system").label("foo", "bar")
+        .owner("DaemonSet", "logs").node("n1").requests(cpu="200m").obj()
+    )  # fmt: skip
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), make_node().name("n2").obj(), ds])
+    assert snap.copy_pod("kube-system", "logs-1", "logs-1-n2", "n2")
+    assert snap.match_counts("kube-system", FOO) == {"n1": 1, "n2": 1}
+    held = {"cpu": 200, "memory": 0, "pods": 1}
+    assert snap.nodes["n2"].requested == snap.nodes["n1"].requested == held
+    [copied] = snap.nodes["n2"].pods
+    assert copied["metadata"]["name"] == "logs-1-n2" and copied["spec"]["nodeName"] == "n2"
+    assert copied["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet"
+    assert not snap.copy_pod("kube-system", "absent", "x", "n2")
+    snap.delete({"kind": "Pod", "metadata": {"namespace": "kube-system", "name": "logs-1-n2"}})
+    assert snap.nodes["n2"].requested == {} and snap.nodes["n1"].requested == held
+
+
+@pytest.mark.parametrize(
+    ("kind", "kept"), [("DaemonSet", True), ("ReplicaSet", False)], ids=["DaemonSet", "other"]
+)
+def test_light_pods_keep_only_a_daemonset_controller_reference(kind: str, kept: bool) -> None:
+    """What a template node copies is the DaemonSet pods of its source node."""
+    pod = make_pod().name("p").owner(kind, "owner").node("n1").obj()
+    snap = Snapshot.from_objects([make_node().name("n1").obj(), pod])
+    [light] = snap.nodes["n1"].pods
+    assert ("ownerReferences" in light["metadata"]) is kept
+
+
 def test_copy_is_independent() -> None:
     """Changing a copy leaves the original untouched, indexes included."""
     snap = Snapshot.from_objects([make_node().name("n1").obj(), foo_pod("a", "n1")])

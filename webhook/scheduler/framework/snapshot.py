@@ -20,9 +20,10 @@ never in NodeInfo, the selector counts or `pods_in`. Unbound pods without a
 nomination are not held.
 
 CAVEAT: to keep a 150,000-pod snapshot small, pods are stored as a light view
-(metadata name, namespace, uid, labels, deletionTimestamp; spec.nodeName, and
-what preemption reads: spec.priority, priorityClassName, preemptionPolicy,
-status.startTime, the DisruptionTarget condition, status.nominatedNodeName).
+(metadata name, namespace, uid, labels, deletionTimestamp, a DaemonSet controller
+reference; spec.nodeName, and what preemption reads: spec.priority, priorityClassName,
+preemptionPolicy, status.startTime, the DisruptionTarget condition,
+status.nominatedNodeName).
 Their resource requests are summed into NodeInfo.requested, and their cpu and
 memory with the scoring defaults into NodeInfo.non_zero_requested, before the
 rest is dropped.
@@ -371,6 +372,8 @@ class Snapshot:
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
         self._affinity_cache: dict[str, RawObj] = {}
+        # A DaemonSet (name, uid) -> the controller reference its light pods keep.
+        self._owner_cache: dict[tuple[str, str], list[RawObj]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_domains: dict[str, tuple[Any, ...]] = {}
         self._sorted_names: list[str] | None = None
@@ -465,6 +468,37 @@ class Snapshot:
         bound = {**pod, "spec": {**as_dict(pod.get("spec")), "nodeName": node_name}}
         self.upsert(bound)
 
+    def copy_pod(self, namespace: str, name: str, new_name: str, node_name: str) -> bool:
+        """Bind a copy of the bound pod `namespace/name` to `node_name` as `new_name`:
+        the same labels, kept spec and requests (what a template node's DaemonSet pods
+        need, cluster-autoscaler's sanitized pod copies); False when the pod is unknown."""
+        with self._lock:
+            entry = self._pods.get((namespace, name))
+            if entry is None:
+                return False
+            self.version = next(_GENERATIONS)
+            key = (entry.key[0], new_name)
+            self._remove_pod(key)
+            node = sys.intern(node_name)
+            pod = entry.pod
+            light: RawObj = {
+                "metadata": {**pod["metadata"], "name": new_name},
+                "spec": {**pod["spec"], "nodeName": node},
+            }
+            light["metadata"].pop("uid", None)
+            self._bind(
+                _PodEntry(
+                    key,
+                    light,
+                    node,
+                    entry.labels,
+                    entry.terminating,
+                    entry.requests,
+                    entry.non_zero,
+                )
+            )
+            return True
+
     def copy(self) -> Snapshot:
         """An independent snapshot sharing only the immutable pieces (for simulation)."""
         with self._lock:
@@ -489,6 +523,7 @@ class Snapshot:
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
             other._affinity_cache = self._affinity_cache
+            other._owner_cache = self._owner_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
@@ -691,6 +726,9 @@ class Snapshot:
         terminating = meta.get("deletionTimestamp") is not None
         if terminating:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
+        owner = _daemon_set_owner(meta.get("ownerReferences"))
+        if owner is not None:
+            light_meta["ownerReferences"] = self._shared_owner(owner)
         spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
         light: RawObj = {"metadata": light_meta, "spec": spec}
         light_status = _light_status(status, bool(node))
@@ -705,15 +743,29 @@ class Snapshot:
             self._nominated_on.setdefault(at, {})[key] = entry
             return
         node = sys.intern(node)
-        entry = _PodEntry(key, light, node, labels, terminating, requests, non_zero)
+        self._bind(_PodEntry(key, light, node, labels, terminating, requests, non_zero))
+
+    def _bind(self, entry: _PodEntry) -> None:
+        key, node = entry.key, entry.node
         self._pods[key] = entry
         self._by_ns.setdefault(key[0], {})[key] = entry
-        self._info(node)._add(key, light, requests, non_zero)
+        self._info(node)._add(key, entry.pod, entry.requests, entry.non_zero)
         self._changed(node)
-        if not terminating:
+        if not entry.terminating:
             for index in self._indexes.get(key[0], {}).values():
-                if index.matches(labels):
+                if index.matches(entry.labels):
                     index.bump(node, 1)
+
+    def _shared_owner(self, owner: tuple[str, str]) -> list[RawObj]:
+        # A DaemonSet's pods, one per node, share one reference list.
+        shared = self._owner_cache.get(owner)
+        if shared is None:
+            name, uid = owner
+            ref: RawObj = {"kind": "DaemonSet", "name": name, "controller": True}
+            if uid:
+                ref["uid"] = uid
+            shared = self._owner_cache[owner] = [ref]
+        return shared
 
     def _remove_pod(self, key: PodKey) -> None:
         held = self._nominated.pop(key, None)
@@ -802,6 +854,20 @@ _VOLUME_SOURCES = frozenset(
         "iscsi",
     }
 )
+
+
+def _daemon_set_owner(refs: Any) -> tuple[str, str] | None:
+    """(name, uid) of the pod's controller when it is a DaemonSet, else None: what a
+    template node (scheduler.scaleup) copies of a node is its DaemonSet pods."""
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            if ref.get("kind") != "DaemonSet":
+                return None
+            uid = ref.get("uid")
+            return str(ref.get("name") or ""), uid if isinstance(uid, str) else ""
+    return None
 
 
 def _host_ports_only(containers: Any) -> list[RawObj] | None:
