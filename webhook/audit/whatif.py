@@ -1,21 +1,28 @@
-"""The zone-loss drill: remove nodes, re-place their pods with the scheduler model.
+"""The drills' shared parts: what a drill reports, and the scheduler queue that places the
+pods controllers recreate. The three drills: without_nodes (here), unreachable_nodes
+and drain_nodes (drills.py).
 
     drill = without_nodes(state, parse_selector("topology.kubernetes.io/zone=a"), settings)
     drill.state, drill.pending, drill.reasons
 
-The nodes the selector matches go, with every pod bound to them. Their running pods
-come back as their controllers would recreate them, each placed by the whole
-scheduler profile that schedules it (Settings.framework_for), one at a time in
-kube-scheduler's queue order (priority, highest first; then creation time, oldest
-first; then namespace/name). A pod that fits nowhere waits, and the waiting pods are
-tried again, in the same order, after each later placement (a placed pod can open a
-domain to a spread or satisfy an affinity). Pods that do not come back elsewhere are
-not re-placed: DaemonSet pods and mirror pods (owned by their Node) belong to their
-node, and terminating pods were never running.
+**without_nodes**: the nodes the selector matches go, with every pod bound to them
+(the Node objects deleted: the instances are gone and the cloud node controller
+removed them; the pod garbage collector then deletes their pods). Their running pods
+come back as their controllers would recreate them. Pods that do not come back
+elsewhere are not re-placed: DaemonSet pods and mirror pods (owned by their Node)
+belong to their node, and terminating pods were never running.
+
+**The queue** (Replacer): each recreated pod is placed by the whole scheduler profile
+that schedules it (Settings.framework_for), one at a time in kube-scheduler's queue
+order (priority, highest first; then creation time, oldest first; then
+namespace/name). A pod that fits nowhere waits, and the waiting pods are tried again,
+in the same order, after each later placement (a placed pod can open a domain to a
+spread or satisfy an affinity).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, meta, spec
@@ -23,29 +30,53 @@ from webhook.api.labels import compile_selector
 from webhook.audit.inventory import (
     NODE_BOUND_CONTROLLERS,
     ClusterState,
+    Workload,
     controller_of,
     pod_key,
     pod_signature,
     unbound,
 )
 from webhook.config import Settings
+from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place
 
-__all__ = ["WhatIf", "queue_order", "without_nodes"]
+__all__ = ["Replacer", "WhatIf", "matching_nodes", "queue_order", "without_nodes"]
+
+WITHOUT = "without"
+UNREACHABLE = "unreachable"
+DRAIN = "drain"
 
 
 @dataclass(frozen=True)
 class WhatIf:
-    """removed: the nodes taken away (sorted); state: the cluster after re-placement;
-    placed: pod ("ns/name", its original name) -> the node it went to; pending: pods
-    that fit nowhere, in queue order; reasons: pending pod -> failure reason -> nodes
-    failing with it (its last attempt)."""
+    """A drill's outcome.
+
+    removed: the nodes the selector matched (sorted): deleted (without), unreachable,
+    or cordoned and drained (drain); state: the cluster afterwards; placed: pod
+    ("ns/name", its original name) -> the node its replacement went to; pending:
+    recreated pods that fit nowhere, in queue order; reasons: pending pod -> failure
+    reason -> nodes failing with it (its last attempt); kind: WITHOUT, UNREACHABLE or
+    DRAIN; not_recreated: pods down that no controller brings back (StatefulSet pods
+    behind an unreachable node, bare pods); blocked: pod -> the budget refusing its
+    eviction (drain); drained: the nodes left with only DaemonSet and mirror pods
+    (drain); evicted: (pod, node) in the order evicted (drain: the Eviction API; the
+    outage: the taint manager); displaced: pod -> its workload, for every pod the
+    drill took down; replacements: pending pod -> the replacement as created (what
+    a comparison re-places).
+    """
 
     removed: list[str]
     state: ClusterState
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    kind: str = WITHOUT
+    not_recreated: list[str] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+    drained: list[str] = field(default_factory=list)
+    evicted: list[tuple[str, str]] = field(default_factory=list)
+    displaced: dict[str, Workload] = field(default_factory=dict)
+    replacements: dict[str, RawObj] = field(default_factory=dict, repr=False)
 
 
 def queue_order(pod: RawObj) -> tuple[int, str, str]:
@@ -59,9 +90,91 @@ def queue_order(pod: RawObj) -> tuple[int, str, str]:
     )
 
 
-def _comes_back(pod: RawObj) -> bool:
+def node_bound(pod: RawObj) -> bool:
+    """A DaemonSet's pod or a mirror pod (owned by its Node): it belongs to its node."""
     ref = controller_of(pod)
-    return ref is None or ref.get("kind") not in NODE_BOUND_CONTROLLERS
+    return ref is not None and ref.get("kind") in NODE_BOUND_CONTROLLERS
+
+
+def matching_nodes(snapshot: Snapshot, selector: RawObj) -> list[str]:
+    """The nodes a metav1.LabelSelector over node labels matches, sorted."""
+    matches = compile_selector(selector)
+    return sorted(name for name, info in snapshot.nodes.items() if matches(info.labels))
+
+
+class Replacer:
+    """kube-scheduler's queue for the pods a drill's controllers recreate (see the module
+    docstring), on the drill's private snapshot `work`.
+
+    placed: original pod key -> node; reasons: pending pod -> reasons of its last
+    attempt; bound: the replacements as bound; on_placed: told (original key, the
+    replacement as bound) after each placement.
+    """
+
+    def __init__(
+        self,
+        work: Snapshot,
+        settings: Settings,
+        on_placed: Callable[[str, RawObj], None] | None = None,
+    ) -> None:
+        self.work = work
+        self.settings = settings
+        self.on_placed = on_placed
+        self.placed: dict[str, str] = {}
+        self.reasons: dict[str, dict[str, int]] = {}
+        self.bound: list[RawObj] = []
+        # (original key, the replacement, unbound), in queue order
+        self.waiting: list[tuple[str, RawObj]] = []
+        # Signatures of pods that failed since the last placement: the state has not
+        # moved since, so their twins fail too (and share their reasons) unasked.
+        self._failed: dict[str, str] = {}
+
+    @property
+    def pending(self) -> list[str]:
+        return [key for key, _ in self.waiting]
+
+    def _attempt(self, key: str, fresh: RawObj) -> bool:
+        framework = self.settings.framework_for(fresh)
+        if framework is None:  # no profile schedules it: it stays pending, as upstream
+            self.reasons[key] = {"no scheduler profile schedules this pod": 1}
+            return False
+        decision = place(fresh, self.work, framework=framework)
+        if decision.selected_node is None:
+            self.reasons[key] = dict(decision.reasons)
+            return False
+        self.work.add_pod(fresh, decision.selected_node)
+        self.placed[key] = decision.selected_node
+        self.reasons.pop(key, None)
+        bound = {**fresh, "spec": {**fresh["spec"], "nodeName": decision.selected_node}}
+        self.bound.append(bound)
+        if self.on_placed is not None:
+            self.on_placed(key, bound)
+        return True
+
+    def _try(self, key: str, fresh: RawObj) -> bool:
+        sig = pod_signature(fresh)
+        twin = self._failed.get(sig)
+        if twin is not None:
+            self.reasons[key] = self.reasons[twin]
+            return False
+        if self._attempt(key, fresh):
+            self._failed.clear()
+            return True
+        self._failed[sig] = key
+        return False
+
+    def submit(self, items: Iterable[tuple[str, RawObj]]) -> None:
+        """Place each (original key, unbound replacement) in the order given; after each
+        placement, try the waiting pods again, in order, until none fits."""
+        for key, fresh in items:
+            if not self._try(key, fresh):
+                self.waiting.append((key, fresh))
+                continue
+            while self.waiting:
+                before = len(self.waiting)
+                self.waiting = [(k, p) for k, p in self.waiting if not self._try(k, p)]
+                if len(self.waiting) == before:
+                    break
 
 
 def without_nodes(
@@ -70,8 +183,7 @@ def without_nodes(
     """Remove the nodes `selector` (a metav1.LabelSelector over node labels) matches and
     re-place their pods; the caller's state is left untouched."""
     settings = settings or Settings()
-    matches = compile_selector(selector)
-    removed = sorted(name for name, info in state.snapshot.nodes.items() if matches(info.labels))
+    removed = matching_nodes(state.snapshot, selector)
     gone = set(removed)
     work = state.snapshot.copy()
     displaced: list[RawObj] = []
@@ -83,54 +195,16 @@ def without_nodes(
         for ns, pod_name in list(info.pods):
             work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": pod_name}})
         work.delete({"kind": "Node", "metadata": {"name": name}})
-    queue = sorted((p for p in displaced if _comes_back(p)), key=queue_order)
-    placed: dict[str, str] = {}
-    bound: list[RawObj] = []
-    waiting: list[RawObj] = []
-    reasons: dict[str, dict[str, int]] = {}
-
-    def attempt(pod: RawObj) -> bool:
-        fresh = unbound(pod)
-        framework = settings.framework_for(fresh)
-        if framework is None:  # no profile schedules it: it stays pending, as upstream
-            reasons[pod_key(pod)] = {"no scheduler profile schedules this pod": 1}
-            return False
-        decision = place(fresh, work, framework=framework)
-        if decision.selected_node is None:
-            reasons[pod_key(pod)] = dict(decision.reasons)
-            return False
-        work.add_pod(fresh, decision.selected_node)
-        placed[pod_key(pod)] = decision.selected_node
-        reasons.pop(pod_key(pod), None)
-        bound.append({**fresh, "spec": {**fresh["spec"], "nodeName": decision.selected_node}})
-        return True
-
-    # Signatures of pods that failed since the last placement: the state has not moved
-    # since, so their twins fail too (and share their reasons) without asking again.
-    failed: dict[str, str] = {}
-
-    def try_pod(pod: RawObj) -> bool:
-        sig = pod_signature(pod)
-        twin = failed.get(sig)
-        if twin is not None:
-            reasons[pod_key(pod)] = reasons[twin]
-            return False
-        if attempt(pod):
-            failed.clear()
-            return True
-        failed[sig] = pod_key(pod)
-        return False
-
-    for pod in queue:
-        if not try_pod(pod):
-            waiting.append(pod)
-            continue
-        # Something moved: try the waiting pods again, in order, until none fits.
-        while waiting:
-            before = len(waiting)
-            waiting = [p for p in waiting if not try_pod(p)]
-            if len(waiting) == before:
-                break
-    running = staying + bound
-    after = ClusterState(work, running, state.owners)
-    return WhatIf(removed, after, placed, [pod_key(p) for p in waiting], reasons)
+    queue = sorted((p for p in displaced if not node_bound(p)), key=queue_order)
+    replacer = Replacer(work, settings)
+    replacer.submit((pod_key(p), unbound(p)) for p in queue)
+    after = ClusterState(work, staying + replacer.bound, state.owners)
+    return WhatIf(
+        removed,
+        after,
+        replacer.placed,
+        replacer.pending,
+        replacer.reasons,
+        displaced={pod_key(p): state.workload_of(p) for p in displaced},
+        replacements=dict(replacer.waiting),
+    )
