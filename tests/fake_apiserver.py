@@ -57,6 +57,8 @@ COLLECTIONS: dict[str, tuple[str, str]] = {
     "PersistentVolumeClaim": ("/api/v1/persistentvolumeclaims", "v1"),
     "StorageClass": ("/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1"),
     "CSINode": ("/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1"),
+    "PodDisruptionBudget": ("/apis/policy/v1/poddisruptionbudgets", "policy/v1"),
+    "PriorityClass": ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1"),
 }
 # What an audit lists besides the informer's kinds.
 AUDIT_COLLECTIONS: dict[str, tuple[str, str]] = {

@@ -9,8 +9,8 @@ from webhook.scheduler.framework.types import Reads
 
 
 def test_the_default_profile_needs_exactly_these_kinds() -> None:
-    """Node and Pod always, Namespace for admission, the four DefaultSelector lists, and
-    what the volume plugins read."""
+    """Node and Pod always, Namespace for admission, the four DefaultSelector lists,
+    what the volume plugins read, and the budgets and priority classes."""
     assert [k.kind for k in needs.NEEDED] == [
         "Node",
         "Pod",
@@ -23,6 +23,8 @@ def test_the_default_profile_needs_exactly_these_kinds() -> None:
         "PersistentVolumeClaim",
         "StorageClass",
         "CSINode",
+        "PodDisruptionBudget",
+        "PriorityClass",
     ]
 
 
@@ -34,6 +36,8 @@ def test_a_plugin_reading_more_kinds_adds_them_in_catalog_order() -> None:
         "Namespace",
         "PersistentVolumeClaim",
         "StorageClass",
+        "PodDisruptionBudget",
+        "PriorityClass",
     ]
 
 
@@ -48,6 +52,8 @@ def test_a_kind_with_no_known_collection_is_refused() -> None:
         ("Node", "/api/v1/nodes"),
         ("ReplicaSet", "/apis/apps/v1/replicasets"),
         ("CSINode", "/apis/storage.k8s.io/v1/csinodes"),
+        ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
+        ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     ],
 )
 def test_collection_paths(kind: str, path: str) -> None:

@@ -643,6 +643,55 @@ def test_trim_csi_node() -> None:
     }
 
 
+def test_trim_pod_disruption_budget() -> None:
+    """The budget's spec and what the disruption controller last wrote to its status."""
+    selector = {"matchLabels": {"app": "web"}}
+    full = {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u", "generation": 3,
+                     "annotations": {"a": "b"}},
+        "spec": {"minAvailable": "50%", "selector": selector,
+                 "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+        "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2,
+                   "expectedPods": 4, "disruptedPods": {"web-1": "2026-01-01T00:00:00Z"},
+                   "observedGeneration": 3, "conditions": [{"type": "DisruptionAllowed"}]},
+    }
+    assert trim(full) == {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u"},
+        "spec": {"minAvailable": "50%", "selector": selector,
+                 "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+        "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2,
+                   "expectedPods": 4, "disruptedPods": {"web-1": "2026-01-01T00:00:00Z"}},
+    }
+    assert trim({**full, "spec": {"maxUnavailable": 0}, "status": None})["spec"] == {
+        "maxUnavailable": 0
+    }
+
+
+def test_trim_priority_class() -> None:
+    """value, globalDefault (false kept) and preemptionPolicy; the description goes."""
+    full = {
+        "kind": "PriorityClass",
+        "apiVersion": "scheduling.k8s.io/v1",
+        "metadata": {"name": "batch", "uid": "u"},
+        "value": -10,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+        "description": "best effort",
+    }
+    assert trim(full) == {
+        "kind": "PriorityClass",
+        "apiVersion": "scheduling.k8s.io/v1",
+        "metadata": {"name": "batch", "uid": "u"},
+        "value": -10,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+    }
+
+
 def test_trim_pod_keeps_affinity_volumes_and_host_ports() -> None:
     """Of a dressed pod: pod (anti-)affinity, claim and disk volumes, host ports."""
     full = with_term(host_port(host_port(pod("p", "n1"), 8080, ip="10.0.0.1"), 9090,

@@ -208,7 +208,8 @@ def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
     rendered: list[RawObj],
 ) -> None:
     """get/list/watch on nodes, pods, services, RCs, RSs, StatefulSets, namespaces, PVs,
-    PVCs, StorageClasses and CSINodes; nothing else."""
+    PVCs, StorageClasses, CSINodes, PodDisruptionBudgets and PriorityClasses; nothing
+    else."""
     role = one(rendered, "ClusterRole")
     grants = set()
     for rule in role["rules"]:
@@ -227,6 +228,8 @@ def test_cluster_role_is_read_only_on_exactly_what_the_live_source_lists(
         ("apps", "statefulsets"),
         ("storage.k8s.io", "storageclasses"),
         ("storage.k8s.io", "csinodes"),
+        ("policy", "poddisruptionbudgets"),
+        ("scheduling.k8s.io", "priorityclasses"),
     }
     assert by_kind(rendered, "Role") == [] and by_kind(rendered, "RoleBinding") == []
 

@@ -137,7 +137,7 @@ examples:
   {prog} audit --drain-nodes kubernetes.io/hostname=node-a1                can it go?
   kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
 deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes,\\
-poddisruptionbudgets -A -o json > c.json
+poddisruptionbudgets,priorityclasses -A -o json > c.json
   {prog} audit --snapshot c.json -o json
   {prog} audit --watch --in-cluster --metrics-bind 0.0.0.0:9090   the audit Deployment
 
@@ -164,7 +164,8 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="cluster state from a file: `kubectl get nodes,pods,services,replicasets,"
         "statefulsets,replicationcontrollers,deployments,daemonsets,jobs,cronjobs,pv,pvc,"
-        "storageclasses,csinodes -A -o json` ('-' reads stdin)",
+        "storageclasses,csinodes,poddisruptionbudgets,priorityclasses -A -o json` "
+        "('-' reads stdin)",
     )
     source.add_argument(
         "--kubeconfig",

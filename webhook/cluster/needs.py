@@ -3,8 +3,9 @@
 One declaration instead of hand-kept lists: the informer lists and watches exactly
 NEEDED, trim keeps them, `snapshot_objects` takes them, and a test holds the RBAC rules
 of the install manifests to them. A kind is needed when a plugin of the profile
-declares it (Reads.kinds), plus Node and Pod (every profile) and Namespace (admission
-reads namespace labels for injectNamespaceSelector).
+declares it (Reads.kinds), plus Node and Pod (every profile), Namespace (admission
+reads namespace labels for injectNamespaceSelector), and PodDisruptionBudget and
+PriorityClass (evictions, preemption and pod priorities, whatever the profile).
 """
 
 from __future__ import annotations
@@ -53,17 +54,23 @@ CATALOG: dict[str, Kind] = {
         Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims"),
         Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", namespaced=False),
         Kind("CSINode", "storage.k8s.io/v1", "csinodes", namespaced=False),
+        Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets"),
+        Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
     )
 }
 
 # Read by every profile, and by admission itself.
 ALWAYS = ("Node", "Pod")
 ADMISSION = ("Namespace",)
+# Read whatever the profile: the budgets that decide which evictions the Eviction API
+# allows (the audit's drills and plans) and that preemption weighs, and the classes
+# that resolve a manifest's priorityClassName as the Priority admission plugin does.
+DISRUPTION = ("PodDisruptionBudget", "PriorityClass")
 
 
 def needed_kinds(reads: Iterable[Reads]) -> tuple[Kind, ...]:
     """The kinds to hold for plugins declaring `reads`, in CATALOG order."""
-    wanted = {*ALWAYS, *ADMISSION}
+    wanted = {*ALWAYS, *ADMISSION, *DISRUPTION}
     for r in reads:
         wanted.update(r.kinds)
     unknown = wanted - CATALOG.keys()

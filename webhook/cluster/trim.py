@@ -33,6 +33,10 @@ plugin reads each field):
                   volumeMode, resources.requests.storage, selector}, status.phase
     StorageClass  provisioner, volumeBindingMode, allowedTopologies
     CSINode       spec.drivers[].{name, nodeID, allocatable.count, topologyKeys}
+    PodDisruptionBudget   spec.{minAvailable, maxUnavailable, selector,
+                  unhealthyPodEvictionPolicy}, status.{disruptionsAllowed,
+                  currentHealthy, desiredHealthy, expectedPods, disruptedPods}
+    PriorityClass value, globalDefault, preemptionPolicy
 
 An existing pod's nodeSelector, node affinity and tolerations are not kept: the
 model filters nodes for the incoming pod (read from the AdmissionReview); of the
@@ -457,6 +461,25 @@ def _csi_node(obj: RawObj, out: RawObj) -> None:
     out["spec"] = {"drivers": kept}
 
 
+_BUDGET_SPEC = ("minAvailable", "maxUnavailable", "selector", "unhealthyPodEvictionPolicy")
+# What the disruption controller last wrote: preemption reads disruptionsAllowed and
+# disruptedPods as upstream's filterPodsWithPDBViolation does; the drills recompute the
+# rest from the pods.
+_BUDGET_STATUS = (
+    "disruptionsAllowed",
+    "currentHealthy",
+    "desiredHealthy",
+    "expectedPods",
+    "disruptedPods",
+)
+
+
+def _budget(obj: RawObj, out: RawObj) -> None:
+    out["spec"] = _picked(obj.get("spec"), _BUDGET_SPEC)
+    if isinstance(obj.get("status"), dict):
+        out["status"] = _picked(obj["status"], _BUDGET_STATUS)
+
+
 def _selector_holder(obj: RawObj, out: RawObj, kind: str) -> None:
     spec = obj.get("spec")
     selector = spec.get("selector") if isinstance(spec, dict) else None
@@ -501,4 +524,8 @@ def trim(obj: RawObj, kind: str | None = None) -> RawObj:
         _storage_class(obj, out)
     elif kind == "CSINode":
         _csi_node(obj, out)
+    elif kind == "PodDisruptionBudget":
+        _budget(obj, out)
+    elif kind == "PriorityClass":
+        out.update(_picked(obj, ("value", "globalDefault", "preemptionPolicy")))
     return out

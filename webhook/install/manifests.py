@@ -94,6 +94,16 @@ CLUSTER_ROLE_RULES: list[RawObj] = [
         "resources": ["storageclasses", "csinodes"],
         "verbs": ["get", "list", "watch"],
     },
+    {
+        "apiGroups": ["policy"],
+        "resources": ["poddisruptionbudgets"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["scheduling.k8s.io"],
+        "resources": ["priorityclasses"],
+        "verbs": ["get", "list", "watch"],
+    },
 ]
 
 AUDIT_NAME = f"{NAME}-audit"
@@ -127,6 +137,8 @@ AUDIT_ROLE_RULES: list[RawObj] = [
         "resources": ["storageclasses", "csinodes"],
         "verbs": ["list"],
     },
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
 ]
 
 # Exactly what webhook.audit.policyreports sends: list (GET on the collection), create

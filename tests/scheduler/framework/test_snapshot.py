@@ -199,6 +199,7 @@ def test_copy_keeps_its_own_non_zero_requested() -> None:
 
 
 PV = {"kind": "PersistentVolume", "metadata": {"name": "pv"}, "spec": {}}
+PDB = {"kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"}}
 
 
 @pytest.mark.parametrize(
@@ -215,6 +216,15 @@ PV = {"kind": "PersistentVolume", "metadata": {"name": "pv"}, "spec": {}}
             lambda s: s.upsert(make_pod().name("a").node("n1").obj()), False, id="a pod is bound"
         ),
         pytest.param(lambda s: s.upsert(make_node().name("n2").obj()), False, id="a node comes"),
+        pytest.param(lambda s: s.upsert(PDB), False, id="a PodDisruptionBudget comes"),
+        pytest.param(
+            lambda s: (s.upsert(PDB), s.delete(PDB)), False, id="a PodDisruptionBudget goes"
+        ),
+        pytest.param(
+            lambda s: s.upsert({"kind": "PriorityClass", "metadata": {"name": "high"}}),
+            False,
+            id="a PriorityClass comes",
+        ),
     ],
 )
 def test_objects_version_moves_with_the_volume_objects(change: Any, moves: bool) -> None:
@@ -468,3 +478,17 @@ def test_changed_since_does_not_know_other_snapshots_or_old_marks(monkeypatch: A
         snap.upsert(make_pod().name(f"q{i}").node("n2").obj())
     assert snap.changed_since(mark) is None  # the journal no longer reaches back
     assert snap.changed_since(snap.journal_mark()) == set()
+
+
+def test_budgets_and_priority_classes_are_held_by_namespace_and_name() -> None:
+    """A PodDisruptionBudget is namespaced, a PriorityClass cluster-scoped; a copy has
+    both, and deleting one from the copy leaves the original alone."""
+    high = {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    snap = Snapshot.from_objects([PDB, high])
+    assert snap.get("PodDisruptionBudget", "shop", "web") is PDB
+    assert snap.get("PodDisruptionBudget", "default", "web") is None
+    assert snap.get("PriorityClass", "any-namespace", "high") is high
+    other = snap.copy()
+    other.delete(PDB)
+    assert other.listed("PodDisruptionBudget") == []
+    assert snap.listed("PodDisruptionBudget") == [PDB]

@@ -2,8 +2,10 @@
 
 A Snapshot holds the Nodes, the Pods bound to them (bucketed by node and by
 namespace), and the Services / ReplicaSets / StatefulSets /
-ReplicationControllers that DefaultSelector reads. `upsert` and `delete` take
-any handled kind, so a live informer feeds it event by event.
+ReplicationControllers that DefaultSelector reads, and by (namespace, name) the
+STORED_KINDS: what the volume plugins read, PodDisruptionBudgets and PriorityClasses.
+`upsert` and `delete` take any handled kind, so a live informer feeds it event by
+event.
 
 It also keeps the one index PodTopologySpread needs to be fast on a large
 cluster: for each (namespace, label selector) asked about, how many matching,
@@ -47,8 +49,21 @@ WORKLOAD_KINDS = {
 # Kinds held by (namespace, name) for the volume and affinity plugins; cluster-scoped
 # ones under namespace "". `Snapshot.get(kind, namespace, name)` and `Snapshot.listed(kind)`
 # read them.
-STORED_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"})
-_CLUSTER_SCOPED = frozenset({"PersistentVolume", "StorageClass", "CSINode"})
+STORED_KINDS = frozenset(
+    {
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "PodDisruptionBudget",
+        "PriorityClass",
+    }
+)
+_CLUSTER_SCOPED = frozenset({"PersistentVolume", "StorageClass", "CSINode", "PriorityClass"})
+# Stored kinds no filter verdict depends on (evictions, preemption and priorities read
+# them per decision): their changes leave objects_version alone, so a budget's status,
+# which moves with every pod of its workload, does not void the volume plugins' memos.
+_UNVERSIONED = frozenset({"PodDisruptionBudget", "PriorityClass"})
 
 # Selector indexes kept per namespace; the least recently asked is dropped beyond this.
 MAX_SELECTORS_PER_NAMESPACE = 64
@@ -288,8 +303,9 @@ class Snapshot:
         self.namespaces: dict[str, RawObj] = {}
         # STORED_KINDS objects: kind -> (namespace, name) -> object.
         self.objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in STORED_KINDS}
-        # Drawn afresh whenever a STORED_KINDS object comes, changes or goes: what the
-        # volume plugins read beside nodes and pods, which no node generation covers.
+        # Drawn afresh whenever a STORED_KINDS object but a budget or a priority class
+        # comes, changes or goes: what the volume plugins read beside nodes and pods,
+        # which no node generation covers.
         self.objects_version = next(_GENERATIONS)
         # Every node name that has a Node object or bound pods (pods may arrive first).
         self._infos: dict[str, NodeInfo] = {}
@@ -327,7 +343,8 @@ class Snapshot:
         return snap
 
     def upsert(self, obj: RawObj) -> None:
-        """Add or replace one Node, Pod, Service, ReplicaSet, StatefulSet, RC or Namespace."""
+        """Add or replace one object of a handled kind (WORKLOAD_KINDS, STORED_KINDS, Node,
+        Pod, Namespace)."""
         if not isinstance(obj, dict):
             return
         kind = obj.get("kind")
@@ -347,7 +364,8 @@ class Snapshot:
                 key = _stored_key(kind, obj)
                 if key is not None:
                     self.objects[kind][key] = obj
-                    self.objects_version = next(_GENERATIONS)
+                    if kind not in _UNVERSIONED:
+                        self.objects_version = next(_GENERATIONS)
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -379,7 +397,11 @@ class Snapshot:
                     self.namespaces.pop(name, None)
             elif kind in STORED_KINDS:
                 key = _stored_key(kind, obj)
-                if key is not None and self.objects[kind].pop(key, None) is not None:
+                if (
+                    key is not None
+                    and self.objects[kind].pop(key, None) is not None
+                    and kind not in _UNVERSIONED
+                ):
                     self.objects_version = next(_GENERATIONS)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
