@@ -168,7 +168,8 @@ def test_without_nodes_pending_pods_and_reasons(tmp_path: Path, capsys: Any) -> 
     code, out, _ = run(
         capsys, "--snapshot", snapshot(tmp_path, objects), "--without-nodes", f"{ZONE}=eu-west-1a"
     )
-    assert "pending shop/web-0: 1 Too many pods" in out
+    # Pending pods are grouped by their reasons, the pods named under each group.
+    assert "  1 pending: 1 Too many pods\n    shop/web-0\n" in out
     assert out.splitlines()[-1].endswith(", 1 pending")
 
 

@@ -150,3 +150,12 @@ def test_queue_order_is_priority_then_age_then_name() -> None:
 def test_selector_matching_nothing_changes_nothing() -> None:
     result = drill(node("a1", "a"), pod("p1", "a1"), selector_=parse_selector(f"{ZONE}=zz"))
     assert result.removed == [] and result.placed == {} and result.pending == []
+
+
+
+def test_the_pods_of_removed_nodes_leave_the_snapshot() -> None:
+    """Deleted nodes take the pods bound to them along (the pod garbage collector),
+    also those not re-placed: a DaemonSet's pod no longer exists anywhere."""
+    agent = pod("agent", "a1", owner=("DaemonSet", "agent"), spread=False)
+    result = drill(node("a1", "a"), node("b1", "b"), agent)
+    assert result.state.snapshot.pods_in("default") == []

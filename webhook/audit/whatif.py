@@ -192,8 +192,8 @@ def without_nodes(
         (displaced if spec(pod).get("nodeName") in gone else staying).append(pod)
     for name in removed:
         info = work.nodes[name]
-        for ns, pod_name in list(info.pods):
-            work.delete({"kind": "Pod", "metadata": {"namespace": ns, "name": pod_name}})
+        for light in list(info.pods):
+            work.delete({"kind": "Pod", "metadata": light["metadata"]})
         work.delete({"kind": "Node", "metadata": {"name": name}})
     queue = sorted((p for p in displaced if not node_bound(p)), key=queue_order)
     replacer = Replacer(work, settings)
