@@ -218,7 +218,7 @@ def unreachable_nodes(
         not_recreated=sorted(not_recreated),
         evicted=[(pod_key(p), str(spec(p).get("nodeName"))) for p in evicted],
         displaced={pod_key(p): state.workload_of(p) for p in evicted},
-        replacements=dict(replacer.waiting),
+        replacements=replacer.pending_pods,
     )
 
 
@@ -294,7 +294,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
         drained=[n for n in targets if n not in stuck],
         evicted=evicted,
         displaced={pod_key(p): state.workload_of(p) for p in order if pod_key(p) in gone},
-        replacements=dict(replacer.waiting),
+        replacements=replacer.pending_pods,
     )
 
 

@@ -22,10 +22,10 @@ spread or satisfy an affinity).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from webhook.api.kube import RawObj, meta, spec
+from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace, spec
 from webhook.api.labels import compile_selector
 from webhook.audit.inventory import (
     NODE_BOUND_CONTROLLERS,
@@ -40,7 +40,14 @@ from webhook.config import Settings
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place
 
-__all__ = ["Replacer", "WhatIf", "matching_nodes", "queue_order", "without_nodes"]
+__all__ = [
+    "Replacer",
+    "WhatIf",
+    "matching_nodes",
+    "queue_order",
+    "requeue_hint",
+    "without_nodes",
+]
 
 WITHOUT = "without"
 UNREACHABLE = "unreachable"
@@ -102,13 +109,74 @@ def matching_nodes(snapshot: Snapshot, selector: RawObj) -> list[str]:
     return sorted(name for name, info in snapshot.nodes.items() if matches(info.labels))
 
 
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A recreated pod in the queue: its original key, the replacement (unbound), its
+    signature (twins answer alike), and its queueing hint for a pod add."""
+
+    key: str
+    pod: RawObj
+    signature: str
+    wakes: Callable[[RawObj], bool]
+
+
+def _selectors(pod: RawObj) -> list[Callable[[Mapping[str, str]], bool]]:
+    raw = spec(pod).get("topologySpreadConstraints")
+    out = []
+    for c in raw if isinstance(raw, list) else ():
+        selector = c.get("labelSelector") if isinstance(c, dict) else None
+        if isinstance(selector, dict):
+            # Without matchLabelKeys' values: a wider selector wakes the pod more often,
+            # never less.
+            out.append(compile_selector(selector))
+    return out
+
+
+def requeue_hint(pod: RawObj) -> Callable[[RawObj], bool]:
+    """Whether binding a pod (`added`) may make `pod`, which fits nowhere now, fit:
+    kube-scheduler's queueing hints for a pod add. PodTopologySpread: the added pod is
+    in its namespace and one of its constraints' selectors matches it; InterPodAffinity:
+    it has a required pod affinity term (the added pod may satisfy it). Every other
+    filter only gets stricter when a pod is added (resources, ports, anti-affinity).
+
+    Port of podtopologyspread/plugin.go: isSchedulableAfterPodChange and
+    interpodaffinity/plugin.go: isSchedulableAfterPodChange, for an added pod.
+    """
+    affinity = as_dict(as_dict(spec(pod).get("affinity")).get("podAffinity"))
+    if affinity.get("requiredDuringSchedulingIgnoredDuringExecution"):
+        return _always
+    selectors = _selectors(pod)
+    if not selectors:
+        return _never
+    namespace = pod_namespace(pod)
+
+    def wakes(added: RawObj) -> bool:
+        if pod_namespace(added) != namespace:
+            return False
+        labels = pod_labels(added)
+        return any(matches(labels) for matches in selectors)
+
+    return wakes
+
+
+def _always(_added: RawObj) -> bool:
+    return True
+
+
+def _never(_added: RawObj) -> bool:
+    return False
+
+
 class Replacer:
     """kube-scheduler's queue for the pods a drill's controllers recreate (see the module
     docstring), on the drill's private snapshot `work`.
 
     placed: original pod key -> node; reasons: pending pod -> reasons of its last
-    attempt; bound: the replacements as bound; on_placed: told (original key, the
-    replacement as bound) after each placement.
+    attempt; bound: the replacements as bound; waiting: the pods that fit nowhere, in
+    queue order; on_placed: told (original key, the replacement as bound) after each
+    placement. A waiting pod is tried again only after a placement its queueing hint
+    says may help (requeue_hint), as kube-scheduler moves a pod back from its
+    unschedulable queue.
     """
 
     def __init__(
@@ -123,25 +191,29 @@ class Replacer:
         self.placed: dict[str, str] = {}
         self.reasons: dict[str, dict[str, int]] = {}
         self.bound: list[RawObj] = []
-        # (original key, the replacement, unbound), in queue order
-        self.waiting: list[tuple[str, RawObj]] = []
+        self.waiting: list[_Waiting] = []
         # Signatures of pods that failed since the last placement: the state has not
         # moved since, so their twins fail too (and share their reasons) unasked.
         self._failed: dict[str, str] = {}
 
     @property
     def pending(self) -> list[str]:
-        return [key for key, _ in self.waiting]
+        return [w.key for w in self.waiting]
 
-    def _attempt(self, key: str, fresh: RawObj) -> bool:
+    @property
+    def pending_pods(self) -> dict[str, RawObj]:
+        """Pending pod -> its replacement, unbound."""
+        return {w.key: w.pod for w in self.waiting}
+
+    def _attempt(self, key: str, fresh: RawObj) -> RawObj | None:
         framework = self.settings.framework_for(fresh)
         if framework is None:  # no profile schedules it: it stays pending, as upstream
             self.reasons[key] = {"no scheduler profile schedules this pod": 1}
-            return False
+            return None
         decision = place(fresh, self.work, framework=framework)
         if decision.selected_node is None:
             self.reasons[key] = dict(decision.reasons)
-            return False
+            return None
         self.work.add_pod(fresh, decision.selected_node)
         self.placed[key] = decision.selected_node
         self.reasons.pop(key, None)
@@ -149,32 +221,44 @@ class Replacer:
         self.bound.append(bound)
         if self.on_placed is not None:
             self.on_placed(key, bound)
-        return True
+        return bound
 
-    def _try(self, key: str, fresh: RawObj) -> bool:
-        sig = pod_signature(fresh)
-        twin = self._failed.get(sig)
+    def _try(self, item: _Waiting) -> RawObj | None:
+        twin = self._failed.get(item.signature)
         if twin is not None:
-            self.reasons[key] = self.reasons[twin]
-            return False
-        if self._attempt(key, fresh):
+            self.reasons[item.key] = self.reasons[twin]
+            return None
+        bound = self._attempt(item.key, item.pod)
+        if bound is not None:
             self._failed.clear()
-            return True
-        self._failed[sig] = key
-        return False
+            return bound
+        self._failed[item.signature] = item.key
+        return None
 
     def submit(self, items: Iterable[tuple[str, RawObj]]) -> None:
         """Place each (original key, unbound replacement) in the order given; after each
-        placement, try the waiting pods again, in order, until none fits."""
+        placement, try again, in order, the waiting pods it may help (and so on for
+        the pods those placements bind)."""
         for key, fresh in items:
-            if not self._try(key, fresh):
-                self.waiting.append((key, fresh))
-                continue
-            while self.waiting:
-                before = len(self.waiting)
-                self.waiting = [(k, p) for k, p in self.waiting if not self._try(k, p)]
-                if len(self.waiting) == before:
-                    break
+            item = _Waiting(key, fresh, pod_signature(fresh), requeue_hint(fresh))
+            bound = self._try(item)
+            if bound is None:
+                self.waiting.append(item)
+            else:
+                self._wake(bound)
+
+    def _wake(self, added: RawObj) -> None:
+        news = [added]
+        while news and self.waiting:
+            now = news.pop(0)
+            still: list[_Waiting] = []
+            for item in self.waiting:
+                bound = self._try(item) if item.wakes(now) else None
+                if bound is None:
+                    still.append(item)
+                else:
+                    news.append(bound)
+            self.waiting = still
 
 
 def without_nodes(
@@ -206,5 +290,5 @@ def without_nodes(
         replacer.pending,
         replacer.reasons,
         displaced={pod_key(p): state.workload_of(p) for p in displaced},
-        replacements=dict(replacer.waiting),
+        replacements=replacer.pending_pods,
     )
