@@ -9,13 +9,17 @@ zone DoNotSchedule constraint (maxSkew 1) and a hostname ScheduleAnyway one. Wri
 it as the kubectl-style JSON List `audit --snapshot` reads, then runs, as the user
 would (each a fresh `python -m webhook` process, interleaved, --runs times):
 
-  simulate   load the snapshot and place one pod (`simulate --snapshot F pod.json`)
-  audit      `audit --snapshot F -o json`
-  plan       `audit --snapshot F --plan -o json`
+  simulate     load the snapshot and place one pod (`simulate --snapshot F pod.json`)
+  audit        `audit --snapshot F -o json`
+  plan         `audit --snapshot F --plan -o json`
+  without      `audit --snapshot F --without-nodes topology.kubernetes.io/zone=zone-a -o json`
+  unreachable  `audit --snapshot F --unreachable-nodes topology.kubernetes.io/zone=zone-a -o json`
+  drain        `audit --snapshot F --drain-nodes bench.topospread.io/batch=b00 -o json` (50 nodes)
 
-and reports the median wall time of each, the ratios audit/simulate and
-plan/simulate of each run (targets 1.5 and 4), each process's peak RSS (target 700 MB)
-and the load average. Finally it applies the plan's moves to the snapshot and audits
+and reports the median wall time of each, each one's ratio to simulate in the same run
+(targets: audit 1.5, plan 4, the zone drills 15, drain 3), each process's peak RSS
+(target 700 MB) and the load average. `--only NAME,...` runs those (and simulate).
+Finally it applies the plan's moves to the snapshot and audits
 the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
 
@@ -36,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
+BATCH = "bench.topospread.io/batch"
 
 
 def node(i: int) -> dict[str, Any]:
@@ -50,6 +55,8 @@ def node(i: int) -> dict[str, Any]:
                 ZONE: f"zone-{'abc'[i % 3]}",
                 "topology.kubernetes.io/region": "region-1",
                 "node.kubernetes.io/instance-type": "m5.2xlarge",
+                # 100 batches of 50 nodes (across the zones): what --drain-nodes takes.
+                BATCH: f"b{i % 100:02d}",
             },
         },
         "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
@@ -228,6 +235,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -240,14 +248,24 @@ def main() -> int:
         f"({snap.stat().st_size / 2**20:.0f} MiB) written in {time.perf_counter() - t0:.1f} s"
     )
 
+    zone_a = f"{ZONE}=zone-a"
     commands = {
         "simulate": ["simulate", "--snapshot", str(snap), "--replicas", "1", pod],
         "audit": ["audit", "--snapshot", str(snap), "-o", "json"],
         "plan": ["audit", "--snapshot", str(snap), "--plan", "-o", "json"],
+        "without": ["audit", "--snapshot", str(snap), "--without-nodes", zone_a, "-o", "json"],
+        "unreachable": [
+            *("audit", "--snapshot", str(snap), "--unreachable-nodes", zone_a, "-o", "json")
+        ],
+        "drain": ["audit", "--snapshot", str(snap), "--drain-nodes", f"{BATCH}=b00", "-o", "json"],
     }
+    if args.only:
+        wanted = {"simulate", *args.only.split(",")}
+        commands = {k: v for k, v in commands.items() if k in wanted}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
-    ratios: dict[str, list[float]] = {"audit": [], "plan": []}
+    ratios: dict[str, list[float]] = {k: [] for k in commands if k != "simulate"}
+    drills: dict[str, dict[str, Any]] = {}
     loads = []
     plan_doc: dict[str, Any] = {}
     audit_doc: dict[str, Any] = {}
@@ -259,8 +277,10 @@ def main() -> int:
                 doc = json.loads(out)
                 if name == "plan":
                     plan_doc = doc
-                else:
+                elif name == "audit":
                     audit_doc = doc
+                else:
+                    drills[name] = doc
             elif code != 0:
                 print(f"simulate failed (exit {code})")
                 return 2
@@ -282,13 +302,21 @@ def main() -> int:
     )
     for name in commands:
         print(f"{name:>9}: median {med[name]:.2f} s, peak RSS {max(rss[name]):.0f} MiB")
-    target = {"audit": 1.5, "plan": 4.0}
+    target = {"audit": 1.5, "plan": 4.0, "without": 15.0, "unreachable": 15.0, "drain": 3.0}
     for name, values in ratios.items():
         print(
             f"{name}/simulate: median ratio {statistics.median(values):.2f} "
             f"(runs: {', '.join(f'{r:.2f}' for r in values)}; target <= {target[name]})"
         )
     print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
+    for name, doc in drills.items():
+        print(
+            f"{name}: {len(doc.get('pending', []))} pending, "
+            f"{len(doc.get('notRecreated', []))} not recreated, "
+            f"{len(doc.get('blocked', {}))} blocked, {doc.get('violations')} violations after"
+        )
+    if "plan" not in commands:
+        return 0
 
     moves = plan_doc.get("plan", [])
     print(f"plan: {len(moves)} moves, planComplete {plan_doc.get('planComplete')}")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests import paths
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from webhook.cli.main import main
 
@@ -214,3 +215,75 @@ def test_unreachable_cluster_exits_two(tmp_path: Path, capsys: Any) -> None:
     )
     code, _, err = run(capsys, "--kubeconfig", str(kubeconfig), "--request-timeout", "2")
     assert code == 2 and "cannot reach the cluster" in err
+
+
+# ---- the drills on docs/audit.md's cluster -------------------------------------------------
+
+OUTAGE = str(paths.ROOT / "docs" / "examples" / "zone-outage.json")
+
+
+def with_honor(tmp_path: Path) -> str:
+    """docs/audit.md's cluster with web's constraint saying nodeTaintsPolicy: Honor."""
+    doc = json.loads(Path(OUTAGE).read_text())
+    for obj in doc["items"]:
+        spec = obj.get("spec", {})
+        spec = spec.get("template", {}).get("spec", spec)
+        if "web" in json.dumps(spec.get("topologySpreadConstraints", [])):
+            spec["topologySpreadConstraints"][0]["nodeTaintsPolicy"] = "Honor"
+    out = tmp_path / "honor.json"
+    out.write_text(json.dumps(doc))
+    return str(out)
+
+
+def test_the_zone_outage_leaves_two_pending_with_the_default_policy(capsys: Any) -> None:
+    code, out, _ = run(
+        capsys, "--snapshot", OUTAGE, "--unreachable-nodes", f"{ZONE}=zone-a", "-o", "json"
+    )
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["unreachableNodes"] == ["node-a1", "node-a2"]
+    assert doc["pending"] == ["shop/web-6f7c-a1", "shop/web-6f7c-a2"]
+    assert doc["notRecreated"] == ["shop/db-0"]
+    assert doc["withHonor"] == {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2}}
+    web = next(w for w in doc["workloads"] if w["name"] == "web")
+    assert web["constraints"][0]["before"] == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
+    assert web["constraints"][0]["domains"] == {"zone-a": 0, "zone-b": 2, "zone-c": 2}
+
+
+def test_the_zone_outage_leaves_none_pending_with_honor(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = run(
+        capsys,
+        "--snapshot",
+        with_honor(tmp_path),
+        "--unreachable-nodes",
+        f"{ZONE}=zone-a",
+        "-o",
+        "json",
+    )
+    doc = json.loads(out)
+    assert (code, doc["pending"], doc["notRecreated"]) == (0, [], ["shop/db-0"])
+    web = next(w for w in doc["workloads"] if w["name"] == "web")
+    assert web["constraints"][0]["domains"] == {"zone-b": 3, "zone-c": 3}
+
+
+def test_the_drills_text_reads_at_a_glance(capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", OUTAGE, "--unreachable-nodes", f"{ZONE}=zone-a")
+    assert "      zone-a  ███████████████   2 ->   0\n" in out
+    assert "  2 pending: 4 node(s) didn't match pod topology spread constraints; " in out
+    assert "    shop/db-0\n" in out
+    assert "    Deployment shop/web: recovers, 2 of 2 pending placed\n" in out
+    code, out, _ = run(capsys, "--snapshot", OUTAGE, "--drain-nodes", f"{ZONE}=zone-a")
+    assert "  blocked shop/web-6f7c-a2: eviction refused by PodDisruptionBudget shop/web\n" in out
+    assert out.splitlines()[-1].endswith(", 2 pending, 1 blocked")
+
+
+@pytest.mark.parametrize("flag", ["--unreachable-nodes", "--drain-nodes"])
+def test_a_bad_drill_selector_is_a_usage_error(flag: str, capsys: Any) -> None:
+    code, _, err = run(capsys, "--snapshot", OUTAGE, flag, "zone in (a")
+    assert code == 2 and flag in err
+
+
+def test_one_drill_per_run(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exc:
+        run(capsys, "--snapshot", OUTAGE, "--drain-nodes", "a=b", "--unreachable-nodes", "a=b")
+    assert exc.value.code == 2

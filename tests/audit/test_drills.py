@@ -17,6 +17,7 @@ from webhook.audit.drills import drain_nodes, tolerates_forever, unreachable_nod
 from webhook.audit.inventory import ClusterState
 from webhook.audit.run import run_audit
 from webhook.audit.spread import evaluate
+from webhook.audit.whatif import requeue_hint
 from webhook.config import Settings
 
 RawObj = dict[str, Any]
@@ -412,3 +413,26 @@ def test_a_budget_allowing_one_disruption_still_gets_the_plan() -> None:
     report = run_audit(ClusterState.from_objects(objects), Settings(), plan=True)
     assert report.plan is not None and report.plan.complete
     assert len(report.plan.moves) == 1
+
+
+# ---- the queue's hints -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "added", "wakes"),
+    [
+        ("a pod its selector matches, same namespace", make_pod().label("app", "web").obj(), True),
+        ("another namespace", make_pod().namespace("other").label("app", "web").obj(), False),
+        ("labels its selector does not match", make_pod().label("app", "db").obj(), False),
+    ],
+)
+def test_a_waiting_spread_pod_wakes_on_a_pod_it_counts(
+    name: str, added: RawObj, wakes: bool
+) -> None:
+    waiting = web("w", "a1", constrained=True)
+    assert requeue_hint(waiting)(added) is wakes, name
+
+
+def test_a_waiting_pod_without_spread_or_affinity_never_wakes_on_an_add() -> None:
+    """Resources, ports and anti-affinity only get stricter when a pod is added."""
+    assert requeue_hint(web("w", "a1", constrained=False))(make_pod().obj()) is False

@@ -145,9 +145,9 @@ def _move_line(pod: str, from_node: str, to_node: str) -> str:
 
 # Said once above a plan's moves: how to carry them out without bypassing budgets.
 EVICTION_NOTE = (
-    "  (each move is an eviction through the Eviction API, in this order, once the "
-    "previous pod's replacement runs: `kubectl drain`'s way, which respects "
-    "PodDisruptionBudgets; `kubectl delete pod` would bypass them)"
+    "moves are evictions through the Eviction API (as kubectl drain makes them, so "
+    "PodDisruptionBudgets apply), in this order, each once the previous pod's "
+    "replacement runs; kubectl delete pod would bypass the budgets"
 )
 
 
@@ -172,7 +172,7 @@ def _drill_entry(c: ConstraintSpread, after: dict[str, int] | None, paint: Paint
         is_ = now.get(d)
         left = f"{_bar(was or 0, top):<{DRILL_BAR_WIDTH}} {'-' if was is None else was:>3}"
         right = f"{'-' if is_ is None else is_:>3} {_bar(is_ or 0, top)}"
-        line = f"      {d:<{width}}  {left} -> {right}"
+        line = f"      {d:<{width}}  {left} -> {right}".rstrip()
         lines.append(paint(line, "yellow") if was != is_ else line)
     return lines
 
@@ -272,9 +272,6 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
     out: list[str] = []
     if report.drill is not None:
         out.extend(_drill_text(report, report.drill, paint))
-    if report.plan is not None and report.plan.moves:
-        out.append(EVICTION_NOTE)
-        out.append("")
     moves_by_workload: dict[str, list[str]] = {}
     if report.plan is not None:
         for m in report.plan.moves:
@@ -298,6 +295,8 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
         out.append("other moves of the plan:")
         out.extend(leftover)
         out.append("")
+    if report.plan is not None and report.plan.moves:
+        out.append(EVICTION_NOTE)
     summary = (
         f"{len(report.spreads)} workloads, {report.checked} constraints checked, "
         f"{report.violations} violated"
