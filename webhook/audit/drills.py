@@ -30,8 +30,12 @@ are retried after each later step, as kubectl retries a refused eviction. A pod
 still refused when nothing more moves is `blocked`, and its node is not drained.
 Bare pods are evicted (--force) and not recreated.
 
-CAVEAT: replacement pods are named `<name>-new` in the drill's state (the controller
-would generate a name); StatefulSet pods keep theirs.
+CAVEAT: replacement pods are named `<name>-new` in the outage drill's state (the
+controller would generate a name). kubectl drain waits on a refused eviction of one
+node before it starts the next (forever with its default --timeout of 0); the drill
+goes on with the next node and reports the pod blocked, so one run answers for every
+selected node. More than one budget on a pod: the Eviction API refuses it outright,
+and `blocked` names them all.
 """
 
 from __future__ import annotations

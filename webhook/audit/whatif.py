@@ -111,13 +111,17 @@ def matching_nodes(snapshot: Snapshot, selector: RawObj) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Waiting:
-    """A recreated pod in the queue: its original key, the replacement (unbound), its
-    signature (twins answer alike), and its queueing hint for a pod add."""
+    """A recreated pod in the queue: its place in the queue, its original key, the
+    replacement (unbound), its signature (twins answer alike), its namespace, and its
+    queueing hint for a pod add (any: every add may help it)."""
 
+    seq: int
     key: str
     pod: RawObj
     signature: str
     wakes: Callable[[RawObj], bool]
+    namespace: str
+    any: bool
 
 
 def _selectors(pod: RawObj) -> list[Callable[[Mapping[str, str]], bool]]:
@@ -191,19 +195,26 @@ class Replacer:
         self.placed: dict[str, str] = {}
         self.reasons: dict[str, dict[str, int]] = {}
         self.bound: list[RawObj] = []
-        self.waiting: list[_Waiting] = []
+        # The waiting pods by place in the queue; by namespace (a pod add wakes only
+        # pods of its namespace) and those any add may wake (required pod affinity).
+        self.waiting: dict[int, _Waiting] = {}
+        self._by_ns: dict[str, dict[int, _Waiting]] = {}
+        self._any: dict[int, _Waiting] = {}
+        self._seq = 0
+        # signature -> its queueing hint (twins share one)
+        self._hints: dict[str, Callable[[RawObj], bool]] = {}
         # Signatures of pods that failed since the last placement: the state has not
         # moved since, so their twins fail too (and share their reasons) unasked.
         self._failed: dict[str, str] = {}
 
     @property
     def pending(self) -> list[str]:
-        return [w.key for w in self.waiting]
+        return [w.key for w in self.waiting.values()]
 
     @property
     def pending_pods(self) -> dict[str, RawObj]:
         """Pending pod -> its replacement, unbound."""
-        return {w.key: w.pod for w in self.waiting}
+        return {w.key: w.pod for w in self.waiting.values()}
 
     def _attempt(self, key: str, fresh: RawObj) -> RawObj | None:
         framework = self.settings.framework_for(fresh)
@@ -240,25 +251,57 @@ class Replacer:
         placement, try again, in order, the waiting pods it may help (and so on for
         the pods those placements bind)."""
         for key, fresh in items:
-            item = _Waiting(key, fresh, pod_signature(fresh), requeue_hint(fresh))
+            signature = pod_signature(fresh)
+            hint = self._hints.get(signature)
+            if hint is None:
+                hint = self._hints[signature] = requeue_hint(fresh)
+            self._seq += 1
+            item = _Waiting(
+                self._seq,
+                key,
+                fresh,
+                signature,
+                hint,
+                pod_namespace(fresh),
+                hint is _always,
+            )
             bound = self._try(item)
             if bound is None:
-                self.waiting.append(item)
+                self._wait(item)
             else:
                 self._wake(bound)
 
+    def _wait(self, item: _Waiting) -> None:
+        self.waiting[item.seq] = item
+        (self._any if item.any else self._by_ns.setdefault(item.namespace, {}))[item.seq] = item
+
+    def _placed(self, item: _Waiting) -> None:
+        del self.waiting[item.seq]
+        (self._any if item.any else self._by_ns[item.namespace]).pop(item.seq)
+
     def _wake(self, added: RawObj) -> None:
+        """Try again, in queue order, the waiting pods `added` may help (those of its
+        namespace its hint wakes, and those any add wakes), then likewise for each pod
+        that this binds."""
         news = [added]
         while news and self.waiting:
             now = news.pop(0)
-            still: list[_Waiting] = []
-            for item in self.waiting:
-                bound = self._try(item) if item.wakes(now) else None
-                if bound is None:
-                    still.append(item)
-                else:
+            near = self._by_ns.get(pod_namespace(now), {})
+            # Twins share the hint's answer for one added pod.
+            woken: dict[str, bool] = {}
+            for seq in sorted({*near, *self._any}):
+                item = self.waiting.get(seq)
+                if item is None:
+                    continue
+                wakes = woken.get(item.signature)
+                if wakes is None:
+                    wakes = woken[item.signature] = item.wakes(now)
+                if not wakes:
+                    continue
+                bound = self._try(item)
+                if bound is not None:
+                    self._placed(item)
                     news.append(bound)
-            self.waiting = still
 
 
 def without_nodes(
