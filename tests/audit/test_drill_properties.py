@@ -80,7 +80,7 @@ def test_an_outage_of_nodes_nobody_uses_changes_nothing(objects: list[RawObj], z
     spare = make_node().name("spare").hostname().zone(zone).label("spare", "yes").obj()
     state = ClusterState.from_objects([*objects, spare])
     drill = unreachable_nodes(state, parse_selector("spare=yes"))
-    assert (drill.evicted, drill.placed, drill.pending, drill.not_recreated) == ([], {}, [], [])
+    assert (drill.disrupted, drill.placed, drill.pending, drill.not_recreated) == ([], {}, [], [])
     assert evaluate(drill.state) == evaluate(state)
 
 

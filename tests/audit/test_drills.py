@@ -122,7 +122,7 @@ def test_outage_of_a_zone(
     drill = outage(cluster(**spread))
     assert drill.removed == ["a1", "a2"]
     assert drill.kind == "unreachable"
-    assert sorted(k for k, _ in drill.evicted) == ["default/web-a1", "default/web-a2"]
+    assert sorted(k for k, _ in drill.disrupted) == ["default/web-a1", "default/web-a2"]
     assert len(drill.pending) == pending, name
     assert len(drill.placed) == 2 - pending
     if domains is not None:
@@ -231,7 +231,7 @@ def test_which_controllers_recreate_their_pods(
     name: str, owner: tuple[str, str] | None, not_recreated: list[str], queued: bool
 ) -> None:
     drill = outage([node("a1"), node("b1"), web("p", "a1", owner=owner, constrained=False)])
-    assert drill.evicted == [("default/p", "a1")], name
+    assert drill.disrupted == [("default/p", "a1")], name
     assert drill.not_recreated == not_recreated
     assert ("default/p" in drill.placed) is queued
     assert drill.pending == []
@@ -256,7 +256,7 @@ def test_tolerating_the_unreachable_taint(name: str, seconds: int | None, stays:
     pod = make_pod().name("p").label("app", "web").node("a1").owner("ReplicaSet", "web")
     pod = pod.toleration_seconds("node.kubernetes.io/unreachable", "NoExecute", seconds)
     drill = outage([node("a1"), node("b1"), pod.obj()])
-    assert (drill.evicted == []) is stays, name
+    assert (drill.disrupted == []) is stays, name
     running = {(p["metadata"]["name"], p["spec"]["nodeName"]) for p in drill.state.running}
     assert running == ({("p", "a1")} if stays else {("p-new", "b1")})
 
@@ -276,7 +276,7 @@ def test_every_noexecute_taint_must_be_tolerated_forever() -> None:
 def test_nodes_nobody_uses_change_nothing() -> None:
     objects = [*cluster(), make_node().name("spare").hostname().zone("d").obj()]
     drill = outage(objects, parse_selector(f"{ZONE}=d"))
-    assert (drill.evicted, drill.pending, drill.placed) == ([], [], {})
+    assert (drill.disrupted, drill.pending, drill.placed) == ([], [], {})
 
 
 def test_honor_comparison_of_the_pending_pods() -> None:
@@ -305,7 +305,7 @@ def drain(objects: list[RawObj], sel: RawObj = ZONE_A) -> Any:
 
 def test_drain_cordons_evicts_in_order_and_places_replacements() -> None:
     drill = drain(cluster(nodeTaintsPolicy="Honor"))
-    assert drill.evicted == [("default/web-a1", "a1"), ("default/web-a2", "a2")]
+    assert drill.disrupted == [("default/web-a1", "a1"), ("default/web-a2", "a2")]
     assert drill.drained == ["a1", "a2"] and drill.blocked == {}
     assert drill.state.snapshot.nodes["a1"].node["spec"]["unschedulable"] is True
     assert domains_after(drill) == {"b": 3, "c": 3}
@@ -317,7 +317,7 @@ def test_a_replacement_that_fits_nowhere_blocks_the_next_eviction() -> None:
     drill = drain(
         [*cluster(), scaled("ReplicaSet", "web", 6), pdb("web", {"app": "web"}, max_unavailable=1)]
     )
-    assert drill.evicted == [("default/web-a1", "a1")]
+    assert drill.disrupted == [("default/web-a1", "a1")]
     assert drill.pending == ["default/web-a1"]
     assert drill.blocked == {"default/web-a2": "default/web"}
     assert drill.drained == ["a1"]
@@ -326,7 +326,7 @@ def test_a_replacement_that_fits_nowhere_blocks_the_next_eviction() -> None:
 def test_a_placed_replacement_allows_the_next_eviction() -> None:
     objects = [*cluster(nodeTaintsPolicy="Honor"), scaled("ReplicaSet", "web", 6)]
     drill = drain([*objects, pdb("web", {"app": "web"}, max_unavailable=1)])
-    assert [k for k, _ in drill.evicted] == ["default/web-a1", "default/web-a2"]
+    assert [k for k, _ in drill.disrupted] == ["default/web-a1", "default/web-a2"]
     assert drill.blocked == {} and drill.drained == ["a1", "a2"]
 
 
@@ -337,7 +337,7 @@ def test_a_budget_allowing_nothing_blocks_the_drain() -> None:
         pdb("web", {"app": "web"}, min_available="100%"),
     ]
     drill = drain(objects)
-    assert drill.evicted == []
+    assert drill.disrupted == []
     assert drill.blocked == {"default/web-a1": "default/web", "default/web-a2": "default/web"}
     assert drill.drained == []
 
@@ -347,7 +347,7 @@ def test_drain_leaves_daemonset_and_mirror_pods_and_evicts_bare_pods() -> None:
     mirror = make_pod().name("etcd").node("a1").owner("Node", "a1").obj()
     bare = make_pod().name("bare").node("a1").obj()
     drill = drain([node("a1"), node("b1"), agent, mirror, bare], parse_selector(f"{HOSTNAME}=a1"))
-    assert drill.evicted == [("default/bare", "a1")]
+    assert drill.disrupted == [("default/bare", "a1")]
     assert drill.not_recreated == ["default/bare"]
     assert drill.drained == ["a1"]
     left = sorted(

@@ -220,7 +220,7 @@ def unreachable_nodes(
         replacer.reasons,
         kind=UNREACHABLE,
         not_recreated=sorted(not_recreated),
-        evicted=[(pod_key(p), str(spec(p).get("nodeName"))) for p in evicted],
+        disrupted=[(pod_key(p), str(spec(p).get("nodeName"))) for p in evicted],
         displaced={pod_key(p): state.workload_of(p) for p in evicted},
         replacements=replacer.pending_pods,
     )
@@ -296,7 +296,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
         not_recreated=sorted(not_recreated),
         blocked=blocked,
         drained=[n for n in targets if n not in stuck],
-        evicted=evicted,
+        disrupted=evicted,
         displaced={pod_key(p): state.workload_of(p) for p in order if pod_key(p) in gone},
         replacements=replacer.pending_pods,
     )

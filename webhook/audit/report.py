@@ -204,7 +204,7 @@ def _drill_head(drill: WhatIf) -> list[str]:
             f"unreachable {len(drill.removed)} node(s): {nodes}",
             "  (Ready Unknown, tainted node.kubernetes.io/unreachable NoSchedule and "
             "NoExecute; evicted pods stay Terminating)",
-            f"  evicted {len(drill.evicted)} pod(s); recreated and placed "
+            f"  evicted {len(drill.disrupted)} pod(s); recreated and placed "
             f"{len(drill.placed)}, pending {len(drill.pending)}, not recreated "
             f"{len(drill.not_recreated)}",
         ]
@@ -213,7 +213,7 @@ def _drill_head(drill: WhatIf) -> list[str]:
         f"drain {len(drill.removed)} node(s): {nodes}",
         "  (cordoned, then evicted through the Eviction API in namespace/name order; "
         "DaemonSet and mirror pods left alone)",
-        f"  evicted {len(drill.evicted)} pod(s); replacements placed {len(drill.placed)}, "
+        f"  evicted {len(drill.disrupted)} pod(s); replacements placed {len(drill.placed)}, "
         f"pending {len(drill.pending)}; blocked {len(drill.blocked)}; drained: {drained}",
     ]
 

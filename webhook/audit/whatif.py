@@ -66,10 +66,10 @@ class WhatIf:
     DRAIN; not_recreated: pods down that no controller brings back (StatefulSet pods
     behind an unreachable node, bare pods); blocked: pod -> the budget refusing its
     eviction (drain); drained: the nodes left with only DaemonSet and mirror pods
-    (drain); evicted: (pod, node) in the order evicted (drain: the Eviction API; the
-    outage: the taint manager); displaced: pod -> its workload, for every pod the
-    drill took down; replacements: pending pod -> the replacement as created (what
-    a comparison re-places).
+    (drain); disrupted: (pod, node) in the order the drill evicted them (drain: the
+    Eviction API; the outage: taint-based eviction); displaced: pod -> its workload,
+    for every pod the drill took down; replacements: pending pod -> the replacement
+    as created (what a comparison re-places).
     """
 
     removed: list[str]
@@ -81,7 +81,7 @@ class WhatIf:
     not_recreated: list[str] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)
     drained: list[str] = field(default_factory=list)
-    evicted: list[tuple[str, str]] = field(default_factory=list)
+    disrupted: list[tuple[str, str]] = field(default_factory=list)
     displaced: dict[str, Workload] = field(default_factory=dict)
     replacements: dict[str, RawObj] = field(default_factory=dict, repr=False)
 
