@@ -9,13 +9,17 @@ zone DoNotSchedule constraint (maxSkew 1) and a hostname ScheduleAnyway one. Wri
 it as the kubectl-style JSON List `audit --snapshot` reads, then runs, as the user
 would (each a fresh `python -m webhook` process, interleaved, --runs times):
 
-  simulate   load the snapshot and place one pod (`simulate --snapshot F pod.json`)
-  audit      `audit --snapshot F -o json`
-  plan       `audit --snapshot F --plan -o json`
+  simulate     load the snapshot and place one pod (`simulate --snapshot F pod.json`)
+  audit        `audit --snapshot F -o json`
+  plan         `audit --snapshot F --plan -o json`
+  without      `audit --snapshot F --without-nodes topology.kubernetes.io/zone=zone-a -o json`
+  unreachable  `audit --snapshot F --unreachable-nodes topology.kubernetes.io/zone=zone-a -o json`
+  drain        `audit --snapshot F --drain-nodes bench.topospread.io/batch=b00 -o json` (50 nodes)
 
-and reports the median wall time of each, the ratios audit/simulate and
-plan/simulate of each run (targets 1.5 and 4), each process's peak RSS (target 700 MB)
-and the load average. With --html (`make bench-report`) each run also times
+and reports the median wall time of each, each one's ratio to simulate in the same run
+(targets: audit 1.5, plan 4, the zone drills 15, drain 3), each process's peak RSS
+(target 700 MB) and the load average. `--only NAME,...` runs those (and simulate).
+With --html (`make bench-report`) each run also times
 
   html       `audit --snapshot F -o html`
   soft-json  `audit --snapshot F --include-soft -o json` (the hostname constraints too:
@@ -43,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
+BATCH = "bench.topospread.io/batch"
 
 
 def node(i: int) -> dict[str, Any]:
@@ -57,6 +62,8 @@ def node(i: int) -> dict[str, Any]:
                 ZONE: f"zone-{'abc'[i % 3]}",
                 "topology.kubernetes.io/region": "region-1",
                 "node.kubernetes.io/instance-type": "m5.2xlarge",
+                # 100 batches of 50 nodes (across the zones): what --drain-nodes takes.
+                BATCH: f"b{i % 100:02d}",
             },
         },
         "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
@@ -236,6 +243,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
     parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
+    parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -248,11 +256,20 @@ def main() -> int:
         f"({snap.stat().st_size / 2**20:.0f} MiB) written in {time.perf_counter() - t0:.1f} s"
     )
 
+    zone_a = f"{ZONE}=zone-a"
     commands = {
         "simulate": ["simulate", "--snapshot", str(snap), "--replicas", "1", pod],
         "audit": ["audit", "--snapshot", str(snap), "-o", "json"],
         "plan": ["audit", "--snapshot", str(snap), "--plan", "-o", "json"],
+        "without": ["audit", "--snapshot", str(snap), "--without-nodes", zone_a, "-o", "json"],
+        "unreachable": [
+            *("audit", "--snapshot", str(snap), "--unreachable-nodes", zone_a, "-o", "json")
+        ],
+        "drain": ["audit", "--snapshot", str(snap), "--drain-nodes", f"{BATCH}=b00", "-o", "json"],
     }
+    if args.only:
+        wanted = {"simulate", *args.only.split(",")}
+        commands = {k: v for k, v in commands.items() if k in wanted}
     if args.html:
         soft = ["audit", "--snapshot", str(snap), "--include-soft", "-o"]
         commands["html"] = ["audit", "--snapshot", str(snap), "-o", "html"]
@@ -261,7 +278,8 @@ def main() -> int:
     sizes: dict[str, int] = {}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
-    ratios: dict[str, list[float]] = {"audit": [], "plan": []}
+    ratios: dict[str, list[float]] = {k: [] for k in commands if k != "simulate"}
+    drills: dict[str, dict[str, Any]] = {}
     loads = []
     plan_doc: dict[str, Any] = {}
     audit_doc: dict[str, Any] = {}
@@ -276,8 +294,10 @@ def main() -> int:
                 doc = json.loads(out)
                 if name == "plan":
                     plan_doc = doc
-                else:
+                elif name == "audit":
                     audit_doc = doc
+                else:
+                    drills[name] = doc
             elif code != 0:
                 print(f"simulate failed (exit {code})")
                 return 2
@@ -299,7 +319,7 @@ def main() -> int:
     )
     for name in commands:
         print(f"{name:>9}: median {med[name]:.2f} s, peak RSS {max(rss[name]):.0f} MiB")
-    target = {"audit": 1.5, "plan": 4.0}
+    target = {"audit": 1.5, "plan": 4.0, "without": 15.0, "unreachable": 15.0, "drain": 3.0}
     for name, values in ratios.items():
         print(
             f"{name}/simulate: median ratio {statistics.median(values):.2f} "
@@ -315,6 +335,14 @@ def main() -> int:
                 f"(target <= 5 MB)"
             )
     print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
+    for name, doc in drills.items():
+        print(
+            f"{name}: {len(doc.get('pending', []))} pending, "
+            f"{len(doc.get('notRecreated', []))} not recreated, "
+            f"{len(doc.get('blocked', {}))} blocked, {doc.get('violations')} violations after"
+        )
+    if "plan" not in commands:
+        return 0
 
     moves = plan_doc.get("plan", [])
     print(f"plan: {len(moves)} moves, planComplete {plan_doc.get('planComplete')}")

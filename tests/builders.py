@@ -128,6 +128,23 @@ class PodBuilder:
         self._pod.setdefault("status", {})["phase"] = phase
         return self
 
+    def ready(self, status: str = "True") -> PodBuilder:
+        """Running with a Ready condition of this status ("True", "False", "Unknown")."""
+        st = self._pod.setdefault("status", {})
+        st["phase"] = "Running"
+        st["conditions"] = [{"type": "Ready", "status": status}]
+        return self
+
+    def toleration_seconds(
+        self, key: str, effect: str, seconds: int | None, operator: str = "Exists"
+    ) -> PodBuilder:
+        """A toleration of `key` with `effect`, for `seconds` (None: forever)."""
+        tol: RawObj = {"key": key, "operator": operator, "effect": effect}
+        if seconds is not None:
+            tol["tolerationSeconds"] = seconds
+        self._pod["spec"].setdefault("tolerations", []).append(tol)
+        return self
+
     def spread(
         self,
         max_skew: Any,
@@ -275,27 +292,6 @@ class NodeBuilder:
         return copy.deepcopy(self._node)
 
 
-def pdb(
-    name: str,
-    match_labels: dict[str, str] | None,
-    disruptions_allowed: int,
-    namespace: str = "default",
-    disrupted: Iterable[str] = (),
-) -> RawObj:
-    """A PodDisruptionBudget with its status as the disruption controller keeps it."""
-    spec: RawObj = {} if match_labels is None else {"selector": {"matchLabels": match_labels}}
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-        "status": {
-            "disruptionsAllowed": disruptions_allowed,
-            "disruptedPods": {p: "2026-01-01T00:00:00Z" for p in disrupted},
-        },
-    }
-
-
 def priority_class(
     name: str, value: int, global_default: bool = False, preemption_policy: str | None = None
 ) -> RawObj:
@@ -356,6 +352,60 @@ def workload(kind: str, pod: RawObj, name: str = "w") -> RawObj:
         obj["spec"] = {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template}}}
     else:
         obj["spec"] = {"template": template}
+    return obj
+
+
+def pdb(
+    name: str,
+    match_labels: dict[str, str] | None,
+    disruptions_allowed: int | None = None,
+    namespace: str = "default",
+    disrupted: Iterable[str] = (),
+    *,
+    min_available: Any = None,
+    max_unavailable: Any = None,
+    unhealthy_pod_eviction_policy: str | None = None,
+) -> RawObj:
+    """A policy/v1 PodDisruptionBudget selecting `match_labels` (None: a nil selector);
+    with `disruptions_allowed`, the status as the disruption controller keeps it (what
+    preemption reads), `disrupted` its disruptedPods."""
+    spec: RawObj = {}
+    if match_labels is not None:
+        spec["selector"] = {"matchLabels": dict(match_labels)}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    if unhealthy_pod_eviction_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_pod_eviction_policy
+    out: RawObj = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    if disruptions_allowed is not None:
+        out["status"] = {
+            "disruptionsAllowed": disruptions_allowed,
+            "disruptedPods": {p: "2026-01-01T00:00:00Z" for p in disrupted},
+        }
+    return out
+
+
+def scaled(kind: str, name: str, replicas: int | None, namespace: str = "default") -> RawObj:
+    """A controller object (Deployment, ReplicaSet, StatefulSet, ...) with spec.replicas,
+    as an audit snapshot holds it (its template is not read)."""
+    api = "v1" if kind == "ReplicationController" else "apps/v1"
+    if kind in ("Job", "CronJob"):
+        api = "batch/v1"
+    obj: RawObj = {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+        "spec": {},
+    }
+    if replicas is not None:
+        obj["spec"]["replicas"] = replicas
     return obj
 
 
@@ -495,8 +545,12 @@ def pvc(
         meta["annotations"] = annotations
     if storage_class is not None:
         spec["storageClassName"] = storage_class
-    out: RawObj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
-                   "spec": spec}
+    out: RawObj = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": spec,
+    }
     if phase is not None:
         out["status"] = {"phase": phase}
     return out
@@ -557,9 +611,7 @@ def storage_class(
         "volumeBindingMode": mode,
     }
     if zones is not None:
-        obj["allowedTopologies"] = [
-            {"matchLabelExpressions": [{"key": ZONE, "values": zones}]}
-        ]
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": zones}]}]
     return obj
 
 

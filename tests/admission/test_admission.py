@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.advice_messages import outage
 from tests.builders import DNS, ZONE, RawObj, make_pod, review, selector, workload
 from webhook.admission import review as admission
 from webhook.admission.context import ReviewContext
@@ -200,9 +201,24 @@ def test_untouched_requests_are_allowed_plainly(case: str, doc: RawObj, operatio
 
 
 def test_valid_pod_is_allowed() -> None:
-    """A valid pod: allowed, no status."""
-    pod = make_pod().label("app", "web").spread(1, ZONE, DNS, selector({"app": "web"})).obj()
+    """A valid pod that draws no advice: allowed, no status, no warning."""
+    pod = (
+        make_pod()
+        .label("app", "web")
+        .spread(1, ZONE, DNS, selector({"app": "web"}), nodeTaintsPolicy="Honor")
+        .obj()
+    )
     assert answer(review(pod))["response"] == {"uid": UID, "allowed": True}
+
+
+def test_valid_pod_with_advice_is_allowed_with_the_warning() -> None:
+    """Advice never denies: allowed, the warning in response.warnings."""
+    pod = make_pod().label("app", "web").spread(1, ZONE, DNS, selector({"app": "web"})).obj()
+    assert answer(review(pod))["response"] == {
+        "uid": UID,
+        "allowed": True,
+        "warnings": [outage("spec.topologySpreadConstraints[0]")],
+    }
 
 
 def test_mutate_returns_base64_json_patch() -> None:
@@ -418,10 +434,14 @@ def test_settings_reach_the_mutation() -> None:
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("webhook.admission.handlers", {"answer_review", "handle_review", "review_object",
-                                        "mutate_reviewed"}),
-        ("webhook.admission.context", {"ReviewContext", "Step", "MutationContext",
-                                       "MutationResult"}),
+        (
+            "webhook.admission.handlers",
+            {"answer_review", "handle_review", "review_object", "mutate_reviewed"},
+        ),
+        (
+            "webhook.admission.context",
+            {"ReviewContext", "Step", "MutationContext", "MutationResult"},
+        ),
         ("webhook.admission.mutation", {"STEPS", "mutate", "mutate_object"}),
         ("webhook.admission.merge", {"MERGED_KEYS_ANNOTATION"}),
         ("webhook.admission.review", {"parse_review", "allowed_response", "denied_response"}),

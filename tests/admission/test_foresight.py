@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.advice_messages import outage
 from tests.builders import (
     DNS,
     SA,
@@ -53,8 +54,16 @@ def pods(on: str, n: int) -> list[RawObj]:
     return [make_pod().name(f"{on}-w{i}").labels(WEB).node(on).obj() for i in range(n)]
 
 
+# These tests are about foresight alone: their pods silence the advice every zone
+# DoNotSchedule constraint without nodeTaintsPolicy gets (outage-blocks-replacements;
+# test_advice_comes_before_foresight shows both together).
+QUIET = ("topospread.io/ignore", "outage-blocks-replacements")
+
+
 def web(*constraints: RawObj) -> RawObj:
-    return make_pod().name("web").labels(WEB).constraints(list(constraints)).obj()
+    return (
+        make_pod().name("web").labels(WEB).annotation(*QUIET).constraints(list(constraints)).obj()
+    )
 
 
 def dns(max_skew: int = 1, **extra: Any) -> RawObj:
@@ -149,6 +158,15 @@ def test_warning_names_the_constraint_and_domain_counts(
     assert response.get("warnings", []) == expected
 
 
+def test_advice_comes_before_foresight() -> None:
+    """Unsilenced, the zone constraint's outage advice comes first, then foresight's."""
+    pod = make_pod().name("web").labels(WEB).constraints([dns()]).obj()
+    assert validate(SKEWED, pod)["warnings"] == [
+        outage("spec.topologySpreadConstraints[0]"),
+        SKEWED_TEXT,
+    ]
+
+
 def test_denied_under_policy_with_forbidden() -> None:
     """policy.denyUnschedulable: 403 Forbidden, worded as apierrors.NewForbidden for pods."""
     response = validate(SKEWED, web(dns()), Settings(deny_unschedulable=True))
@@ -182,7 +200,7 @@ def test_policy_does_not_deny_a_schedulable_pod() -> None:
 
 def test_denial_names_a_generate_name_pod() -> None:
     """A controller-made pod has no name yet: the denial speaks of its generateName."""
-    pod = make_pod().generate_name("web-").labels(WEB).constraints([dns()]).obj()
+    pod = make_pod().generate_name("web-").labels(WEB).annotation(*QUIET).constraints([dns()]).obj()
     response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
     assert response["status"]["details"]["name"] == "web-"
     assert response["status"]["message"].startswith('pods "web-" is forbidden: ')
@@ -287,7 +305,9 @@ def test_long_domain_lists_are_cut_to_256_runes() -> None:
 
 def test_pod_bound_at_creation_is_not_foreseen() -> None:
     """A pod with spec.nodeName skips the scheduler: its constraints cannot stop it."""
-    pod = make_pod().name("web").labels(WEB).node("a1").constraints([dns()]).obj()
+    pod = (
+        make_pod().name("web").labels(WEB).annotation(*QUIET).node("a1").constraints([dns()]).obj()
+    )
     response = validate(SKEWED, pod, Settings(deny_unschedulable=True))
     assert response == {"uid": response["uid"], "allowed": True}
 
@@ -311,7 +331,12 @@ def test_crowded_domains_come_first() -> None:
 def replica() -> RawObj:
     """web(dns()) as a ReplicaSet creates it: a controller ownerReference."""
     return (
-        make_pod().name("web").labels(WEB).owner("ReplicaSet", "web-5d4f8").constraints([dns()])
+        make_pod()
+        .name("web")
+        .labels(WEB)
+        .annotation(*QUIET)
+        .owner("ReplicaSet", "web-5d4f8")
+        .constraints([dns()])
     ).obj()
 
 
@@ -338,7 +363,8 @@ def answered(cluster: list[RawObj] | None, obj: RawObj, settings: Settings) -> A
         ("a controller's replica under the deny policy: looked at", SKEWED, replica(),
          Settings(deny_unschedulable=True), "blocked", None),
         ("an ownerReference that is not a controller's: looked at", SKEWED,
-         make_pod().name("web").labels(WEB).owner("ConfigMap", "cm", controller=False)
+         make_pod().name("web").labels(WEB).annotation(*QUIET)
+         .owner("ConfigMap", "cm", controller=False)
          .constraints([dns()]).obj(), Settings(), "blocked", [SKEWED_TEXT]),
         ("budget 0 turns foresight off", SKEWED, web(dns()),
          Settings(deny_unschedulable=True, foresight_budget_ms=0), "skipped", None),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests import paths
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from webhook.cli.main import main
 
@@ -168,12 +169,14 @@ def test_without_nodes_pending_pods_and_reasons(tmp_path: Path, capsys: Any) -> 
     code, out, _ = run(
         capsys, "--snapshot", snapshot(tmp_path, objects), "--without-nodes", f"{ZONE}=eu-west-1a"
     )
-    assert "pending shop/web-0: 1 Too many pods" in out
+    # Pending pods are grouped by their reasons, the pods named under each group.
+    assert "  1 pending: 1 Too many pods\n    shop/web-0\n" in out
     assert out.splitlines()[-1].endswith(", 1 pending")
 
 
 def test_without_nodes_says_whether_a_new_node_would_help(tmp_path: Path, capsys: Any) -> None:
-    """scaleUp per pending pod, its line under it, then the summary."""
+    """scaleUp per pending pod; in the text, the diagnosis under its group of pending
+    pods, then the summary."""
     full = make_node().name("node-b1").hostname().zone("eu-west-1b").allocatable(pods="1")
     full = full.label("karpenter.sh/nodepool", "default")
     objects = [NODES[0], full.obj(), REPLICA_SET, web("web-0", "node-a1"), web("web-b", "node-b1")]
@@ -184,8 +187,9 @@ def test_without_nodes_says_whether_a_new_node_would_help(tmp_path: Path, capsys
     }
     _, out, _ = run(capsys, *argv)
     lines = out.splitlines()
-    at = lines.index("  pending shop/web-0: 1 Too many pods")
-    assert lines[at + 1 : at + 3] == [
+    at = lines.index("  1 pending: 1 Too many pods")
+    assert lines[at + 1 : at + 4] == [
+        "    shop/web-0",
         "    fits on a new node of group default in zone eu-west-1b",
         "  scale-up: a new node would place 1 of 1 pending pod(s) (group default in zone "
         "eu-west-1b: 1)",
@@ -248,3 +252,75 @@ def test_without_nodes_lists_pods_no_cycle_runs_for_apart(tmp_path: Path, capsys
     assert doc["pending"] == []
     code, out, _ = run(capsys, *argv)
     assert f"  shop/web-v: {why}" in out.splitlines()
+
+
+# ---- the drills on docs/audit.md's cluster -------------------------------------------------
+
+OUTAGE = str(paths.ROOT / "docs" / "examples" / "zone-outage.json")
+
+
+def with_honor(tmp_path: Path) -> str:
+    """docs/audit.md's cluster with web's constraint saying nodeTaintsPolicy: Honor."""
+    doc = json.loads(Path(OUTAGE).read_text())
+    for obj in doc["items"]:
+        spec = obj.get("spec", {})
+        spec = spec.get("template", {}).get("spec", spec)
+        if "web" in json.dumps(spec.get("topologySpreadConstraints", [])):
+            spec["topologySpreadConstraints"][0]["nodeTaintsPolicy"] = "Honor"
+    out = tmp_path / "honor.json"
+    out.write_text(json.dumps(doc))
+    return str(out)
+
+
+def test_the_zone_outage_leaves_two_pending_with_the_default_policy(capsys: Any) -> None:
+    code, out, _ = run(
+        capsys, "--snapshot", OUTAGE, "--unreachable-nodes", f"{ZONE}=zone-a", "-o", "json"
+    )
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["unreachableNodes"] == ["node-a1", "node-a2"]
+    assert doc["pending"] == ["shop/web-6f7c-a1", "shop/web-6f7c-a2"]
+    assert doc["notRecreated"] == ["shop/db-0"]
+    assert doc["withHonor"] == {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2}}
+    web = next(w for w in doc["workloads"] if w["name"] == "web")
+    assert web["constraints"][0]["before"] == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
+    assert web["constraints"][0]["domains"] == {"zone-a": 0, "zone-b": 2, "zone-c": 2}
+
+
+def test_the_zone_outage_leaves_none_pending_with_honor(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = run(
+        capsys,
+        "--snapshot",
+        with_honor(tmp_path),
+        "--unreachable-nodes",
+        f"{ZONE}=zone-a",
+        "-o",
+        "json",
+    )
+    doc = json.loads(out)
+    assert (code, doc["pending"], doc["notRecreated"]) == (0, [], ["shop/db-0"])
+    web = next(w for w in doc["workloads"] if w["name"] == "web")
+    assert web["constraints"][0]["domains"] == {"zone-b": 3, "zone-c": 3}
+
+
+def test_the_drills_text_reads_at_a_glance(capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", OUTAGE, "--unreachable-nodes", f"{ZONE}=zone-a")
+    assert "      zone-a  ███████████████   2 ->   0\n" in out
+    assert "  2 pending: 4 node(s) didn't match pod topology spread constraints; " in out
+    assert "    shop/db-0\n" in out
+    assert "    Deployment shop/web: recovers, 2 of 2 pending placed\n" in out
+    code, out, _ = run(capsys, "--snapshot", OUTAGE, "--drain-nodes", f"{ZONE}=zone-a")
+    assert "  blocked shop/web-6f7c-a2: eviction refused by PodDisruptionBudget shop/web\n" in out
+    assert out.splitlines()[-1].endswith(", 2 pending, 1 blocked")
+
+
+@pytest.mark.parametrize("flag", ["--unreachable-nodes", "--drain-nodes"])
+def test_a_bad_drill_selector_is_a_usage_error(flag: str, capsys: Any) -> None:
+    code, _, err = run(capsys, "--snapshot", OUTAGE, flag, "zone in (a")
+    assert code == 2 and flag in err
+
+
+def test_one_drill_per_run(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exc:
+        run(capsys, "--snapshot", OUTAGE, "--drain-nodes", "a=b", "--unreachable-nodes", "a=b")
+    assert exc.value.code == 2

@@ -291,11 +291,13 @@ def test_cli_audit_plan_balanced(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_cli_audit_plan_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The text report shows the moves as kubectl lines."""
+    """The text report shows the moves as evictions (never `kubectl delete pod`, which
+    bypasses PodDisruptionBudgets)."""
     code = main(["audit", "--snapshot", _snapshot(tmp_path, cluster("3/1")), "--plan"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "kubectl delete pod -n default web-" in out and "a1 -> b1" in out
+    assert "  evict default/web-" in out and "a1 -> b1" in out
+    assert "Eviction API" in out and "kubectl delete pod -n" not in out
     assert "1 moves" in out
 
 

@@ -406,8 +406,10 @@ def test_an_ipv6_metrics_bind_is_read() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--plan"], "--plan and --without-nodes are for a one-shot audit"),
-        (["--without-nodes", "zone=a"], "--plan and --without-nodes"),
+        (["--plan"], "--plan and the drills (--without-nodes, "),
+        (["--without-nodes", "zone=a"], "--unreachable-nodes, --drain-nodes) are for a one-shot"),
+        (["--unreachable-nodes", "zone=a"], "are for a one-shot audit"),
+        (["--drain-nodes", "zone=a"], "are for a one-shot audit"),
         (["--snapshot", "-"], "give a file"),
         (["--interval-seconds", "-5"], "--interval-seconds: must be 0 or more"),
     ],

@@ -8,7 +8,7 @@ import pytest
 
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from webhook.api.labels import parse_selector
-from webhook.audit.inventory import ClusterState
+from webhook.audit.inventory import ClusterState, unbound
 from webhook.audit.spread import evaluate
 from webhook.audit.whatif import diagnose_pending, queue_order, without_nodes
 from webhook.config import Settings
@@ -193,7 +193,7 @@ def test_a_displaced_pod_preempts_and_its_victim_is_re_placed() -> None:
     is re-placed on c1, which has 2 cpu left."""
     result = preempting("2")
     assert result.placed == {"default/critical": "b1", "default/batch-b1": "c1"}
-    assert result.evicted == ["default/batch-b1"]
+    assert result.preempted == ["default/batch-b1"]
     assert result.pending == []
     running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in result.state.running}
     assert running == {"critical": "b1", "batch-b1": "c1", "batch-c1": "c1"}
@@ -203,7 +203,7 @@ def test_a_victim_that_fits_nowhere_is_pending() -> None:
     """As above with c1 full too: the victim stays pending."""
     result = preempting("3")
     assert result.placed == {"default/critical": "b1"}
-    assert result.evicted == ["default/batch-b1"]
+    assert result.preempted == ["default/batch-b1"]
     assert result.pending == ["default/batch-b1"]
 
 
@@ -232,12 +232,21 @@ def test_pending_pods_are_diagnosed_for_scale_up() -> None:
 
 
 def test_diagnose_pending_takes_the_drills_pods_and_state() -> None:
-    """The function every drill calls: its pending pods (as they ran) and the state
-    after it; node groups by settings.node_group_labels."""
+    """The function every drill calls: its pending pods (key -> the replacement, unbound)
+    and the state after it; node groups by settings.node_group_labels."""
     state = ClusterState.from_objects([node("b1", "b", pods="1"), pod("p2", "b1")])
-    lost = pod("p1", "a1")
+    lost = {"default/p1": unbound(pod("p1", "a1"))}
     pools = Settings(node_group_labels=("kubernetes.io/hostname",))
-    assert diagnose_pending(state, [lost], pools).to_json() == {
+    assert diagnose_pending(state, lost, pools).to_json() == {
         "default/p1": [{"group": "b1", "zone": "b"}]
     }
-    assert diagnose_pending(state, [lost]).to_json() == {"default/p1": []}
+    assert diagnose_pending(state, lost).to_json() == {"default/p1": []}
+
+
+
+def test_the_pods_of_removed_nodes_leave_the_snapshot() -> None:
+    """Deleted nodes take the pods bound to them along (the pod garbage collector),
+    also those not re-placed: a DaemonSet's pod no longer exists anywhere."""
+    agent = pod("agent", "a1", owner=("DaemonSet", "agent"), spread=False)
+    result = drill(node("a1", "a"), node("b1", "b"), agent)
+    assert result.state.snapshot.pods_in("default") == []

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests import paths
+from tests.advice_messages import outage
 from tests.builders import (
     DNS,
     SA,
@@ -24,6 +25,8 @@ from tests.builders import (
 )
 from webhook.cli.main import build_parser, main
 from webhook.validation.advice import WARNING_IDS
+
+OUTAGE_ID = "outage-blocks-replacements"
 
 DATA = paths.DATA
 STORED = DATA / "stored" / "pods-v1.34.yaml"
@@ -120,7 +123,8 @@ def test_server_version_picks_the_rules(
     assert got == code
     assert [e["field"] for e in entry["errors"]] == ([field] if field else [])
     ids = [w["id"] for w in entry["warnings"]]
-    assert ids == ([] if field else ["match-label-key-in-selector"])
+    # The zone constraint's outage advice reads no matchLabelKeys: given either way.
+    assert ids == ([OUTAGE_ID] if field else ["match-label-key-in-selector", OUTAGE_ID])
 
 
 def test_duplicated_match_label_keys_get_the_would_be_rejected_advice(
@@ -144,7 +148,12 @@ def test_duplicated_match_label_keys_get_the_would_be_rejected_advice(
             "message": "pod-template-hash is listed twice in matchLabelKeys; kube-apiserver "
             "v1.34+ merges it into labelSelector twice when it creates each pod and then "
             "rejects the pod (exists in both matchLabelKeys and labelSelector)",
-        }
+        },
+        {
+            "id": OUTAGE_ID,
+            "field": "spec.template.spec.topologySpreadConstraints[0].nodeTaintsPolicy",
+            "message": outage("").removeprefix(".nodeTaintsPolicy: "),
+        },
     ]
 
 
@@ -205,7 +214,12 @@ def test_quiet_by_default_verbose_lists_everything(capsys: pytest.CaptureFixture
     """Problems only, then the summary; -v names every object, skipped ones too."""
     code, out, _ = run(capsys, str(CHART))
     assert code == 0
-    assert out.splitlines() == ["1 file, 5 objects: 2 checked, 0 invalid, 0 warnings, 3 skipped"]
+    # The web Deployment's zone constraint leaves nodeTaintsPolicy unset: its one problem.
+    path = "spec.template.spec.topologySpreadConstraints[0]"
+    assert out.splitlines() == [
+        f'{CHART}: Deployment.apps "web": warning: {outage(path)} [{OUTAGE_ID}]',
+        "1 file, 5 objects: 2 checked, 0 invalid, 1 warning, 3 skipped",
+    ]
     code, out, _ = run(capsys, "-v", str(CHART))
     lines = out.splitlines()
     assert f'{CHART}: Deployment.apps "web" is valid (as a new object)' in lines
@@ -213,7 +227,7 @@ def test_quiet_by_default_verbose_lists_everything(capsys: pytest.CaptureFixture
         f'{CHART}: ConfigMap "web" skipped: kind ConfigMap has no pod template '
         "topospread knows" in lines
     )
-    assert len(lines) == 6
+    assert len(lines) == 7
 
 
 def test_summary_counts_invalid_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
@@ -296,14 +310,20 @@ def ghost_pod(**annotations: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("obj", "argv", "ids"),
     [
-        (ghost_pod(), [], ["selector-misses-pod"]),
-        (ghost_pod(), ["--ignore", "selector-misses-pod"], []),
-        (ghost_pod(), ["--ignore", "null-label-selector,selector-misses-pod"], []),
-        (ghost_pod(**{"topospread.io/ignore": "selector-misses-pod"}), [], []),
+        (ghost_pod(), [], ["selector-misses-pod", OUTAGE_ID]),
+        (ghost_pod(), ["--ignore", "selector-misses-pod"], [OUTAGE_ID]),
+        (ghost_pod(), ["--ignore", f"null-label-selector,selector-misses-pod,{OUTAGE_ID}"], []),
+        (ghost_pod(), ["--ignore", OUTAGE_ID], ["selector-misses-pod"]),
+        (ghost_pod(**{"topospread.io/ignore": "selector-misses-pod"}), [], [OUTAGE_ID]),
         (
             ghost_pod(**{"topospread.io/ignore": "unknown-topology-key"}),
             [],
-            ["selector-misses-pod"],
+            ["selector-misses-pod", OUTAGE_ID],
+        ),
+        (
+            ghost_pod(**{"topospread.io/ignore": f"selector-misses-pod, {OUTAGE_ID}"}),
+            [],
+            [],
         ),
     ],
 )
@@ -320,7 +340,7 @@ def test_annotation_on_the_pod_template_silences_too(
 ) -> None:
     deploy = workload("Deployment", ghost_pod(**{"topospread.io/ignore": "selector-misses-pod"}))
     code, out, _ = run(capsys, "-o", "json", write(tmp_path, "d.yaml", deploy))
-    assert entries(out)[0]["warnings"] == []
+    assert [w["id"] for w in entries(out)[0]["warnings"]] == [OUTAGE_ID]
 
 
 def test_unknown_ignore_id_is_refused_with_a_suggestion(
@@ -430,7 +450,8 @@ def test_snapshot_runs_validate_foresight(
     )
     code, out, _ = run(capsys, "-o", "json", "--snapshot", snap, pod)
     assert code == 0
-    [warning] = entries(out)[0]["warnings"]
+    advice, warning = entries(out)[0]["warnings"]
+    assert advice["id"] == OUTAGE_ID
     assert warning["id"] == "unschedulable"
     assert warning["field"] == "spec.topologySpreadConstraints[0]"
     assert warning["message"].startswith("no node fits: maxSkew 1 over topology.kubernetes.io/zone")

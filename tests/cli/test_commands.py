@@ -337,7 +337,11 @@ def test_mutate_output_checks_clean_for_the_same_server(
     stdin(monkeypatch, out.encode())
     code, out, err = run(capsys, "check", "--server-version", version, "-")
     assert code == 0, out + err
-    assert out.splitlines()[-1] == "1 file, 2 objects: 2 checked, 0 invalid, 0 warnings, 0 skipped"
+    # Valid as mutated; each pod keeps its one piece of advice (nodeTaintsPolicy unset).
+    assert out.splitlines()[-1] == "1 file, 2 objects: 2 checked, 0 invalid, 2 warnings, 0 skipped"
+    assert [line.rsplit(" ", 1)[-1] for line in out.splitlines()[:-1]] == [
+        "[outage-blocks-replacements]"
+    ] * 2
 
 
 def test_mutate_follows_the_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -68,7 +68,8 @@ CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
         {
             "endpoint": "validate", "decision": "allowed", "status": 200, "uid": "u-2",
             "kind": "Pod", "namespace": "shop", "name": "web", "operation": "CREATE",
-            "dry_run": False, "warnings": 1,
+            # deprecated-topology-key, outage-blocks-replacements
+            "dry_run": False, "warnings": 2,
         },
     ),
     (
@@ -78,7 +79,8 @@ CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
         {
             "endpoint": "validate", "decision": "allowed", "status": 200, "uid": "u-3",
             "kind": "Pod", "namespace": "shop", "name": "web-", "operation": "CREATE",
-            "dry_run": True, "warnings": 0,
+            # outage-blocks-replacements (a zone DoNotSchedule, nodeTaintsPolicy unset)
+            "dry_run": True, "warnings": 1,
         },
     ),
     (

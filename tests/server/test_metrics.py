@@ -105,7 +105,7 @@ CASES: list[tuple[str, str, Any, tuple[str, str, str], dict[tuple[str, str], flo
         review(web_pod(key="failure-domain.beta.kubernetes.io/zone")),
         ("Pod", "CREATE", "allowed"),
         {},
-        1,
+        2,  # deprecated-topology-key, outage-blocks-replacements
     ),
     (
         "pod-patched",

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.advice_messages import outage
 from tests.builders import (
     DNS,
     HOSTNAME,
@@ -18,7 +19,7 @@ from tests.builders import (
     selector,
     workload,
 )
-from webhook.validation.advice import object_warnings
+from webhook.validation.advice import object_advice, object_warnings
 
 P = "spec.topologySpreadConstraints"
 WEB = selector({"app": "web"})
@@ -26,6 +27,7 @@ GHOST = (
     "labelSelector: does not select this pod's own labels; the constraint counts other pods "
     "but never this pod or its replicas, which can then pile up in one domain (ghost pods)"
 )
+OUTAGE = outage(f"{P}[0]")
 WELL_KNOWN = (
     "is not a well-known topology label (kubernetes.io/hostname, topology.kubernetes.io/zone, "
     "topology.kubernetes.io/region); nodes without it are left out of the spread"
@@ -36,7 +38,7 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] 
     (
         "good-pod",
         [
-            constraint(1, ZONE, DNS, WEB, minDomains=2),
+            constraint(1, ZONE, DNS, WEB, minDomains=2, nodeTaintsPolicy="Honor"),
             constraint(1, HOSTNAME, SA, WEB),
             constraint(2, REGION, SA, {}, matchLabelKeys=["app"]),
         ],
@@ -49,7 +51,8 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] 
         None,
         [
             f"{P}[0].topologyKey: failure-domain.beta.kubernetes.io/zone is deprecated since "
-            'v1.17; use "topology.kubernetes.io/zone" instead'
+            'v1.17; use "topology.kubernetes.io/zone" instead',
+            OUTAGE,
         ],
     ),
     (
@@ -67,12 +70,17 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] 
         None,
         [f"{P}[0].labelSelector: a null labelSelector results in matching no pod"],
     ),
-    ("ghost-pods", [constraint(1, ZONE, DNS, selector({"app": "db"}))], None, [f"{P}[0].{GHOST}"]),
+    (
+        "ghost-pods",
+        [constraint(1, ZONE, DNS, selector({"app": "db"}))],
+        None,
+        [f"{P}[0].{GHOST}", OUTAGE],
+    ),
     (
         "ghost-pods-expression",
         [constraint(1, ZONE, DNS, exists("tier"))],
         None,
-        [f"{P}[0].{GHOST}"],
+        [f"{P}[0].{GHOST}", OUTAGE],
     ),
     (
         "empty-selector",
@@ -80,7 +88,8 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] 
         None,
         [
             f"{P}[0].labelSelector: an empty labelSelector selects every pod in the namespace, "
-            "so unrelated pods are counted in the spread"
+            "so unrelated pods are counted in the spread",
+            OUTAGE,
         ],
     ),
     (
@@ -89,7 +98,8 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, str] | None, list[str]]] 
         None,
         [
             f"{P}[0].matchLabelKeys[0]: the pod has no label pod-template-hash; "
-            "the key is skipped and narrows nothing"
+            "the key is skipped and narrows nothing",
+            OUTAGE,
         ],
     ),
     (
@@ -157,7 +167,10 @@ def test_controller_labels_are_not_missing(kind: str, key: str, spec_path: str) 
         kind,
         constrained_pod(constraint(1, ZONE, DNS, selector({"app": "db"}), matchLabelKeys=[key])),
     )
-    assert object_warnings(obj) == [f"{spec_path}.topologySpreadConstraints[0].{GHOST}"]
+    assert object_warnings(obj) == [
+        f"{spec_path}.topologySpreadConstraints[0].{GHOST}",
+        outage(f"{spec_path}.topologySpreadConstraints[0]"),
+    ]
 
 
 def test_template_key_in_selector_warns_about_pod_rejection() -> None:
@@ -168,7 +181,8 @@ def test_template_key_in_selector_warns_about_pod_rejection() -> None:
     assert object_warnings(obj) == [
         "spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]: app is also in "
         "labelSelector; kube-apiserver v1.34+ merges it into labelSelector when it creates each "
-        "pod and then rejects the pod (exists in both matchLabelKeys and labelSelector)"
+        "pod and then rejects the pod (exists in both matchLabelKeys and labelSelector)",
+        outage("spec.template.spec.topologySpreadConstraints[0]"),
     ]
 
 
@@ -195,3 +209,63 @@ def test_warnings_never_raise(obj: Any) -> None:
     warnings = object_warnings(obj)
     assert all(w.startswith(P) for w in warnings)
     assert all("labelSelector: a null labelSelector" in w for w in warnings)
+
+
+# ---- outage-blocks-replacements ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "warned"),
+    [
+        ("zone, DoNotSchedule, nodeTaintsPolicy unset", constraint(1, ZONE, DNS, WEB), True),
+        ("region is a failure domain too", constraint(1, REGION, DNS, WEB), True),
+        (
+            "deprecated zone key",
+            constraint(1, "failure-domain.beta.kubernetes.io/zone", DNS, WEB),
+            True,
+        ),
+        ("nodeTaintsPolicy Honor", constraint(1, ZONE, DNS, WEB, nodeTaintsPolicy="Honor"), False),
+        (
+            "nodeTaintsPolicy Ignore, stated: a choice",
+            constraint(1, ZONE, DNS, WEB, nodeTaintsPolicy="Ignore"),
+            False,
+        ),
+        ("ScheduleAnyway never blocks", constraint(1, ZONE, SA, WEB), False),
+        ("hostname: a node, not a failure domain", constraint(1, HOSTNAME, DNS, WEB), False),
+        ("a nil selector counts no pod: cannot block", constraint(1, ZONE, DNS, None), False),
+        (
+            "an invalid constraint gets no advice",
+            constraint(1, ZONE, DNS, selector({"a b": "x"})),
+            False,
+        ),
+    ],
+)
+def test_outage_advice_where_the_constraint_is_written(
+    name: str, raw: dict[str, Any], warned: bool
+) -> None:
+    ids = [a.id for a in object_advice(constrained_pod(raw))]
+    assert ("outage-blocks-replacements" in ids) is warned, name
+
+
+def test_outage_advice_on_a_key_the_config_declares() -> None:
+    """topologyKeys the config declares are failure domains (racks, rooms)."""
+    obj = constrained_pod(constraint(1, "example.com/rack", DNS, WEB))
+    assert [a.id for a in object_advice(obj)] == ["unknown-topology-key"]
+    advice = object_advice(obj, topology_keys=["example.com/rack"])
+    assert [(a.id, a.field) for a in advice] == [
+        ("outage-blocks-replacements", f"{P}[0].nodeTaintsPolicy")
+    ]
+
+
+def test_outage_advice_is_suppressed_like_every_warning() -> None:
+    obj = constrained_pod(constraint(1, ZONE, DNS, WEB))
+    obj["metadata"]["annotations"] = {"topospread.io/ignore": "outage-blocks-replacements"}
+    assert object_warnings(obj) == []
+
+
+def test_outage_advice_fits_a_warning_on_the_longest_path() -> None:
+    """256 runes: kube-apiserver's limit for one warning, with a CronJob's path."""
+    obj = workload("CronJob", constrained_pod(*[constraint(1, ZONE, DNS, WEB)] * 11))
+    longest = object_warnings(obj)[-1]
+    assert longest.startswith("spec.jobTemplate.spec.template.spec.topologySpreadConstraints[10]")
+    assert len(longest) <= 256

@@ -168,15 +168,47 @@ def _light_meta(pod: RawObj, shared: Any = None) -> RawObj:
     return out
 
 
-_PHASES: dict[Any, RawObj] = {}
+# One status dict per (phase, Ready condition status): what the audit reads of a pod's
+# status (spreads skip finished pods; PodDisruptionBudgets count Ready ones).
+_STATUSES: dict[Any, RawObj] = {}
+
+
+def _ready_status(status: RawObj) -> str | None:
+    """The status ("True", "False", "Unknown") of the pod's Ready condition, None
+    when it reports none."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    for c in conditions:
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            value = c.get("status")
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _kept_status(status: RawObj) -> RawObj | None:
+    phase = status.get("phase")
+    ready = _ready_status(status)
+    if phase is None and ready is None:
+        return None
+    if phase is not None and not isinstance(phase, str):
+        return {"phase": phase}  # malformed: kept as read, never shared
+    key = (phase, ready)
+    kept = _STATUSES.get(key)
+    if kept is None:
+        kept = {} if phase is None else {"phase": sys.intern(phase)}
+        if ready is not None:
+            kept["conditions"] = [{"type": "Ready", "status": ready}]
+        _STATUSES[key] = kept
+    return kept
 
 
 def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> RawObj:
     """A pod as the audit keeps it: its metadata's identity, labels and owners, its
     spec without what no scheduler plugin reads (env, probes, commands, mounts), its
-    phase. `spec`: that trimmed spec when already at hand (shared by the replicas of
-    one controller), without nodeName. A 150,000-pod cluster's full pods would not fit
-    in memory."""
+    phase and Ready condition. `spec`: that trimmed spec when already at hand (shared by
+    the replicas of one controller), without nodeName. A 150,000-pod cluster's full pods
+    would not fit in memory."""
     full = as_dict(pod.get("spec"))
     shared = _trimmed_spec(full) if spec is None else spec
     node = full.get("nodeName")
@@ -187,25 +219,26 @@ def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> 
         # A shallow copy: the replicas share every field's value but their node.
         "spec": {**shared, "nodeName": node} if node is not None else shared,
     }
-    phase = as_dict(pod.get("status")).get("phase")
-    if isinstance(phase, str):
-        status = _PHASES.get(phase)
-        if status is None:
-            status = _PHASES.setdefault(sys.intern(phase), {"phase": phase})
+    status = _kept_status(as_dict(pod.get("status")))
+    if status is not None:
         out["status"] = status
-    elif phase is not None:
-        out["status"] = {"phase": phase}
     return out
 
 
 def _owner_view(obj: RawObj) -> RawObj:
+    """An owner's identity, its owner references and its scale (spec.replicas: what the
+    disruption controller reads as a controller's expected pods)."""
     meta = meta_of(obj)
-    return {
+    out: RawObj = {
         "kind": obj.get("kind"),
         "metadata": {
             k: meta[k] for k in ("name", "namespace", "uid", "ownerReferences") if k in meta
         },
     }
+    replicas = as_dict(obj.get("spec")).get("replicas")
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
+        out["spec"] = {"replicas": replicas}
+    return out
 
 
 @dataclass

@@ -8,6 +8,12 @@ and the target stays within allocatable); only pods a controller recreates move,
 at most once (an evicted pod comes back under another name). Counts after each move
 are the scheduler's own (spread.spread_of on the copy).
 
+**Budgets.** Every move is an eviction, so a pod whose eviction a PodDisruptionBudget
+refuses (budgets.py: the disruption controller's count, the Eviction API's rule) never
+moves; a workload left violated because of it says which budget holds it. The moves
+are carried out in order, each after the previous pod's replacement is placed, and
+then every eviction is allowed at its turn (_hold_by_budgets says why).
+
 First, a workload whose constraints no state satisfies (bounds.conflict: one window
 per constraint does not fit the capacity and the pods that cannot move, or a zone
 and a hostname constraint over nodes spread so unevenly that no count per node
@@ -63,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.audit.bounds import conflict, lower_bound
+from webhook.audit.budgets import Budgets
 from webhook.audit.inventory import ClusterState, pod_signature
 from webhook.audit.moves import Workspace
 from webhook.audit.spread import WorkloadSpread
@@ -314,6 +321,32 @@ class _Planner:
         return False
 
 
+def _hold_by_budgets(space: Workspace, budgets: Budgets) -> dict[str, str]:
+    """Keep in place every pod whose eviction a PodDisruptionBudget refuses now; workload
+    -> the first such budget, described.
+
+    A move is an eviction whose replacement is placed (and Ready) before the next one,
+    so along a plan each budget's healthy count never falls, and whether an eviction
+    is allowed (budgets.Budgets.blocker) only grows with it: a pod allowed to go now is
+    allowed at its turn, whatever the order. CAVEAT: a pod refused now stays refused,
+    even where moving an unready pod of its budget first would have made room.
+    """
+    if not budgets:
+        return {}
+    held: dict[str, str] = {}
+    for key in sorted(space.movers):
+        budget = budgets.blocker(space.pods[key])
+        if budget is None:
+            continue
+        space.movers.discard(key)
+        node = space.where[key]
+        if key in space.bystanders.get(node, ()):
+            space.bystanders[node].remove(key)
+        workload = str(space.workload.get(key, ""))
+        held.setdefault(workload, budgets.describe(budget.split(", ")[0]))
+    return held
+
+
 def _by_workload(space: Workspace, entries: Iterable[int]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for i in entries:
@@ -334,6 +367,7 @@ def make_plan(
     violated = [i for i, t in enumerate(space.tracked) if t.excess > 0]
     if not violated:
         return Plan([], True)
+    held = _hold_by_budgets(space, Budgets.from_state(state))
     reasons: dict[str, str] = {}
     own = _by_workload(space, range(len(space.tracked)))
     active: list[int] = []
@@ -354,12 +388,17 @@ def make_plan(
     space.refresh(moved)
     left = [i for i, t in enumerate(space.tracked) if t.excess > 0]
     for name, entries in _by_workload(space, left).items():
-        if name in reasons:
-            continue
-        t = space.tracked[entries[0]]
-        reasons[name] = (
-            f"{t.spread.topology_key} maxSkew {t.max_skew}: no feasible move lowers the "
-            f"skew further (skew {t.skew} after this plan)"
-        )
+        if name not in reasons:
+            t = space.tracked[entries[0]]
+            reasons[name] = (
+                f"{t.spread.topology_key} maxSkew {t.max_skew}: no feasible move lowers the "
+                f"skew further (skew {t.skew} after this plan)"
+            )
+        budget = held.get(name)
+        if budget is not None:
+            reasons[name] = (
+                f"{budget}: no eviction of its pods is allowed, so no order of evictions "
+                f"that respects it fixes this ({reasons[name]})"
+            )
     moves = [Move(key, frm, to, str(space.workload.get(key, ""))) for key, frm, to in space.moves]
     return Plan(moves, not left, reasons, space.place_calls)

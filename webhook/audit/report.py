@@ -1,23 +1,28 @@
 """The audit's answer: the JSON document of the interface, and the text a person reads.
 
-    report = AuditReport(spreads, plan=plan, drill=drill)
+    report = AuditReport(spreads, plan=plan, drill=drill, before=before, honor=honor)
     json.dumps(report.to_json()); render_text(report, colour=False); report.exit_code
 
-Text: one block per violated workload (each domain's count as a bar, the skew
-against maxSkew, the plan's moves as kubectl lines), the pending pods of a drill,
-then one summary line. Exit code: 1 when something is violated in the state
-reported, else 0.
+Text: with a drill, first what it did (nodes, evictions, pods down), then per affected
+workload each domain's count before -> after as bars, the pending pods grouped by
+reason, the pods not coming back, budgets that blocked a drain, and after an outage
+which workloads nodeTaintsPolicy: Honor would let recover. Then one block per
+violated workload (each domain's count as a bar, the skew against maxSkew, the plan's
+evictions), then one summary line. Exit code: 1 when something is violated in the
+state reported, else 0.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.audit.drills import HonorComparison
 from webhook.audit.plan import Plan
 from webhook.audit.spread import ConstraintSpread, WorkloadSpread
-from webhook.audit.whatif import WhatIf
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, WhatIf
 from webhook.scheduler.scaleup import Diagnosis
 
 __all__ = ["BAR_WIDTH", "AuditReport", "render_text", "scale_up_json", "scale_up_text"]
@@ -25,14 +30,42 @@ __all__ = ["BAR_WIDTH", "AuditReport", "render_text", "scale_up_json", "scale_up
 BAR_WIDTH = 30
 
 
+# Each domain's bar in the before -> after view of a drill.
+DRILL_BAR_WIDTH = 15
+# Pending pods named per group of reasons; the rest are counted.
+NAMED_PENDING = 5
+
+
+def entry_key(workload: str, c: ConstraintSpread) -> str:
+    """What identifies an entry across a drill: its workload, index, whenUnsatisfiable,
+    topology key and selector (its counts change)."""
+    return json.dumps(
+        [workload, c.index, c.when_unsatisfiable, c.topology_key, c.selector],
+        sort_keys=True,
+        default=str,
+    )
+
+
 @dataclass(frozen=True)
 class AuditReport:
-    """spreads: every audited workload; plan: with --plan; drill: with --without-nodes
-    (then `spreads` are of the state after re-placement)."""
+    """spreads: every audited workload; plan: with --plan; drill: with a drill (then
+    `spreads` are of the state after it); before: the spreads before the drill;
+    honor: after an outage, per workload with pending pods, those pods placed again
+    with nodeTaintsPolicy: Honor."""
 
     spreads: list[WorkloadSpread]
     plan: Plan | None = None
     drill: WhatIf | None = None
+    before: list[WorkloadSpread] | None = None
+    honor: dict[str, HonorComparison] | None = None
+
+    def before_domains(self) -> dict[str, dict[str, int]]:
+        """entry_key -> the entry's domains before the drill (the first such entry)."""
+        out: dict[str, dict[str, int]] = {}
+        for w in self.before or ():
+            for c in w.constraints:
+                out.setdefault(entry_key(str(w.workload), c), dict(c.domains))
+        return out
 
     @property
     def violations(self) -> int:
@@ -47,21 +80,36 @@ class AuditReport:
         return 1 if self.violations else 0
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "workloads": [w.to_json() for w in self.spreads],
-            "violations": self.violations,
-        }
+        workloads = [w.to_json() for w in self.spreads]
+        if self.drill is not None:
+            was = self.before_domains()
+            for w, doc in zip(self.spreads, workloads, strict=True):
+                for c, entry in zip(w.constraints, doc["constraints"], strict=True):
+                    entry["before"] = was.get(entry_key(str(w.workload), c), {})
+        out: dict[str, Any] = {"workloads": workloads, "violations": self.violations}
         if self.plan is not None:
             out["plan"] = [m.to_json() for m in self.plan.moves]
             out["planComplete"] = self.plan.complete
             out["planReasons"] = dict(self.plan.reasons)
-        if self.drill is not None:
-            out["removedNodes"] = list(self.drill.removed)
-            out["pending"] = list(self.drill.pending)
-            out["pendingReasons"] = {p: self.drill.reasons.get(p, {}) for p in self.drill.pending}
-            if self.drill.not_scheduled:
-                out["notScheduled"] = dict(self.drill.not_scheduled)
-            out["scaleUp"] = scale_up_json(self.drill.pending, self.drill.scale_up)
+        drill = self.drill
+        if drill is not None:
+            if drill.kind == WITHOUT:
+                out["removedNodes"] = list(drill.removed)
+            elif drill.kind == UNREACHABLE:
+                out["unreachableNodes"] = list(drill.removed)
+            else:
+                out["drainedNodes"] = list(drill.drained)
+                out["blocked"] = dict(drill.blocked)
+            out["pending"] = list(drill.pending)
+            out["pendingReasons"] = {p: drill.reasons.get(p, {}) for p in drill.pending}
+            out["notRecreated"] = list(drill.not_recreated)
+            if drill.not_scheduled:
+                out["notScheduled"] = dict(drill.not_scheduled)
+            if drill.preempted:
+                out["preempted"] = list(drill.preempted)
+            out["scaleUp"] = scale_up_json(drill.pending, drill.scale_up)
+            if self.honor is not None:
+                out["withHonor"] = {w: h.to_json() for w, h in self.honor.items()}
         return out
 
 
@@ -118,29 +166,149 @@ def _constraint_line(c: ConstraintSpread, paint: Paint) -> str:
 
 
 def _move_line(pod: str, from_node: str, to_node: str) -> str:
-    ns, _, name = pod.partition("/")
-    return f"  kubectl delete pod -n {ns} {name}   # {from_node} -> {to_node}"
+    return f"  evict {pod}   # {from_node} -> {to_node}"
+
+
+# Said once above a plan's moves: how to carry them out without bypassing budgets.
+EVICTION_NOTE = (
+    "moves are evictions through the Eviction API (as kubectl drain makes them, so "
+    "PodDisruptionBudgets apply), in this order, each once the previous pod's "
+    "replacement runs; kubectl delete pod would bypass the budgets"
+)
+
+
+def _bar(count: int, top: int) -> str:
+    return "█" * max(round(count * DRILL_BAR_WIDTH / top), 1 if count else 0) if top else ""
+
+
+def _drill_entry(c: ConstraintSpread, after: dict[str, int] | None, paint: Paint) -> list[str]:
+    """One entry's domains before -> after; a domain no longer eligible shows '-'."""
+    now = after if after is not None else {}
+    domains = sorted(set(c.domains) | set(now))
+    if not domains:
+        return ["      (no eligible domain)"]
+    width = max(len(d) for d in domains)
+    top = max([*c.domains.values(), *now.values(), 1])
+    lines = [
+        f"  [{c.index}] {c.topology_key}  {c.when_unsatisfiable}  maxSkew {c.max_skew}"
+        + (f"  minDomains {c.min_domains}" if c.min_domains is not None else "")
+    ]
+    for d in domains:
+        was = c.domains.get(d)
+        is_ = now.get(d)
+        left = f"{_bar(was or 0, top):<{DRILL_BAR_WIDTH}} {'-' if was is None else was:>3}"
+        right = f"{'-' if is_ is None else is_:>3} {_bar(is_ or 0, top)}"
+        line = f"      {d:<{width}}  {left} -> {right}".rstrip()
+        lines.append(paint(line, "yellow") if was != is_ else line)
+    return lines
+
+
+def _pending_groups(drill: WhatIf) -> list[tuple[str, list[str]]]:
+    """Pending pods grouped by their reasons (the groups in the order first met)."""
+    groups: dict[str, list[str]] = {}
+    for pod in drill.pending:
+        reasons = drill.reasons.get(pod, {})
+        why = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items())) or "no node"
+        groups.setdefault(why, []).append(pod)
+    return list(groups.items())
+
+
+def _named(pods: list[str]) -> str:
+    shown = ", ".join(pods[:NAMED_PENDING])
+    return shown + (f" and {len(pods) - NAMED_PENDING} more" if len(pods) > NAMED_PENDING else "")
+
+
+def _drill_head(drill: WhatIf) -> list[str]:
+    nodes = ", ".join(drill.removed) or "(none matched)"
+    if drill.kind == WITHOUT:
+        return [
+            f"without {len(drill.removed)} node(s): {nodes}",
+            f"  re-placed {len(drill.placed)} pod(s), {len(drill.pending)} pending",
+        ]
+    if drill.kind == UNREACHABLE:
+        return [
+            f"unreachable {len(drill.removed)} node(s): {nodes}",
+            "  (Ready Unknown, tainted node.kubernetes.io/unreachable NoSchedule and "
+            "NoExecute; evicted pods stay Terminating)",
+            f"  evicted {len(drill.disrupted)} pod(s); recreated and placed "
+            f"{len(drill.placed)}, pending {len(drill.pending)}, not recreated "
+            f"{len(drill.not_recreated)}",
+        ]
+    drained = ", ".join(drill.drained) or "none"
+    return [
+        f"drain {len(drill.removed)} node(s): {nodes}",
+        "  (cordoned, then evicted through the Eviction API in namespace/name order; "
+        "DaemonSet and mirror pods left alone)",
+        f"  evicted {len(drill.disrupted)} pod(s); replacements placed {len(drill.placed)}, "
+        f"pending {len(drill.pending)}; blocked {len(drill.blocked)}; drained: {drained}",
+    ]
+
+
+def _drill_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
+    out = _drill_head(drill)
+    out.append("")
+    after: dict[str, dict[str, int]] = {}
+    for w in report.spreads:
+        for c in w.constraints:
+            after.setdefault(entry_key(str(w.workload), c), dict(c.domains))
+    down: dict[str, int] = {}
+    for workload in drill.displaced.values():
+        down[str(workload)] = down.get(str(workload), 0) + 1
+    for w in report.before or ():
+        name = str(w.workload)
+        if name not in down or not w.constraints:
+            continue
+        out.append(paint(name, "bold") + f"  ({down[name]} pod(s) down)")
+        for c in w.constraints:
+            out.extend(_drill_entry(c, after.get(entry_key(name, c)), paint))
+        out.append("")
+    verdicts = drill.scale_up.verdicts if drill.scale_up is not None else {}
+    for why, pods in _pending_groups(drill):
+        out.append(f"  {paint(f'{len(pods)} pending', 'yellow')}: {why}")
+        out.append(f"    {_named(pods)}")
+        # Pods pending for the same reasons are mostly one workload's twins: one
+        # diagnosis line per distinct answer.
+        lines = dict.fromkeys(verdicts[p].line() for p in pods if p in verdicts)
+        out.extend(f"    {line}" for line in lines)
+    for pod, why_not in drill.not_scheduled.items():
+        out.append(f"  {pod}: {why_not}")
+    if drill.preempted:
+        out.append(f"  {len(drill.preempted)} preempted by higher-priority replacements:")
+        out.append(f"    {_named(drill.preempted)}")
+    if drill.not_recreated:
+        what = (
+            "StatefulSet pods wait for their Terminating predecessor; bare pods have no controller"
+            if drill.kind == UNREACHABLE
+            else "bare pods: no controller recreates them"
+        )
+        out.append(f"  {len(drill.not_recreated)} not recreated ({what}):")
+        out.append(f"    {_named(drill.not_recreated)}")
+    for pod, budget in drill.blocked.items():
+        out.append(
+            f"  {paint('blocked', 'red')} {pod}: eviction refused by PodDisruptionBudget {budget}"
+        )
+    if report.honor:
+        out.append("  with nodeTaintsPolicy: Honor on their DoNotSchedule constraints:")
+        for name, h in report.honor.items():
+            if h.recovers:
+                verdict = paint("recovers", "green")
+            elif not h.changed:
+                verdict = "no change (no constraint leaves tainted nodes in its domains)"
+            else:
+                verdict = paint("would not recover", "red") + (
+                    " (what is left is capacity, or minDomains / ScheduleAnyway)"
+                )
+            out.append(f"    {name}: {verdict}, {h.placed} of {h.pending} pending placed")
+    out.extend(scale_up_text(drill.pending, drill.scale_up, paint))
+    out.append("")
+    return out
 
 
 def render_text(report: AuditReport, paint: Paint = _plain) -> str:
     """The report for a terminal or a CI log (paint: colour, or none)."""
     out: list[str] = []
     if report.drill is not None:
-        drill = report.drill
-        out.append(
-            f"without {len(drill.removed)} node(s): {', '.join(drill.removed) or '(none matched)'}"
-        )
-        out.append(f"  re-placed {len(drill.placed)} pod(s), {len(drill.pending)} pending")
-        verdicts = drill.scale_up.verdicts if drill.scale_up is not None else {}
-        for pod in drill.pending:
-            why = "; ".join(f"{n} {r}" for r, n in drill.reasons.get(pod, {}).items())
-            out.append(f"  {paint('pending', 'yellow')} {pod}: {why or 'no node'}")
-            if pod in verdicts:
-                out.append(f"    {verdicts[pod].line()}")
-        for pod, why_not in drill.not_scheduled.items():
-            out.append(f"  {pod}: {why_not}")
-        out.extend(scale_up_text(drill.pending, drill.scale_up, paint))
-        out.append("")
+        out.extend(_drill_text(report, report.drill, paint))
     moves_by_workload: dict[str, list[str]] = {}
     if report.plan is not None:
         for m in report.plan.moves:
@@ -164,6 +332,8 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
         out.append("other moves of the plan:")
         out.extend(leftover)
         out.append("")
+    if report.plan is not None and report.plan.moves:
+        out.append(EVICTION_NOTE)
     summary = (
         f"{len(report.spreads)} workloads, {report.checked} constraints checked, "
         f"{report.violations} violated"
@@ -174,6 +344,8 @@ def render_text(report: AuditReport, paint: Paint = _plain) -> str:
             summary += " (plan incomplete)"
     if report.drill is not None:
         summary += f", {len(report.drill.pending)} pending"
+        if report.drill.kind == DRAIN:
+            summary += f", {len(report.drill.blocked)} blocked"
     colour = "red" if report.violations else "green"
     out.append(paint(summary, colour))
     return "\n".join(out) + "\n"

@@ -1,19 +1,27 @@
 """One audit, start to end: what the CLI runs once and the server runs on an interval.
 
-report = run_audit(state, settings, include_soft=False, plan=True, without=None)
+report = run_audit(state, settings, include_soft=False, plan=True, drill=("unreachable", sel))
+
+With a drill, the spreads reported are those of the state after it, each entry with
+the domains it had before (`before`); the outage drill also places its pending pods
+again with nodeTaintsPolicy: Honor (drills.with_honor).
 """
 
 from __future__ import annotations
 
 from webhook.api.kube import RawObj
+from webhook.audit.drills import drain_nodes, unreachable_nodes, with_honor
 from webhook.audit.inventory import ClusterState
 from webhook.audit.plan import make_plan
 from webhook.audit.report import AuditReport
 from webhook.audit.spread import evaluate
-from webhook.audit.whatif import without_nodes
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, without_nodes
 from webhook.config import Settings
 
-__all__ = ["run_audit"]
+__all__ = ["DRILLS", "run_audit"]
+
+# The drills by name: the nodes deleted, unreachable, or drained.
+DRILLS = {WITHOUT: without_nodes, UNREACHABLE: unreachable_nodes, DRAIN: drain_nodes}
 
 
 def run_audit(
@@ -23,13 +31,23 @@ def run_audit(
     include_soft: bool = False,
     plan: bool = False,
     without: RawObj | None = None,
+    drill: tuple[str, RawObj] | None = None,
 ) -> AuditReport:
-    """Evaluate every workload's spread (after removing the nodes `without` selects and
-    re-placing their pods, when given) and, when asked, plan the moves that fix it."""
-    drill = None
+    """Evaluate every workload's spread (after the drill, when given: `without` is the
+    --without-nodes drill's selector, `drill` any drill's (name, selector)) and, when
+    asked, plan the moves that fix it."""
     if without is not None:
-        drill = without_nodes(state, without, settings)
-        state = drill.state
+        drill = (WITHOUT, without)
+    outcome = None
+    before = None
+    honor = None
+    if drill is not None:
+        name, selector = drill
+        before = evaluate(state, include_soft=include_soft, args=settings.spread)
+        outcome = DRILLS[name](state, selector, settings)
+        state = outcome.state
+        if name == UNREACHABLE:
+            honor = with_honor(outcome, settings)
     spreads = evaluate(state, include_soft=include_soft, args=settings.spread)
     planned = make_plan(state, spreads, settings, include_soft=include_soft) if plan else None
-    return AuditReport(spreads, plan=planned, drill=drill)
+    return AuditReport(spreads, plan=planned, drill=outcome, before=before, honor=honor)

@@ -1,12 +1,12 @@
 """`topospread audit`: the spread of what already runs, a plan that fixes it, the
-zone-loss drill.
+drills (nodes deleted, unreachable, drained).
 
 Reads a snapshot file (`--snapshot`, which also holds the workloads: Deployments,
 DaemonSets, Jobs, CronJobs besides what `simulate` reads), a kubeconfig context
 (`--kubeconfig`, `--context`), the cluster the pod runs in (`--in-cluster`), or by
 default the current context of the default kubeconfig, as kubectl does. Exit 0 when
-nothing is violated, 1 when something is (in the state reported: after re-placement
-with --without-nodes), 2 on usage, read or connection errors.
+nothing is violated, 1 when something is (in the state reported: after the drill,
+with one), 2 on usage, read or connection errors.
 
 `--watch` is the server side (the audit Deployment): the same audit every
 audit.intervalSeconds until SIGTERM, exported on --metrics-bind (/metrics, /healthz,
@@ -27,6 +27,7 @@ import threading
 from dataclasses import replace
 from typing import Any, TextIO
 
+from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
@@ -35,6 +36,7 @@ from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
@@ -66,16 +68,32 @@ def read_state(args: argparse.Namespace, err: TextIO) -> ClusterState:
     return collector.state()
 
 
+# The drill flags: the drill each runs (run.DRILLS).
+DRILL_FLAGS = {
+    "without_nodes": WITHOUT,
+    "unreachable_nodes": UNREACHABLE,
+    "drain_nodes": DRAIN,
+}
+
+
+def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
+    """The drill the flags ask for, with its node selector parsed; InputError if bad."""
+    for attr, name in DRILL_FLAGS.items():
+        text = getattr(args, attr, None)
+        if text is None:
+            continue
+        try:
+            return name, parse_selector(text)
+        except ValueError as exc:
+            raise InputError(f"--{attr.replace('_', '-')}: {exc}") from exc
+    return None
+
+
 def cli_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)
-    without = None
-    if args.without_nodes is not None:
-        try:
-            without = parse_selector(args.without_nodes)
-        except ValueError as exc:
-            raise InputError(f"--without-nodes: {exc}") from exc
+    drill = _drill(args)
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
         report = run_audit(
@@ -83,7 +101,7 @@ def cli_audit(args: argparse.Namespace) -> int:
             settings,
             include_soft=args.include_soft,
             plan=args.plan,
-            without=without,
+            drill=drill,
         )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -100,9 +118,10 @@ def cli_audit(args: argparse.Namespace) -> int:
 
 def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     """The config's audit section with the flags that override it."""
-    if args.plan or args.without_nodes is not None:
+    if args.plan or any(getattr(args, attr, None) is not None for attr in DRILL_FLAGS):
         raise InputError(
-            "--watch audits the current state: --plan and --without-nodes are for a one-shot audit"
+            "--watch audits the current state: --plan and the drills (--without-nodes, "
+            "--unreachable-nodes, --drain-nodes) are for a one-shot audit"
         )
     audit = settings.audit
     interval = args.interval_seconds

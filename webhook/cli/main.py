@@ -133,6 +133,8 @@ examples:
   {prog} audit                                   the current kubeconfig context
   {prog} audit --plan                            and the fewest moves that fix it
   {prog} audit --without-nodes topology.kubernetes.io/zone=eu-west-1a
+  {prog} audit --unreachable-nodes topology.kubernetes.io/zone=eu-west-1a   an outage
+  {prog} audit --drain-nodes kubernetes.io/hostname=node-a1                can it go?
   kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
 deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes,\\
 poddisruptionbudgets,priorityclasses -A -o json > c.json
@@ -149,7 +151,7 @@ until SIGTERM, serves /metrics and /healthz, and with audit.policyReports (or
 --policy-reports) writes one PolicyReport per namespace. See docs/audit-server.md.
 
 exit status:
-  0  nothing is violated (after re-placement, with --without-nodes); --watch: stopped
+  0  nothing is violated (after the drill, with one); --watch: stopped
   1  a checked constraint is violated
   2  usage error, unreadable snapshot or config, unreachable cluster
 """
@@ -189,11 +191,24 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the fewest pod moves (evictions) after which nothing checked is violated",
     )
-    p.add_argument(
+    drills = p.add_argument_group("drills (one per run)").add_mutually_exclusive_group()
+    drills.add_argument(
         "--without-nodes",
         metavar="SELECTOR",
-        help="remove the nodes this label selector matches and re-place their pods first "
-        "(a zone-loss drill: topology.kubernetes.io/zone=eu-west-1a)",
+        help="delete the nodes this label selector matches and re-place their pods first "
+        "(instances gone: topology.kubernetes.io/zone=eu-west-1a)",
+    )
+    drills.add_argument(
+        "--unreachable-nodes",
+        metavar="SELECTOR",
+        help="an outage of these nodes as the cluster handles it: they stay, tainted "
+        "unreachable; their pods are evicted and recreated elsewhere (StatefulSet pods not)",
+    )
+    drills.add_argument(
+        "--drain-nodes",
+        metavar="SELECTOR",
+        help="kubectl drain these nodes: cordon, evict through the Eviction API as "
+        "PodDisruptionBudgets allow, replacements placed before each next eviction",
     )
     p.add_argument(
         "-o",

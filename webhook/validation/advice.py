@@ -20,7 +20,9 @@ from typing import Any
 
 from webhook.api.constraint import DO_NOT_SCHEDULE
 from webhook.api.kube import (
+    REGION,
     WELL_KNOWN_TOPOLOGY_KEYS,
+    ZONE,
     PodTemplate,
     RawObj,
     pod_template,
@@ -32,9 +34,11 @@ from webhook.api.names import (
     validate_label_name,
     validate_label_selector,
 )
+from webhook.validation.rules import validate_constraints
 
 __all__ = [
     "CONTROLLER_POD_LABELS",
+    "FAILURE_DOMAIN_KEYS",
     "DEPRECATED_NODE_LABELS",
     "IGNORE_ANNOTATION",
     "WARNING_IDS",
@@ -107,9 +111,26 @@ WARNING_IDS: dict[str, str] = {
     "match-label-key-duplicated": (
         "a matchLabelKeys entry listed twice: kube-apiserver v1.34+ rejects each pod"
     ),
+    "outage-blocks-replacements": (
+        "a DoNotSchedule constraint on a failure domain (zone, region, or a key the config "
+        "declares) with the default nodeTaintsPolicy: after an outage its replacements "
+        "cannot be scheduled"
+    ),
     "unschedulable": "with cluster state: no node can take the pod because of its constraints",
     "internal-error": "topospread could not check the object",
 }
+
+# Failure domains that an outage takes down as a whole: their nodes stay, tainted
+# unreachable, and with nodeTaintsPolicy unset still count as domains (the config's
+# topologyKeys are failure domains too).
+FAILURE_DOMAIN_KEYS = frozenset(
+    {
+        ZONE,
+        REGION,
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    }
+)
 
 # kube-apiserver merges matchLabelKeys into each created pod's labelSelector from here.
 _MERGE_SINCE = (1, 34)
@@ -224,6 +245,7 @@ def template_advice(
     )
     known = _KnownKeys(frozenset(topology_keys), node_label_keys)
     merges = not _before_merge(server_version)
+    invalid = _invalid_indices(constraints, path, server_version)
     warnings: list[Advice] = []
     for i, raw in enumerate(constraints):
         if raw is None:
@@ -251,6 +273,10 @@ def template_advice(
                 )
             )
         warnings.extend(_advice(raw, sub, tpl.kind, labels, added, known, merges))
+        if i not in invalid:
+            outage = _outage_advice(raw, sub, known)
+            if outage is not None:
+                warnings.append(outage)
     ignored = ignored_ids(obj, tpl)
     return [a for a in warnings if a.id not in ignored]
 
@@ -306,6 +332,57 @@ def _topology_key_advice(key: Any, sub: str, when: Any, known: _KnownKeys) -> Ad
         f"{key!s} is not a well-known topology label "
         f"({', '.join(WELL_KNOWN_TOPOLOGY_KEYS)}); nodes without it are left out of the spread"
         f"{unschedulable}{_hint(key, known)}",
+    )
+
+
+def _invalid_indices(
+    constraints: list[Any], path: str, server_version: tuple[int, int] | None
+) -> set[int]:
+    """The constraints with a field the outage advice reads that kube-apiserver (of
+    `server_version`) would reject (matchLabelKeys aside: its rules depend on how the
+    object is created, and the advice does not read it)."""
+    errors = validate_constraints(constraints, path, server_version=server_version)
+    bad = set()
+    for i in range(len(constraints)):
+        sub = f"{path}[{i}]"
+        read = tuple(f"{sub}.{f}" for f in _OUTAGE_FIELDS)
+        if any(e.field == sub or e.field.startswith(read) for e in errors):
+            bad.add(i)
+    return bad
+
+
+# The fields of a constraint _outage_advice reads (an error in one of them: no advice).
+_OUTAGE_FIELDS = (
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "labelSelector",
+    "minDomains",
+    "nodeTaintsPolicy",
+)
+
+
+def _outage_advice(raw: Mapping[str, Any], sub: str, known: _KnownKeys) -> Advice | None:
+    """A DoNotSchedule constraint over a failure domain with nodeTaintsPolicy unset: when
+    the domain fails, the node lifecycle controller taints its nodes
+    node.kubernetes.io/unreachable, but they still count as a domain holding 0 matching
+    pods, so no replacement fits anywhere else (KEP-3094, kubernetes#106127). An
+    explicit `nodeTaintsPolicy: Ignore` is taken as chosen; a constraint with a nil
+    selector counts no pod and cannot block. Only on constraints kube-apiserver accepts
+    (the caller checks)."""
+    key = raw.get("topologyKey")
+    if raw.get("labelSelector") is None:
+        return None
+    if raw.get("whenUnsatisfiable") != DO_NOT_SCHEDULE or "nodeTaintsPolicy" in raw:
+        return None
+    if not isinstance(key, str) or (key not in FAILURE_DOMAIN_KEYS and key not in known.declared):
+        return None
+    return Advice(
+        "outage-blocks-replacements",
+        f"{sub}.nodeTaintsPolicy",
+        # At most 256 runes with the longest path (a CronJob's), as a warning must be.
+        "unset (Ignore): a failed domain's nodes, tainted unreachable, still count with 0 "
+        "pods, so replacements stay Pending; Honor includes only the nodes the pod tolerates",
     )
 
 
