@@ -129,6 +129,23 @@ def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
     return reasons, unresolvable
 
 
+def _fits(checks: tuple[tuple[str, int], ...], node: NodeInfoLike) -> bool:
+    """Whether the pod fits the node for certain: a node without allocatable, or one
+    with room for a pod and for every request. False leaves it to fit_reasons (a
+    reason, or the DRA rule for a resource the node lacks)."""
+    allocatable = node_facts(node).allocatable
+    if allocatable is None:
+        return True
+    if len(node.pods) >= allocatable.get("pods", 0):
+        return False
+    requested = node.requested
+    for name, amount in checks:
+        total = allocatable.get(name)
+        if total is None or amount > total - requested.get(name, 0):
+            return False
+    return True
+
+
 class NodeResourcesFit:
     """Filter and Score, built once with its args (fit.go NewFit): the Filter's state is
     the pod's FitState; the Score is the scoring strategy's (fit_scoring.FitScoring)."""
@@ -161,17 +178,8 @@ class NodeResourcesFit:
         """Port of fit.go: Filter. A node where the pod fits is answered without
         gathering reasons (it runs on every node of a cluster)."""
         fit: FitState = state[self.name]
-        allocatable = node_facts(node).allocatable
-        if allocatable is None:
+        if _fits(fit.checks, node):
             return SUCCESS
-        if len(node.pods) < allocatable.get("pods", 0):
-            requested = node.requested
-            for name, amount in fit.checks:
-                total = allocatable.get(name)
-                if total is None or amount > total - requested.get(name, 0):
-                    break  # a reason, or the DRA rule for a resource the node lacks
-            else:
-                return SUCCESS
         reasons, unresolvable = fit_reasons(fit, node)
         if not reasons:
             return SUCCESS
@@ -183,6 +191,15 @@ class NodeResourcesFit:
         Plain strings, cheap to hash ("" when the pod fits)."""
         status = self.filter(state, pod, node)
         return "" if status is SUCCESS else (status.code.value, status.reason, status.parts)
+
+    def node_keys(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> list[Hashable | None]:
+        """node_key of each of `nodes`, in order (the NodeKeysBatch hook: it is read on
+        every node of a cluster for each new pod shape)."""
+        checks = state[self.name].checks
+        node_key = self.node_key
+        return ["" if _fits(checks, n) else node_key(state, pod, n) for n in nodes]
 
     def node_state_key(self, node: NodeInfoLike) -> Hashable:
         """What Filter reads of a node whatever the pod (allocatable, pod count,
@@ -213,6 +230,12 @@ class NodeResourcesFit:
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
         """Port of fit.go: Score."""
         return self.scoring.score(state, pod, node)  # type: ignore[arg-type]
+
+    def score_nodes(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> tuple[list[int], Status]:
+        """Score on each of `nodes`, in order, in one call (the ScoreBatch hook)."""
+        return self.scoring.score_nodes(state, pod, nodes)  # type: ignore[arg-type]
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         return self.scoring.normalize_score(state, pod, scores)
