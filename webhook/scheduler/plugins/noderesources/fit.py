@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import and_, eq, le, ne, not_
 from typing import ClassVar
 
 from webhook.api.kube import RawObj
@@ -146,6 +148,69 @@ def _fits(checks: tuple[tuple[str, int], ...], node: NodeInfoLike) -> bool:
     return True
 
 
+# A resource the node does not list: no request fits in it (fit_reasons decides).
+_ABSENT = float("-inf")
+# A node without status.allocatable: every request fits.
+_UNLIMITED = float("inf")
+
+
+class _Room:
+    """What the nodes of one list have free, by position: whether each has room for one
+    more pod, and per resource (read when a pod first asks for it) allocatable less
+    requested. Kept while the nodes' generations are the same; rebuilt only for the
+    nodes whose generation moved. Never changed once built (threads share it)."""
+
+    def __init__(self, nodes: Sequence[NodeInfoLike], last: _Room | None) -> None:
+        self.generations = [n.generation for n in nodes]
+        self.pod_room: list[bool]
+        self.free: dict[str, list[float]] = {}
+        if last is not None and len(last.generations) == len(self.generations):
+            moved = list(compress(range(len(nodes)), map(ne, self.generations, last.generations)))
+            self.pod_room = list(last.pod_room)
+            for i in moved:
+                self.pod_room[i] = _pod_room(nodes[i])
+            for name, column in last.free.items():
+                column = list(column)
+                for i in moved:
+                    column[i] = _free(nodes[i], name)
+                self.free[name] = column
+        else:
+            self.pod_room = [_pod_room(n) for n in nodes]
+
+    def holds(self, nodes: Sequence[NodeInfoLike]) -> bool:
+        """Whether these are the very nodes, at the same generations."""
+        return len(nodes) == len(self.generations) and all(
+            map(eq, (n.generation for n in nodes), self.generations)
+        )
+
+    def fits(
+        self, checks: tuple[tuple[str, int], ...], nodes: Sequence[NodeInfoLike]
+    ) -> list[bool]:
+        """Per node of `nodes` (the ones it holds), whether the pod fits for certain
+        (see _fits)."""
+        fits = self.pod_room
+        for name, amount in checks:
+            column = self.free.get(name)
+            if column is None:
+                column = [_free(n, name) for n in nodes]
+                self.free = {**self.free, name: column}
+            fits = list(map(and_, fits, map(le, repeat(amount), column)))
+        return fits
+
+
+def _pod_room(node: NodeInfoLike) -> bool:
+    allocatable = node_facts(node).allocatable
+    return allocatable is None or len(node.pods) < allocatable.get("pods", 0)
+
+
+def _free(node: NodeInfoLike, name: str) -> float:
+    allocatable = node_facts(node).allocatable
+    if allocatable is None:
+        return _UNLIMITED
+    total = allocatable.get(name)
+    return _ABSENT if total is None else total - node.requested.get(name, 0)
+
+
 class NodeResourcesFit:
     """Filter and Score, built once with its args (fit.go NewFit): the Filter's state is
     the pod's FitState; the Score is the scoring strategy's (fit_scoring.FitScoring)."""
@@ -168,6 +233,7 @@ class NodeResourcesFit:
     def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
         self.args = args if args is not None else NodeResourcesFitArgs()
         self.scoring = FitScoring(args)
+        self._room: _Room | None = None
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
         """Port of fit.go: PreFilter."""
@@ -196,10 +262,19 @@ class NodeResourcesFit:
         self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
     ) -> list[Hashable | None]:
         """node_key of each of `nodes`, in order (the NodeKeysBatch hook: it is read on
-        every node of a cluster for each new pod shape)."""
+        every node of a cluster for each new pod shape). The nodes where the pod fits
+        for certain are found by comparing its requests with each node's free amounts
+        column by column in C (_Room, kept per node generation); the others get
+        node_key."""
         checks = state[self.name].checks
-        node_key = self.node_key
-        return ["" if _fits(checks, n) else node_key(state, pod, n) for n in nodes]
+        room = self._room
+        if room is None or not room.holds(nodes):
+            room = self._room = _Room(nodes, room)
+        fits = room.fits(checks, nodes)
+        keys: list[Hashable | None] = [""] * len(nodes)
+        for i in compress(range(len(nodes)), map(not_, fits)):
+            keys[i] = self.node_key(state, pod, nodes[i])
+        return keys
 
     def node_state_key(self, node: NodeInfoLike) -> Hashable:
         """What Filter reads of a node whatever the pod (allocatable, pod count,
