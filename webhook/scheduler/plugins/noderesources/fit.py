@@ -158,7 +158,9 @@ class _Room:
     """What the nodes of one list have free, by position: whether each has room for one
     more pod, and per resource (read when a pod first asks for it) allocatable less
     requested. Kept while the nodes' generations are the same; rebuilt only for the
-    nodes whose generation moved. Never changed once built (threads share it)."""
+    nodes whose generation moved. Threads share it: a column once built is never
+    changed, and a new one is added by replacing the dict (one lost to a race is only
+    read again)."""
 
     def __init__(self, nodes: Sequence[NodeInfoLike], last: _Room | None) -> None:
         self.generations = [n.generation for n in nodes]
