@@ -46,6 +46,8 @@ from webhook.scheduler.placement import (
     feasible_nodes,
     place,
     pod_ref,
+    selected_node,
+    settle,
     simulate,
 )
 from webhook.scheduler.plugins.podtopologyspread.common import (
@@ -646,7 +648,14 @@ def test_default_profile_equals_one_node_at_a_time(
     pod = _incoming(incoming)
 
     def check(p: dict[str, Any]) -> None:
-        _same_placement(place(p, snap, framework=fw), reference_place(p, snap, args, fw))
+        want = reference_place(p, snap, args, fw)
+        # The best-node path (simulate's copies after the first) first, so the whole
+        # decision after it runs on what it left remembered.
+        chosen = selected_node(p, snap, framework=fw)
+        if isinstance(chosen, Placement):
+            chosen = chosen.selected_node
+        assert chosen == want.selected_node
+        _same_placement(place(p, snap, framework=fw), want)
 
     check(pod)
     for n, (what, i, zone) in enumerate(changes):
@@ -654,6 +663,37 @@ def test_default_profile_equals_one_node_at_a_time(
         check(pod)
         if n == 0:
             check(_incoming(second))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    profile_incoming_st,
+    st.integers(1, 6),
+)
+def test_simulate_equals_place_replica_after_replica(nodes, residents, incoming, replicas) -> None:
+    """simulate() (whole decisions for the first copy, the best-node path for the rest)
+    places each copy where place() on the cluster with the copies before it bound
+    does, and place() there chooses what the node-by-node reference chooses."""
+    fw = framework_of(None, None)
+    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
+    pod = _incoming(incoming)
+    sim = simulate(pod, snap, replicas=replicas, framework=fw)
+    work = snap.copy()
+    for i in range(replicas):
+        name = "web" if i == 0 else f"web-{i + 1}"
+        while i > 0 and work.has_pod("default", name):
+            name += "-x"
+        copy = {**pod, "metadata": {**pod["metadata"], "name": name}}
+        decision = place(copy, work, framework=fw)
+        if decision.preemption is None:
+            want = reference_place(copy, work, SpreadArgs(), fw)
+            assert decision.selected_node == want.selected_node
+        node, _ = settle(decision, work)
+        assert sim.placements[i] == node, i
+        if node is not None:
+            work.add_pod(copy, node)
 
 
 def reference_explain(

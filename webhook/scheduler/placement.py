@@ -79,6 +79,7 @@ from webhook.scheduler.schedule_one import (
     find_nodes_that_fit_pod,
     prioritize_nodes,
     run_post_filter_plugins,
+    select_best_host,
     select_host,
     with_nominated_pods,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "not_scheduled",
     "place",
     "pod_ref",
+    "selected_node",
     "settle",
     "simulate",
     "spread_eligible_nodes",
@@ -314,6 +316,22 @@ def place(
     )
 
 
+def selected_node(
+    pod: RawObj, snapshot: Snapshot, *, framework: Framework | None = None
+) -> str | None | Placement:
+    """The node place() selects, without the verdicts of every node: the filter phase,
+    then the weighted sums alone (select_best_host); None when no cycle places it (a
+    scoring error). When the pod is held or fits nowhere (preemption reads every
+    node's verdict) the answer is place()'s whole Placement."""
+    fw = framework if framework is not None else _framework(DEFAULT_ARGS)
+    if not_scheduled(pod, fw) is not None:
+        return place(pod, snapshot, framework=fw)
+    fit = with_nominated_pods(pod, snapshot, fw, find_nodes_that_fit_pod(pod, snapshot, fw))
+    if not fit.diagnosis.feasible:
+        return place(pod, snapshot, framework=fw)
+    return select_best_host(fw, snapshot, fit)
+
+
 def feasible_nodes(
     pod: RawObj, snapshot: Snapshot, *, framework: Framework | None = None
 ) -> list[str]:
@@ -464,6 +482,7 @@ def simulate(
     ns = pod_namespace(pod)
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
+    fw = framework if framework is not None else _framework(args)
     placements: list[str | None] = []
     preemptions: list[Preemption | None] = []
     first: Placement | None = None
@@ -472,16 +491,21 @@ def simulate(
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
-        decision = place(copy, work, args, framework=framework)
+        # The first copy's whole Placement is reported; the others need only the node.
+        decision = place(copy, work, framework=fw) if first is None else None
         if first is None:
             first = decision
-        node, _ = settle(decision, work)
+        chosen = selected_node(copy, work, framework=fw) if decision is None else decision
+        if isinstance(chosen, Placement):
+            node, _ = settle(chosen, work)
+            preemption = chosen.preemption
+        else:
+            node, preemption = chosen, None
         placements.append(node)
-        preemptions.append(decision.preemption)
+        preemptions.append(preemption)
         if node is not None:
             work.add_pod(copy, node)
     assert first is not None
-    fw = framework if framework is not None else _framework(args)
     spread = _spread(fw)
     args = spread.args if spread is not None else DEFAULT_ARGS
     return Simulation(placements, first, distribution(pod, work, args), preemptions)

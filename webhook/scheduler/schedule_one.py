@@ -24,7 +24,7 @@ from webhook.scheduler.framework.memo import (
 from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
-from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map
+from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
@@ -46,6 +46,7 @@ __all__ = [
     "find_nodes_that_fit_pod",
     "prioritize_nodes",
     "run_post_filter_plugins",
+    "select_best_host",
     "select_host",
     "with_nominated_pods",
 ]
@@ -441,3 +442,17 @@ def select_host(fit: FitResult, priorities: Priorities) -> Last:
         priorities.row_info,
         fit.shared,
     )
+
+
+def select_best_host(fw: Framework, snapshot: Snapshot, fit: FitResult) -> str | None:
+    """The node select_host reports first (the first feasible node, in table order,
+    with the highest weighted sum): prioritizeNodes and selectHost without the score
+    rows, score maps and verdicts, for a caller that needs only the chosen node. None
+    when no node fits or scoring fails the cycle."""
+    feasible = fit.diagnosis.feasible
+    if not feasible:
+        return None
+    sums = weighted_sums(fw.scores, fit.prepared, snapshot, fit.table, feasible)
+    if isinstance(sums, str):
+        return None
+    return fit.table.names[feasible[sums.index(max(sums))]]

@@ -53,12 +53,14 @@ __all__ = [
     "NodeLabelKeyed",
     "NodeStateKeyed",
     "NodeInfoLike",
+    "NodeKeysBatch",
     "NodeVerdict",
     "Plugin",
     "PreFilterPlugin",
     "PodKeyed",
     "PreScorePlugin",
     "Reads",
+    "ScoreBatch",
     "ScoreKeyed",
     "ScoreLabelKeyed",
     "ScorePlugin",
@@ -335,6 +337,27 @@ class ColumnScore(Protocol):
     ) -> list[int]: ...
 
 
+@runtime_checkable
+class NodeKeysBatch(Protocol):
+    """FilterPlugin.node_key of many nodes in one call (a plugin whose key is its verdict
+    for the pod, read on every node of a cluster): one key per node of `nodes`, in
+    order, each exactly what node_key gives."""
+
+    def node_keys(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> list[Hashable | None]: ...
+
+
+@runtime_checkable
+class ScoreBatch(Protocol):
+    """Score on many nodes in one call: the raw scores of `nodes`, in order, each exactly
+    what Score gives, and SUCCESS; or the Status of the first node whose Score fails."""
+
+    def score_nodes(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> tuple[list[int], Status]: ...
+
+
 # Hook -> the names its Protocol declares, for check_hooks. A plugin implements a hook
 # when it has every one of them.
 HOOKS: dict[type, tuple[str, ...]] = {
@@ -346,6 +369,8 @@ HOOKS: dict[type, tuple[str, ...]] = {
     ScoreLabelKeyed: ("score_label_keys",),
     ValueNormalizing: ("normalize_reads_values",),
     ColumnScore: ("score_column",),
+    NodeKeysBatch: ("node_keys",),
+    ScoreBatch: ("score_nodes",),
 }
 # Upstream's extension points and the declared attributes every plugin may have.
 _POINTS = (

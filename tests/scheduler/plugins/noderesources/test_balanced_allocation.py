@@ -19,7 +19,14 @@ from webhook.scheduler.config.types import (
     NodeResourcesBalancedAllocationArgs,
     ResourceSpec,
 )
-from webhook.scheduler.framework.types import MAX_NODE_SCORE, SKIP, Code, CycleState, Reads
+from webhook.scheduler.framework.types import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    Code,
+    CycleState,
+    Reads,
+)
 from webhook.scheduler.plugins.noderesources.balanced_allocation import (
     PRE_SCORE_STATE_KEY,
     BalancedAllocationPreScoreState,
@@ -158,6 +165,10 @@ def test_balanced_allocation(
     scores = dict(got)
     assert plugin.normalize_score(state, pod, scores).ok
     assert scores == got == want
+    # The ScoreBatch hook: every node in one call, with and without PreScore.
+    in_order = [want[info.name] for info in infos]
+    assert plugin.score_nodes(state, pod, infos) == (in_order, SUCCESS)
+    assert plugin.score_nodes(CycleState(), pod, infos) == (in_order, SUCCESS)
 
 
 def test_best_effort_pod_is_skipped() -> None:
@@ -170,6 +181,7 @@ def test_best_effort_pod_is_skipped() -> None:
     assert PRE_SCORE_STATE_KEY not in state
     info = node_info(resource_node("node1", 4000, 10000))
     assert plugin.score(CycleState(), pod, info)[0] == 0
+    assert plugin.score_nodes(CycleState(), pod, [info, info]) == ([0, 0], SUCCESS)
 
 
 def test_requests_are_counted_as_they_are() -> None:

@@ -338,6 +338,10 @@ def test_enough_requests(
     assert got == (Status() if want is None else Status.of(want[0], want[1]))
     if want is not None:
         assert list(got.parts) == want[1]
+    # The NodeKeysBatch hook: "" for a node that fits, else the verdict's content.
+    key = "" if want is None else (want[0].value, ", ".join(want[1]), tuple(want[1]))
+    node = on_node(used)
+    assert plugin.node_keys(state, pod, [node, node]) == [key, key]
 
 
 @pytest.mark.parametrize(

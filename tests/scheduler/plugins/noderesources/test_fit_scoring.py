@@ -66,6 +66,12 @@ def _scores(
         score, status = plugin.score(state, pod, info)
         out[info.name] = score
         codes.add(status.code)
+    # The ScoreBatch hook: every node's score in one call, or the failure.
+    many, status = plugin.score_nodes(state, pod, infos)
+    if codes == {Code.SUCCESS}:
+        assert (many, status.code) == (list(out.values()), Code.SUCCESS)
+    else:
+        assert status.code in codes and not status.ok
     return out, codes
 
 

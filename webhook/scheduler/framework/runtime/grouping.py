@@ -12,10 +12,11 @@ every grouping to node-by-node evaluation.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from operator import add
 from typing import Any, cast
 
+from webhook.api.kube import RawObj
 from webhook.scheduler.framework.memo import (
     FilterMemo,
     NodeState,
@@ -26,8 +27,10 @@ from webhook.scheduler.framework.memo import (
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
+    CycleState,
     FilterPlugin,
     NodeInfoLike,
+    NodeKeysBatch,
     NodeLabelKeyed,
     NodeStateKeyed,
     implements,
@@ -39,6 +42,7 @@ __all__ = [
     "groups_signature",
     "kept_classes",
     "node_groups",
+    "node_keys",
     "stated_groups",
 ]
 
@@ -105,7 +109,7 @@ def alike_nodes(
             if kept_only:
                 return None
             infos = table.infos
-            columns = [[p.node_key(state, pod, info) for info in infos] for p in by_node]
+            columns = [node_keys(p, state, pod, infos) for p in by_node]
             if any(None in column for column in columns):
                 return None
             combined: dict[Any, int] = {}
@@ -116,6 +120,16 @@ def alike_nodes(
         return None
     final = groups
     return groups, memo.combined(("first", what), (final,), lambda: firsts(final)), generations
+
+
+def node_keys(
+    plugin: FilterPlugin, state: CycleState, pod: RawObj, infos: Sequence[NodeInfoLike]
+) -> list[Hashable | None]:
+    """The plugin's node_key of each node, in one call when it has the NodeKeysBatch
+    hook."""
+    if implements(plugin, NodeKeysBatch):
+        return cast("NodeKeysBatch", plugin).node_keys(state, pod, infos)
+    return [plugin.node_key(state, pod, info) for info in infos]
 
 
 def firsts(groups: list[int]) -> dict[int, int]:

@@ -26,6 +26,8 @@ from webhook.scheduler.framework.types import (
     Code,
     ColumnScore,
     CycleState,
+    NodeInfoLike,
+    ScoreBatch,
     ScoreKeyed,
     ScoreLabelKeyed,
     ScorePlugin,
@@ -33,7 +35,15 @@ from webhook.scheduler.framework.types import (
     implements,
 )
 
-__all__ = ["run_normalize_score", "run_score_plugins", "score_classes", "score_column", "score_map"]
+__all__ = [
+    "run_normalize_score",
+    "run_score_plugins",
+    "score_classes",
+    "score_column",
+    "score_columns",
+    "score_map",
+    "weighted_sums",
+]
 
 
 def score_map(order: tuple[str, ...], row: tuple[int, ...]) -> dict[str, int]:
@@ -59,24 +69,9 @@ def run_score_plugins(
     hook (PodTopologySpread) gives its whole column itself; the others' come from
     score_column.
     """
-    state, pod = prepared.state, prepared.pod
-    columns: dict[str, tuple[int, list[int]]] = {}
-    infos = list(map(table.infos.__getitem__, feasible)) if plugins else []
-    for plugin, weight in plugins:
-        status = plugin.pre_score(state, pod, infos, snapshot)
-        if status.code is Code.SKIP:
-            continue
-        if not status.ok:
-            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        column: list[int] | str
-        if implements(plugin, ColumnScore):
-            whole = cast("ColumnScore", plugin)
-            column = whole.score_column(state, pod, snapshot, table, feasible)
-        else:
-            column = score_column(plugin, state, pod, snapshot, table, feasible)
-        if isinstance(column, str):
-            return column
-        columns[plugin.name] = (weight, column)
+    columns = score_columns(plugins, prepared, snapshot, table, feasible)
+    if isinstance(columns, str):
+        return columns
     order = tuple(name for name in score_names if name in columns)
     # A column giving every node the same score (a plugin nothing sets apart, as
     # TaintToleration on untainted nodes) stays out of the rows.
@@ -120,6 +115,75 @@ def run_score_plugins(
     return order, rows, full_rows, sum_of
 
 
+def score_columns(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> dict[str, tuple[int, list[int]]] | str:
+    """Plugin name -> (its weight, its normalised score on each feasible node), for the
+    plugins whose PreScore does not skip, in profile order; or the error that fails the
+    cycle. A plugin with the ColumnScore hook gives its whole column itself."""
+    state, pod = prepared.state, prepared.pod
+    columns: dict[str, tuple[int, list[int]]] = {}
+    infos = list(map(table.infos.__getitem__, feasible)) if plugins else []
+    for plugin, weight in plugins:
+        status = plugin.pre_score(state, pod, infos, snapshot)
+        if status.code is Code.SKIP:
+            continue
+        if not status.ok:
+            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
+        column: list[int] | str
+        if implements(plugin, ColumnScore):
+            whole = cast("ColumnScore", plugin)
+            column = whole.score_column(state, pod, snapshot, table, feasible)
+        else:
+            column = score_column(plugin, state, pod, snapshot, table, feasible)
+        if isinstance(column, str):
+            return column
+        columns[plugin.name] = (weight, column)
+    return columns
+
+
+def weighted_sums(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> list[int] | str:
+    """Each feasible node's weighted sum of normalised scores (what run_score_plugins
+    sums per row), without the rows and score maps a verdict needs; or the error that
+    fails the cycle. For a caller that needs only the best node."""
+    columns = score_columns(plugins, prepared, snapshot, table, feasible)
+    if isinstance(columns, str):
+        return columns
+    sums = [0] * len(feasible)
+    for weight, column in columns.values():
+        sums = list(map(add, sums, map(weight.__mul__, column)))
+    return sums
+
+
+def _raw_scores(
+    plugin: ScorePlugin, state: CycleState, pod: RawObj, nodes: list[NodeInfoLike]
+) -> list[int] | str:
+    """Score on each of `nodes`, in one call when the plugin has the ScoreBatch hook;
+    or the error of the first that fails."""
+    if implements(plugin, ScoreBatch):
+        values, status = cast("ScoreBatch", plugin).score_nodes(state, pod, nodes)
+        if not status.ok:
+            return f"running Score plugin {plugin.name!r}: {status.reason}"
+        return values
+    raws: list[int] = []
+    for info in nodes:
+        value, status = plugin.score(state, pod, info)
+        if not status.ok:
+            return f"running Score plugin {plugin.name!r}: {status.reason}"
+        raws.append(value)
+    return raws
+
+
 def score_column(
     plugin: ScorePlugin,
     state: CycleState,
@@ -140,13 +204,10 @@ def score_column(
     infos = table.infos
     classes = score_classes(plugin, state, pod, snapshot, table) if grouped else None
     if classes is None:
-        raws: list[int] = []
-        for i in feasible:
-            value, status = plugin.score(state, pod, infos[i])
-            if not status.ok:
-                return f"running Score plugin {plugin.name!r}: {status.reason}"
-            raws.append(value)
-        return run_normalize_score(plugin, state, pod, raws, table.names, feasible)
+        every = _raw_scores(plugin, state, pod, list(map(infos.__getitem__, feasible)))
+        if isinstance(every, str):
+            return every
+        return run_normalize_score(plugin, state, pod, every, table.names, feasible)
     of_node, unchanged, raw_of = classes
     if len(feasible) == len(of_node):
         of_feasible = of_node
@@ -156,12 +217,11 @@ def score_column(
     if missing:
         # class -> its first feasible node (reversed, so the first write of each wins)
         first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
-        scored: dict[int, int] = {}
-        for c in missing:
-            value, status = plugin.score(state, pod, infos[first[c]])
-            if not status.ok:
-                return f"running Score plugin {plugin.name!r}: {status.reason}"
-            scored[c] = value
+        wanted = list(missing)
+        values = _raw_scores(plugin, state, pod, [infos[first[c]] for c in wanted])
+        if isinstance(values, str):
+            return values
+        scored = dict(zip(wanted, values, strict=True))
         if not unchanged([first[c] for c in scored]):
             # A node changed meanwhile (a concurrent update): its score need not hold
             # for the rest of its class.

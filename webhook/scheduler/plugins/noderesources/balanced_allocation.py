@@ -130,14 +130,28 @@ class NodeResourcesBalancedAllocation:
 
         Port of balanced_allocation.go: BalancedAllocation.Score.
         """
+        requests = self._requests(state, pod)
+        if requests is None:
+            return 0, SUCCESS
+        return self.scorer.score(requests, node)
+
+    def score_nodes(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """score() of each of `nodes`, in order, in one call (the ScoreBatch hook)."""
+        requests = self._requests(state, pod)
+        if requests is None:
+            return [0] * len(nodes), SUCCESS
+        return self.scorer.score_many(requests, nodes)
+
+    def _requests(self, state: CycleState, pod: RawObj) -> tuple[int, ...] | None:
+        """The pod's requests PreScore left, or computed here without it; None for a
+        best-effort pod without PreScore (it scores 0)."""
         pre = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(pre, BalancedAllocationPreScoreState):
-            requests = pre.pod_requests
-        else:
-            requests = self.scorer.pod_request_list(pod)
-            if is_best_effort(requests):
-                return 0, SUCCESS
-        return self.scorer.score(requests, node)
+            return pre.pod_requests
+        requests = self.scorer.pod_request_list(pod)
+        return None if is_best_effort(requests) else requests
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation: scores are already 0..MAX_NODE_SCORE (ScoreExtensions nil)."""

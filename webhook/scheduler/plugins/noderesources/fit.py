@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import and_, eq, le, ne, not_
 from typing import ClassVar
 
 from webhook.api.kube import RawObj
@@ -129,6 +131,88 @@ def fit_reasons(state: FitState, node: NodeInfoLike) -> tuple[list[str], bool]:
     return reasons, unresolvable
 
 
+def _fits(checks: tuple[tuple[str, int], ...], node: NodeInfoLike) -> bool:
+    """Whether the pod fits the node for certain: a node without allocatable, or one
+    with room for a pod and for every request. False leaves it to fit_reasons (a
+    reason, or the DRA rule for a resource the node lacks)."""
+    allocatable = node_facts(node).allocatable
+    if allocatable is None:
+        return True
+    if len(node.pods) >= allocatable.get("pods", 0):
+        return False
+    requested = node.requested
+    for name, amount in checks:
+        total = allocatable.get(name)
+        if total is None or amount > total - requested.get(name, 0):
+            return False
+    return True
+
+
+# A resource the node does not list: no request fits in it (fit_reasons decides).
+_ABSENT = float("-inf")
+# A node without status.allocatable: every request fits.
+_UNLIMITED = float("inf")
+
+
+class _Room:
+    """What the nodes of one list have free, by position: whether each has room for one
+    more pod, and per resource (read when a pod first asks for it) allocatable less
+    requested. Kept while the nodes' generations are the same; rebuilt only for the
+    nodes whose generation moved. Threads share it: a column once built is never
+    changed, and a new one is added by replacing the dict (one lost to a race is only
+    read again)."""
+
+    def __init__(self, nodes: Sequence[NodeInfoLike], last: _Room | None) -> None:
+        self.generations = [n.generation for n in nodes]
+        self.pod_room: list[bool]
+        self.free: dict[str, list[float]] = {}
+        if last is not None and len(last.generations) == len(self.generations):
+            moved = list(compress(range(len(nodes)), map(ne, self.generations, last.generations)))
+            self.pod_room = list(last.pod_room)
+            for i in moved:
+                self.pod_room[i] = _pod_room(nodes[i])
+            for name, column in last.free.items():
+                column = list(column)
+                for i in moved:
+                    column[i] = _free(nodes[i], name)
+                self.free[name] = column
+        else:
+            self.pod_room = [_pod_room(n) for n in nodes]
+
+    def holds(self, nodes: Sequence[NodeInfoLike]) -> bool:
+        """Whether these are the very nodes, at the same generations."""
+        return len(nodes) == len(self.generations) and all(
+            map(eq, (n.generation for n in nodes), self.generations)
+        )
+
+    def fits(
+        self, checks: tuple[tuple[str, int], ...], nodes: Sequence[NodeInfoLike]
+    ) -> list[bool]:
+        """Per node of `nodes` (the ones it holds), whether the pod fits for certain
+        (see _fits)."""
+        fits = self.pod_room
+        for name, amount in checks:
+            column = self.free.get(name)
+            if column is None:
+                column = [_free(n, name) for n in nodes]
+                self.free = {**self.free, name: column}
+            fits = list(map(and_, fits, map(le, repeat(amount), column)))
+        return fits
+
+
+def _pod_room(node: NodeInfoLike) -> bool:
+    allocatable = node_facts(node).allocatable
+    return allocatable is None or len(node.pods) < allocatable.get("pods", 0)
+
+
+def _free(node: NodeInfoLike, name: str) -> float:
+    allocatable = node_facts(node).allocatable
+    if allocatable is None:
+        return _UNLIMITED
+    total = allocatable.get(name)
+    return _ABSENT if total is None else total - node.requested.get(name, 0)
+
+
 class NodeResourcesFit:
     """Filter and Score, built once with its args (fit.go NewFit): the Filter's state is
     the pod's FitState; the Score is the scoring strategy's (fit_scoring.FitScoring)."""
@@ -151,6 +235,7 @@ class NodeResourcesFit:
     def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
         self.args = args if args is not None else NodeResourcesFitArgs()
         self.scoring = FitScoring(args)
+        self._room: _Room | None = None
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
         """Port of fit.go: PreFilter."""
@@ -161,17 +246,8 @@ class NodeResourcesFit:
         """Port of fit.go: Filter. A node where the pod fits is answered without
         gathering reasons (it runs on every node of a cluster)."""
         fit: FitState = state[self.name]
-        allocatable = node_facts(node).allocatable
-        if allocatable is None:
+        if _fits(fit.checks, node):
             return SUCCESS
-        if len(node.pods) < allocatable.get("pods", 0):
-            requested = node.requested
-            for name, amount in fit.checks:
-                total = allocatable.get(name)
-                if total is None or amount > total - requested.get(name, 0):
-                    break  # a reason, or the DRA rule for a resource the node lacks
-            else:
-                return SUCCESS
         reasons, unresolvable = fit_reasons(fit, node)
         if not reasons:
             return SUCCESS
@@ -183,6 +259,24 @@ class NodeResourcesFit:
         Plain strings, cheap to hash ("" when the pod fits)."""
         status = self.filter(state, pod, node)
         return "" if status is SUCCESS else (status.code.value, status.reason, status.parts)
+
+    def node_keys(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> list[Hashable | None]:
+        """node_key of each of `nodes`, in order (the NodeKeysBatch hook: it is read on
+        every node of a cluster for each new pod shape). The nodes where the pod fits
+        for certain are found by comparing its requests with each node's free amounts
+        column by column in C (_Room, kept per node generation); the others get
+        node_key."""
+        checks = state[self.name].checks
+        room = self._room
+        if room is None or not room.holds(nodes):
+            room = self._room = _Room(nodes, room)
+        fits = room.fits(checks, nodes)
+        keys: list[Hashable | None] = [""] * len(nodes)
+        for i in compress(range(len(nodes)), map(not_, fits)):
+            keys[i] = self.node_key(state, pod, nodes[i])
+        return keys
 
     def node_state_key(self, node: NodeInfoLike) -> Hashable:
         """What Filter reads of a node whatever the pod (allocatable, pod count,
@@ -213,6 +307,12 @@ class NodeResourcesFit:
     def score(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> tuple[int, Status]:
         """Port of fit.go: Score."""
         return self.scoring.score(state, pod, node)  # type: ignore[arg-type]
+
+    def score_nodes(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfoLike]
+    ) -> tuple[list[int], Status]:
+        """Score on each of `nodes`, in order, in one call (the ScoreBatch hook)."""
+        return self.scoring.score_nodes(state, pod, nodes)  # type: ignore[arg-type]
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         return self.scoring.normalize_score(state, pod, scores)

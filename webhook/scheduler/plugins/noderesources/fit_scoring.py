@@ -103,12 +103,20 @@ class FitScoring:
 
         Port of fit.go: Fit.Score.
         """
+        return self.scorer.score(self._requests(state, pod), node)
+
+    def score_nodes(
+        self, state: CycleState, pod: RawObj, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """score() of each of `nodes`, in order, in one call."""
+        return self.scorer.score_many(self._requests(state, pod), nodes)
+
+    def _requests(self, state: CycleState, pod: RawObj) -> tuple[int, ...]:
+        """The pod's requests PreScore left, or computed here without it."""
         pre = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(pre, FitPreScoreState):
-            requests = pre.pod_requests
-        else:
-            requests = self.scorer.pod_request_list(pod)
-        return self.scorer.score(requests, node)
+            return pre.pod_requests
+        return self.scorer.pod_request_list(pod)
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation (ScoreExtensions nil)."""

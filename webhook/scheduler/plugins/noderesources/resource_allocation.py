@@ -214,6 +214,38 @@ class ResourceAllocationScorer:
             reqs.append(req if alloc else 0)
         return self.scorer(reqs, allocs), SUCCESS
 
+    def score_many(
+        self, pod_request_list: Sequence[int], nodes: Sequence[NodeInfoLike]
+    ) -> tuple[list[int], Status]:
+        """score() of each of `nodes`, in order, in one loop (a decision scores every
+        feasible node of a cluster whose nodes' requests all differ)."""
+        if not nodes:
+            return [], SUCCESS
+        if not self.resources:
+            return [], RESOURCES_NOT_FOUND
+        remembered = self._sides.get
+        sides_of = self.node_sides
+        scorer = self.scorer
+        # A scalar resource the pod does not request is left out on every node.
+        requests = tuple(
+            None if (r == 0 and kind == SCALAR) else r
+            for kind, r in zip(self._kinds, pod_request_list, strict=True)
+        )
+        out: list[int] = []
+        for node in nodes:
+            sides = remembered(node.generation) or sides_of(node)
+            allocs: list[int] = []
+            reqs: list[int] = []
+            for (_, alloc, held), r in zip(sides, requests, strict=True):
+                if held is None or r is None or not alloc:
+                    allocs.append(0)
+                    reqs.append(0)
+                else:
+                    allocs.append(alloc)
+                    reqs.append(held + r)
+            out.append(scorer(reqs, allocs))
+        return out, SUCCESS
+
 
 def weighted_mean_scorer(
     resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]
