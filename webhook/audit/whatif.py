@@ -44,7 +44,7 @@ from webhook.audit.inventory import (
 )
 from webhook.config import Settings
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import not_scheduled, place, settle
+from webhook.scheduler.placement import Placement, not_scheduled, selected_node, settle
 from webhook.scheduler.scaleup import Diagnosis, Pending, diagnose, node_groups
 
 __all__ = [
@@ -261,10 +261,19 @@ class Replacer:
         return [p for p in staying if pod_key(p) not in gone] + self.bound
 
     def _attempt(self, key: str, fresh: RawObj) -> RawObj | None:
-        decision = place(fresh, self.work, framework=self.settings.framework_for(fresh))
-        node, victims = settle(decision, self.work)
+        # Only the node it goes to is needed (not every node's verdict): a pod that fits
+        # gets just that; one that fits nowhere, the whole decision (its reasons, and
+        # the preemption that may follow).
+        got = selected_node(fresh, self.work, framework=self.settings.framework_for(fresh))
+        victims: tuple[str, ...] = ()
+        reasons: dict[str, int] = {}
+        if isinstance(got, Placement):
+            node, victims = settle(got, self.work)
+            reasons = got.reasons
+        else:
+            node = got
         if node is None:
-            self.reasons[key] = dict(decision.reasons)
+            self.reasons[key] = dict(reasons)
             return None
         self.work.add_pod(fresh, node)
         self.placed[key] = node
