@@ -127,7 +127,9 @@ RemovePods);
         self._others_pass: dict[str, bool] = {}
 
     def run_filter_plugins(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
-        """Port of framework.go: RunFilterPlugins: the first failure in profile order."""
+        """Port of framework.go: RunFilterPlugins: the first failure in profile order (one
+        neither Unschedulable nor UnschedulableAndUnresolvable, which a Filter is not
+        meant to return, as an Error naming the plugin)."""
         known = self.known.get(node.name) if self.known is not None else None
         for name, plugin in self.steps:
             if plugin is None:
@@ -137,7 +139,9 @@ RemovePods);
             else:
                 status = plugin.filter(state, pod, node)
             if not status.ok:
-                return status
+                if status.code in (Code.UNSCHEDULABLE, Code.UNRESOLVABLE):
+                    return status
+                return Status(Code.ERROR, f'running "{name}" filter plugin: {status.reason}')
         return SUCCESS
 
     def fits_with_nominated_pods(
