@@ -20,6 +20,7 @@ from tests.scheduler.test_properties import (
     _incoming,
     _node_obj,
     _profile_cluster,
+    constraint_st,
     profile_incoming_st,
     profile_node_st,
     profile_resident_st,
@@ -210,19 +211,22 @@ def test_preemption_equals_one_node_at_a_time(
     _preemption_equals_reference(nodes, residents, priorities, incoming, priority, budget, cpu)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(profile_node_st, min_size=2, max_size=8),
     st.lists(profile_resident_st, min_size=6, max_size=16),
     priorities_st,
     profile_incoming_st,
     st.sampled_from([None, 0]),
+    st.lists(constraint_st, min_size=1, max_size=2),
 )
 def test_preemption_on_a_full_cluster_equals_one_node_at_a_time(
-    nodes, residents, priorities, incoming, budget
+    nodes, residents, priorities, incoming, budget, spread_constraints
 ) -> None:
-    """The same, with the cluster crowded and the pod of the highest priority asking
-    for most of a node: preemption (and the dry run's shortcuts) on most examples."""
+    """The same, with the cluster crowded, the pod of the highest priority asking for
+    most of a node and spreading: preemption (and the dry run's shortcuts, a node
+    whose spread still fails once its victims are gone among them) on most examples."""
+    incoming = {**incoming, "constraints": [*incoming["constraints"], *spread_constraints]}
     _preemption_equals_reference(nodes, residents, priorities, incoming, 2000, budget, "3")
 
 

@@ -156,16 +156,35 @@ RemovePods);
         reads only their state and the node's labels pass again and are not run."""
         if self.known is None or self.snapshot.nominated_pods(node.name):
             return self.run_filter_plugins_with_nominated_pods(state, pod, node).ok
+        checks = self._node_filters if states_unchanged else self._dynamic_filters
+        return self._others_pass_on(node) and all(
+            check(state, pod, node).ok for check in checks
+        )
+
+    def node_filters(self, node: NodeInfo) -> list[Any] | None:
+        """The Filters that tell whether the pod, which fitted on a changed copy of `node`,
+        still fits after a change that left every PreFilter state as it was: those
+        reading the node's pods or sums (each `filter(state, pod, node)`). None where
+        fits_with_nominated_pods must decide (pods nominated there, no cycle statuses,
+        or a plugin failing there whatever the change)."""
+        if self.known is None or self.snapshot.nominated_pods(node.name):
+            return None
+        if not self._others_pass_on(node):
+            return None
+        return self._node_filters
+
+    def _others_pass_on(self, node: NodeInfo) -> bool:
+        """Whether every plugin a changed copy of `node` cannot change passes there (from
+        the cycle's statuses, `known`), worked out once per node."""
         others = self._others_pass.get(node.name)
         if others is None:
-            known = self.known.get(node.name, {})
+            known = self.known.get(node.name, {}) if self.known is not None else {}
             others = self._others_pass[node.name] = not self.rejected and all(
                 known.get(name, SUCCESS).ok
                 for name, plugin in self.steps
                 if plugin is not None and name not in self.dynamic
             )
-        checks = self._node_filters if states_unchanged else self._dynamic_filters
-        return others and all(check(state, pod, node).ok for check in checks)
+        return others
 
     def fails_without(
         self, state: CycleState, pod: RawObj, node: NodeInfo, pods: Sequence[RawObj]
