@@ -12,6 +12,13 @@ whose Filter reads nothing that adding or removing a pod changes (no "pods" nor
 copy of a node the status it gave on the node itself: when the cycle's statuses are
 given (`known`), that one is taken instead of running it again. A property test holds
 this to running every plugin.
+
+Two more shortcuts serve preemption's dry run, both exact by what the plugins
+declare: `fails_without` tells a node that fails with its victims gone from the
+plugins whose Filter reads only their PreFilter state and the node's labels (no
+"pods" nor "requested" read), on their state alone and without copying the node;
+`node_filters` is what a reprieve runs when it changed only the node (no victim
+counted in any PreFilter state: types.PreFilterExtensions, RemovePods).
 """
 
 from __future__ import annotations

@@ -21,6 +21,12 @@ CAVEAT: upstream checks candidates in parallel and stops once enough are found, 
 which nodes past the first few it dry-runs depends on timing; here they are checked
 in order from the offset, which gives one of the answers upstream can give.
 CAVEAT: upstream's extenders (callExtenders) are not modelled: there are none.
+
+The dry run's failure statuses are shown only when no node is a candidate: until
+then a node the plugin can tell fails without working out why carries FAILS
+(select_victims_on_node with `exact` False), and the statuses are worked out exactly
+only when they are shown. Which nodes are candidates, and their victims, are
+upstream's.
 """
 
 from __future__ import annotations

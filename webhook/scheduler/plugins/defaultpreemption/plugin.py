@@ -181,6 +181,19 @@ class CyclePreemption:
             hit = self._priorities[id(pod)] = resolve_priority(pod, self.snapshot)[0]
         return hit
 
+    def _lower_priority(self, pods: Sequence[RawObj], preemptor: int) -> list[RawObj]:
+        """The pods isPreemptionAllowed lets `preemptor` evict, in their order: those of
+        lower priority (`priority`, with the stored value read inline: this runs for
+        every pod of every node dry-run)."""
+        out = []
+        for p in pods:
+            value = p["spec"].get("priority")
+            if type(value) is not int:
+                value = self.priority(p)
+            if value < preemptor:
+                out.append(p)
+        return out
+
     def is_preemption_allowed(self, victim: RawObj, preemptor_priority: int) -> bool:
         """Port of default_preemption.go: isPreemptionAllowed (IsEligiblePod: always)."""
         return self.priority(victim) < preemptor_priority
@@ -230,10 +243,8 @@ class CyclePreemption:
 
         Port of default_preemption.go: SelectVictimsOnNode.
         """
-        handle, snapshot, priority = self.handle, self.snapshot, self.priority
-        preemptor = priority(pod)
-        # isPreemptionAllowed, inlined: it runs for every pod of every node dry-run.
-        potential = [p for p in node.pods if priority(p) < preemptor]
+        handle, snapshot = self.handle, self.snapshot
+        potential = self._lower_priority(node.pods, self.priority(pod))
 
         if not potential:
             return [], 0, NO_VICTIMS

@@ -217,9 +217,15 @@ def without_pods(s: PreFilterState, pods: Sequence[RawObj], node: NodeInfo) -> P
     if any(c.topology_key not in labels for c in s.constraints):
         return s  # nodeLabelsMatchSpreadConstraints
     namespace = s.namespace
-    counted = [
-        pod_labels(p) for p in pods if _namespace_of(p) == namespace and not is_terminating(p)
-    ]
+    counted = []
+    for p in pods:
+        # _namespace_of inlined: this runs for every pod of every node dry-run.
+        meta = p.get("metadata")
+        ns = meta.get("namespace") if type(meta) is dict else None
+        if ns != namespace and ((type(ns) is str and ns) or _namespace_of(p) != namespace):
+            continue
+        if not is_terminating(p):
+            counted.append(pod_labels(p))
     if not counted:
         return s
     inclusion = s.inclusion
