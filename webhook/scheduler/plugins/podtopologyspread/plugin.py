@@ -1,5 +1,7 @@
 """The PodTopologySpread plugin as a profile holds it and the runtime runs it (plugin.go):
-New resolves the args' defaults once; PreFilter, Filter, PreScore, Score and
+New resolves the args' defaults once; PreFilter, Filter, its PreFilterExtensions
+(AddPod, RemovePod and the bulk RemovePods of framework/types.py, on the cycle's
+PreFilterState: preemption's dry run and nominated pods), PreScore, Score and
 NormalizeScore node by node as upstream, and the two hooks the runtime uses on a big
 cluster (framework/types.py): ClassFilter (Filter once per node class of the
 constraints' keys) and ColumnScore (Score and NormalizeScore once per node class,
