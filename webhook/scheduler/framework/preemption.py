@@ -132,12 +132,6 @@ def pod_priority(pod: RawObj, snapshot: Snapshot | None = None) -> int:
     return resolve_priority(pod, snapshot)[0]
 
 
-def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return _parse_rfc3339(value)
-
-
 @functools.lru_cache(maxsize=4096)
 def _parse_rfc3339(value: str) -> float | None:
     try:
@@ -149,7 +143,9 @@ def _parse_rfc3339(value: str) -> float | None:
 def pod_start_time(pod: RawObj) -> float:
     """util.GetPodStartTime: status.startTime, else now (a pod not started yet is the
     newest of all: +inf here, so it compares after every real start time)."""
-    started = _parse_time(as_dict(pod.get("status")).get("startTime"))
+    status = pod.get("status")  # read directly: the dry run sorts every victim by it
+    value = status.get("startTime") if type(status) is dict else None
+    started = _parse_rfc3339(value) if isinstance(value, str) and value else None
     return math.inf if started is None else started
 
 
