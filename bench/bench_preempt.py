@@ -48,7 +48,6 @@ from bench_profile import (  # noqa: E402
 
 from webhook.api.resources import milli_value, parse_quantity, unit_value  # noqa: E402
 from webhook.cluster.files import scan_list  # noqa: E402
-from webhook.scheduler.config.types import SpreadArgs  # noqa: E402
 from webhook.scheduler.framework.snapshot import Snapshot  # noqa: E402
 from webhook.scheduler.placement import place  # noqa: E402
 from webhook.scheduler.plugins.defaultpreemption import (  # noqa: E402
@@ -56,7 +55,6 @@ from webhook.scheduler.plugins.defaultpreemption import (  # noqa: E402
     first_failures,
     post_filter,
 )
-from webhook.scheduler.plugins.podtopologyspread.filtering import pre_filter  # noqa: E402
 from webhook.scheduler.profile import Framework, framework_of  # noqa: E402
 
 TARGET_MS = 100.0
@@ -104,14 +102,14 @@ def fill(snap: Snapshot) -> int:
 
 
 def reference(pod: dict[str, Any], snap: Snapshot, fw: Framework) -> Any:
-    """The nomination a dry run gives that runs every filter plugin on every node."""
+    """The nomination a dry run gives that runs every filter plugin on every node and
+    every step of SelectVictimsOnNode (no shortcut)."""
     got = place(pod, snap, framework=fw)
     prepared = fw.filters.prepare(pod, snap)
-    handle, state = cycle_handle(
-        pod, snap, prepared, fw.filter_names, pre_filter(pod, snap, SpreadArgs())
-    )
+    handle, state = cycle_handle(pod, snap, prepared, fw.filter_names)
     assert fw.post_filter is not None
-    return post_filter(fw.post_filter, handle, state, pod, first_failures(got.nodes))[0]
+    statuses = first_failures(got.nodes)
+    return post_filter(fw.post_filter, handle, state, pod, statuses, shortcuts=False)[0]
 
 
 def main(argv: list[str] | None = None) -> int:

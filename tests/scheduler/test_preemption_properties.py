@@ -20,6 +20,7 @@ from tests.scheduler.test_properties import (
     _incoming,
     _node_obj,
     _profile_cluster,
+    constraint_st,
     profile_incoming_st,
     profile_node_st,
     profile_resident_st,
@@ -27,6 +28,7 @@ from tests.scheduler.test_properties import (
 )
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.nominated import FilterHandle
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState
 from webhook.scheduler.placement import place
@@ -34,6 +36,7 @@ from webhook.scheduler.plugins.defaultpreemption import cycle_handle, first_fail
 from webhook.scheduler.plugins.interpodaffinity import filtering as ipa
 from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
 from webhook.scheduler.plugins.podtopologyspread import filtering as spread
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import framework_of
 
 # ---- PreFilterExtensions ------------------------------------------------------------
@@ -80,11 +83,20 @@ def _ipa_view(state: CycleState) -> Any:
     )
 
 
+SPREAD = PodTopologySpread()
+
+
+def _spread_of(state: CycleState) -> Any:
+    """PodTopologySpread's PreFilterState in the cycle (or its PreFilter failure)."""
+    return SPREAD.pre_filter_state(state)
+
+
 def _fresh(incoming: RawObj, objs: list[RawObj]) -> tuple[Snapshot, CycleState, Any]:
     snap = Snapshot.from_objects(objs)
     state = CycleState()
     ipa.pre_filter(state, incoming, snap, ExistingTermsIndex())
-    return snap, state, spread.pre_filter(incoming, snap)
+    SPREAD.pre_filter(state, incoming, snap)
+    return snap, state, _spread_of(state)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,9 +128,7 @@ def test_pre_filter_extensions_equal_a_fresh_pre_filter(
     others = [p for p in residents if p is not moved]
     with_it, without_it = [*node_objs, *residents], [*node_objs, *others]
     start, end = (with_it, without_it) if remove else (without_it, with_it)
-    snap, state, spread_state = _fresh(incoming, start)
-    if isinstance(spread_state, spread.PreFilterState):
-        state[spread.PRE_FILTER_STATE_KEY] = spread_state
+    snap, state, _ = _fresh(incoming, start)
     target = snap.nodes.get(moved["spec"]["nodeName"])
     if target is None:
         return  # its node is not in the cluster: nothing to update
@@ -127,7 +137,7 @@ def test_pre_filter_extensions_equal_a_fresh_pre_filter(
         if remove
         else moved
     )
-    change = (ipa.remove_pod, spread.remove_pod) if remove else (ipa.add_pod, spread.add_pod)
+    change = (ipa.remove_pod, SPREAD.remove_pod) if remove else (ipa.add_pod, SPREAD.add_pod)
     ipa_ran = _ipa_view(state) is not None or isinstance(
         state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState
     )
@@ -137,7 +147,7 @@ def test_pre_filter_extensions_equal_a_fresh_pre_filter(
     if ipa_ran:
         assert _ipa_view(state) == _ipa_view(want_state)
         event("InterPodAffinity state updated")
-    got_spread = state.get(spread.PRE_FILTER_STATE_KEY)
+    got_spread = _spread_of(state)
     if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
         assert isinstance(got_spread, spread.PreFilterState)
         assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
@@ -151,6 +161,27 @@ def test_pre_filter_extensions_equal_a_fresh_pre_filter(
 
 
 # ---- preemption: grouped equals node by node ------------------------------------------
+
+
+def _counted(handle: FilterHandle) -> FilterHandle:
+    """`handle`, telling hypothesis's statistics when the dry run's shortcuts decide."""
+    fails_without, fits = handle.fails_without, handle.fits_with_nominated_pods
+
+    def told_fails(*args: Any) -> bool:
+        failed = fails_without(*args)
+        if failed:
+            event("shortcut: a node fails with its victims gone, told by state-only plugins")
+        return failed
+
+    def told_fits(*args: Any) -> bool:
+        if args[3:] == (True,):
+            event("shortcut: a reprieve that changes only the node")
+        return fits(*args)
+
+    handle.fails_without = told_fails  # type: ignore[method-assign]
+    handle.fits_with_nominated_pods = told_fits  # type: ignore[method-assign]
+    return handle
+
 
 # Per resident: its priority, and its cpu request (large enough that evicting helps).
 priorities_st = st.lists(
@@ -177,6 +208,31 @@ def test_preemption_equals_one_node_at_a_time(
     what a reference nominates that judges every node one by one (reference_place) and
     runs every filter plugin in each dry run; both the same when a budget guards
     app=a pods."""
+    _preemption_equals_reference(nodes, residents, priorities, incoming, priority, budget, cpu)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=2, max_size=8),
+    st.lists(profile_resident_st, min_size=6, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([None, 0]),
+    st.lists(constraint_st, min_size=1, max_size=2),
+)
+def test_preemption_on_a_full_cluster_equals_one_node_at_a_time(
+    nodes, residents, priorities, incoming, budget, spread_constraints
+) -> None:
+    """The same, with the cluster crowded, the pod of the highest priority asking for
+    most of a node and spreading: preemption (and the dry run's shortcuts, a node
+    whose spread still fails once its victims are gone among them) on most examples."""
+    incoming = {**incoming, "constraints": [*incoming["constraints"], *spread_constraints]}
+    _preemption_equals_reference(nodes, residents, priorities, incoming, 2000, budget, "3")
+
+
+def _preemption_equals_reference(
+    nodes: Any, residents: Any, priorities: Any, incoming: Any, priority: int, budget: Any, cpu: str
+) -> None:
     # Nodes that hold pods (cordoned ones and ones without allocatable seldom preempt).
     nodes = [
         {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
@@ -202,10 +258,17 @@ def test_preemption_equals_one_node_at_a_time(
     assert [v.feasible for v in got.nodes] == [v.feasible for v in want.nodes]
     expected = None
     if not want.feasible and fw.post_filter is not None:
+        # The reference: every plugin run on every node, every step of the dry run.
         prepared = fw.filters.prepare(pod, snap)
-        spread_state = spread.pre_filter(pod, snap, SpreadArgs())
-        handle, state = cycle_handle(pod, snap, prepared, fw.filter_names, spread_state)
-        expected = post_filter(fw.post_filter, handle, state, pod, first_failures(want.nodes))[0]
+        handle, state = cycle_handle(pod, snap, prepared, fw.filter_names)
+        statuses = first_failures(want.nodes)
+        expected, why = post_filter(fw.post_filter, handle, state, pod, statuses, False)
+        # The dry run's shortcuts give the same answer, and the same reason when none.
+        fast, _ = cycle_handle(pod, snap, fw.filters.prepare(pod, snap), fw.filter_names)
+        assert post_filter(fw.post_filter, _counted(fast), state, pod, statuses) == (
+            expected,
+            why,
+        )
     assert got.preemption == expected
     event("preempts" if expected is not None else "no preemption")
     event("feasible" if want.feasible else "infeasible")
@@ -237,23 +300,31 @@ def test_removing_pods_at_once_equals_a_fresh_pre_filter(
         for p, pick in zip(residents, chosen, strict=False)
         if pick and p["spec"]["nodeName"] == name
     ]
-    snap, state, spread_state = _fresh(incoming, [*node_objs, *residents])
-    if isinstance(spread_state, spread.PreFilterState):
-        state[spread.PRE_FILTER_STATE_KEY] = spread_state
+    snap, state, _ = _fresh(incoming, [*node_objs, *residents])
     target = snap.nodes[name]
     names = {p["metadata"]["name"] for p in gone}
     light = [p for p in target.pods if p["metadata"]["name"] in names]
     ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    entries = list(state.values())
     assert ipa.remove_pods(state, incoming, light, target).ok
-    assert spread.remove_pods(state, incoming, light, target).ok
+    assert SPREAD.remove_pods(state, incoming, light, target).ok
     after, want_state, want_spread = _fresh(
         incoming, [*node_objs, *(p for p in residents if p not in gone)]
     )
     if ipa_ran:
         assert _ipa_view(state) == _ipa_view(want_state)
-    got_spread = state.get(spread.PRE_FILTER_STATE_KEY)
+    got_spread = _spread_of(state)
     if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
         assert isinstance(got_spread, spread.PreFilterState)
         assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
         assert got_spread.min_match_num == want_spread.min_match_num
         event("PodTopologySpread state updated" if light else "nothing removed")
+    if all(a is b for a, b in zip(entries, state.values(), strict=True)):
+        # types.RemovePods: a bulk removal that left every entry as it was means no
+        # one of those pods counts: adding any one of them back leaves them too.
+        event("no removed pod counts")
+        for one in light:
+            scratch = CycleState(state)
+            assert ipa.add_pod(scratch, incoming, one, target).ok
+            assert SPREAD.add_pod(scratch, incoming, one, target).ok
+            assert all(a is b for a, b in zip(entries, scratch.values(), strict=True))

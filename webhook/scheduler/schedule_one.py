@@ -35,8 +35,6 @@ from webhook.scheduler.framework.types import (
     Status,
 )
 from webhook.scheduler.plugins.defaultpreemption import nominated, preempt
-from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
-from webhook.scheduler.plugins.podtopologyspread.filtering import PreFilterState
 from webhook.scheduler.profile import Framework
 
 __all__ = [
@@ -144,22 +142,6 @@ def find_nodes_that_fit_pod(pod: RawObj, snapshot: Snapshot, fw: Framework) -> F
     return FitResult(prepared, table, memo.shared, diagnosis)
 
 
-def _spread_filter_state(fw: Framework, fit: FitResult) -> PreFilterState | Status | None:
-    """PodTopologySpread's PreFilter outcome in this cycle, for the filter handle of
-    nominated pods and preemption (which add and remove pods through its
-    PreFilterExtensions): its state, its PreFilter failure, or None when it does not
-    filter this pod (not enabled, or Skip)."""
-    prepared = fit.prepared
-    rejected = prepared.rejected.get(SPREAD)
-    if rejected is not None:
-        return rejected
-    for plugin in prepared.class_wise:
-        if plugin.name == SPREAD:
-            state: PreFilterState | Status = plugin.pre_filter_state(prepared.state)
-            return state
-    return None
-
-
 def with_nominated_pods(
     pod: RawObj, snapshot: Snapshot, fw: Framework, fit: FitResult
 ) -> FitResult:
@@ -170,7 +152,7 @@ def with_nominated_pods(
 
     Port of runtime/framework.go: RunFilterPluginsWithNominatedPods.
     """
-    blocked = nominated(pod, snapshot, fit.prepared, fw.filter_names, _spread_filter_state(fw, fit))
+    blocked = nominated(pod, snapshot, fit.prepared, fw.filter_names)
     if not blocked:
         return fit
     diagnosis = fit.diagnosis
@@ -210,15 +192,7 @@ def run_post_filter_plugins(
     """
     if fit.diagnosis.feasible or fw.post_filter is None:
         return None
-    return preempt(
-        fw.post_filter,
-        pod,
-        snapshot,
-        fit.prepared,
-        fw.filter_names,
-        _spread_filter_state(fw, fit),
-        verdicts,
-    )
+    return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
 
 
 def _diagnose(

@@ -18,13 +18,16 @@ from webhook.scheduler.framework.types import (
     ColumnScore,
     CycleState,
     NodeInfoLike,
+    PreFilterExtensions,
     Reads,
+    RemovePods,
     ScoreKeyed,
     Status,
     check_hooks,
     implements,
 )
 from webhook.scheduler.plugins import registry
+from webhook.scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import Framework, HookError, framework_of
 
@@ -61,6 +64,16 @@ class _Whole(_Filter):
         return ()
 
 
+class _AddOnly(_Filter):
+    def add_pod(self, state: CycleState, pod: Any, other: Any, node: NodeInfoLike) -> Status:
+        return SUCCESS  # without remove_pod
+
+
+class _MisspeltBulk(_Filter):
+    def remove_pod_all(self, state: CycleState, pod: Any, pods: Any, node: Any) -> Status:
+        return SUCCESS  # the hook is remove_pods
+
+
 @pytest.mark.parametrize(
     ("plugin", "errors"),
     [
@@ -71,8 +84,23 @@ class _Whole(_Filter):
             ["plugin 'Probe': 'score_node_keys' is not a hook; did you mean 'score_node_key'?"],
         ),
         (_Half(), ["plugin 'Probe' implements ScoreKeyed in part: score_node_key missing"]),
+        (
+            _AddOnly(),
+            ["plugin 'Probe' implements PreFilterExtensions in part: remove_pod missing"],
+        ),
+        (
+            _MisspeltBulk(),
+            ["plugin 'Probe': 'remove_pod_all' is not a hook; did you mean 'remove_pod'?"],
+        ),
     ],
-    ids=["no hook", "a whole hook pair", "a misspelt hook", "half a hook pair"],
+    ids=[
+        "no hook",
+        "a whole hook pair",
+        "a misspelt hook",
+        "half a hook pair",
+        "AddPod without RemovePod",
+        "a misspelt extension",
+    ],
 )
 def test_check_hooks(plugin: object, errors: list[str]) -> None:
     assert check_hooks(plugin) == errors
@@ -107,6 +135,11 @@ def _fresh_default_profile() -> Any:
         (_Filter(), ClassFilter, False),
         (PodTopologySpread(), ClassFilter, True),
         (PodTopologySpread(), ColumnScore, True),
+        (PodTopologySpread(), PreFilterExtensions, True),
+        (PodTopologySpread(), RemovePods, True),
+        (InterPodAffinity(), PreFilterExtensions, True),
+        (InterPodAffinity(), RemovePods, True),
+        (_AddOnly(), PreFilterExtensions, False),
     ],
 )
 def test_implements_needs_every_name_of_the_hook(

@@ -1,7 +1,12 @@
 """Pods nominated to a node (status.nominatedNodeName, not bound) count there for pods of
-equal or lower priority: RunFilterPluginsWithNominatedPods, after upstream's
-framework/runtime/framework_test.go TestFilterPluginsWithNominatedPods (its case names),
-then through the whole default profile (place, simulate).
+equal or lower priority: RunFilterPluginsWithNominatedPods, on upstream's tables
+TestFilterPluginsWithNominatedPods (framework/runtime/framework_test.go) and
+TestFindFitPredicateCallCounts (schedule_one_test.go) under their case names, then
+through the whole default profile (place, simulate).
+
+Every case of both tables is here. Upstream registers its TestPlugin1 as a PreFilter
+plugin only: here it is a plugin of the handle with PreFilterExtensions and no Filter
+step (the handle runs the Filter of the plugins its order names).
 
 Legend: nodes hold 1 cpu; "nominated n1 [p 1000, 600m]" is an unbound pod of priority
 1000 requesting 600m, nominated to n1.
@@ -22,7 +27,6 @@ from webhook.scheduler.framework.types import SUCCESS, Code, CycleState, Reads, 
 from webhook.scheduler.placement import place, simulate
 
 LOW, HIGH = 0, 1000
-UNSCHEDULABLE = Status(Code.UNSCHEDULABLE, "injected")
 
 
 def node(name: str) -> RawObj:
@@ -37,90 +41,136 @@ def incoming(priority: int, cpu: str = "600m", name: str = "p") -> RawObj:
     return make_pod().name(name).priority(priority).requests(cpu=cpu).obj()
 
 
-class Recorder:
-    """A filter plugin with PreFilterExtensions that records what AddPod saw, and
-    fails Filter when the state holds an added pod (`fail_with_added`) or AddPod itself
-    (`add_fails`)."""
+class FakePlugin:
+    """upstream's TestPlugin (framework_test.go): AddPod returns `add_pod_status`
+    (PreFilterAddPodStatus), Filter `filter_status` (FilterStatus); each records what
+    it saw."""
 
-    name: ClassVar[str] = "TestPlugin"
     reads: ClassVar[Reads] = Reads(node_fields=("pods",))
 
-    def __init__(self, *, add_fails: bool = False, fail_with_added: bool = False) -> None:
-        self.add_fails = add_fails
-        self.fail_with_added = fail_with_added
+    def __init__(
+        self, name: str, *, add_pod_status: Status = SUCCESS, filter_status: Status = SUCCESS
+    ) -> None:
+        self.name = name  # type: ignore[misc]
+        self.add_pod_status = add_pod_status
+        self.filter_status = filter_status
         self.added: list[str] = []
+        self.filter_calls = 0
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
-        if self.fail_with_added and state.get("added"):
-            return UNSCHEDULABLE
-        return SUCCESS
+        self.filter_calls += 1
+        return self.filter_status
 
     def add_pod(self, state: CycleState, pod: RawObj, other: RawObj, node: NodeInfo) -> Status:
-        if self.add_fails:
-            return Status(Code.ERROR, "injected AddPod failure")
-        state["added"] = [*state.get("added", []), other["metadata"]["name"]]
         self.added.append(other["metadata"]["name"])
-        return SUCCESS
+        return self.add_pod_status
 
     def remove_pod(self, state: CycleState, pod: RawObj, other: RawObj, node: NodeInfo) -> Status:
         return SUCCESS
 
 
-def run(plugin: Recorder, pod: RawObj, objects: list[RawObj]) -> Status:
+# errInjectedStatus / errInjectedFilterStatus.
+INJECTED = "injected status"
+INJECTED_FILTER = "injected filter status"
+
+
+def run(
+    pod: RawObj,
+    objects: list[RawObj],
+    pre_filter: FakePlugin | None = None,
+    filter_: FakePlugin | None = None,
+) -> Status:
+    """RunFilterPluginsWithNominatedPods on n1, with `pre_filter` (a PreFilter plugin
+    with PreFilterExtensions, no Filter step) and `filter_` (a Filter plugin)."""
     snap = Snapshot.from_objects([node("n1"), *objects])
-    handle = FilterHandle(snap, pod, [plugin], {}, [plugin.name], pod_priority)
+    plugins = [p for p in (pre_filter, filter_) if p is not None]
+    order = [filter_.name] if filter_ is not None else []
+    handle = FilterHandle(snap, pod, plugins, {}, order, pod_priority)
     return handle.run_filter_plugins_with_nominated_pods(CycleState(), pod, snap.nodes["n1"])
 
 
 @pytest.mark.parametrize(
-    ("plugin", "pod", "objects", "want", "added"),
+    ("pre_filter", "filter_", "pod", "objects", "want"),
     [
-        pytest.param(Recorder(), incoming(LOW), [], SUCCESS, [], id="node has no nominated pod"),
+        pytest.param(None, None, incoming(LOW), [], SUCCESS, id="node has no nominated pod"),
         pytest.param(
-            Recorder(),
+            FakePlugin("TestPlugin1"),
+            FakePlugin("TestPlugin2"),
             incoming(LOW),
             [nominated("n", HIGH)],
             SUCCESS,
-            ["n"],
             id="node has a high-priority nominated pod and all filters succeed",
         ),
         pytest.param(
-            Recorder(add_fails=True),
+            FakePlugin("TestPlugin1", add_pod_status=Status(Code.ERROR, INJECTED)),
+            None,
             incoming(LOW),
             [nominated("n", HIGH)],
-            Status(
-                Code.ERROR,
-                'running AddPod on PreFilter plugin "TestPlugin": injected AddPod failure',
-            ),
-            [],
+            Status(Code.ERROR, f'running AddPod on PreFilter plugin "TestPlugin1": {INJECTED}'),
             id="node has a high-priority nominated pod and pre filters fail",
         ),
         pytest.param(
-            Recorder(fail_with_added=True),
+            FakePlugin("TestPlugin1"),
+            FakePlugin("TestPlugin2", filter_status=Status(Code.ERROR, INJECTED_FILTER)),
             incoming(LOW),
             [nominated("n", HIGH)],
-            UNSCHEDULABLE,
-            ["n"],
+            Status(Code.ERROR, f'running "TestPlugin2" filter plugin: {INJECTED_FILTER}'),
             id="node has a high-priority nominated pod and filters fail",
         ),
         pytest.param(
-            Recorder(add_fails=True),
+            FakePlugin("TestPlugin1", add_pod_status=Status(Code.UNSCHEDULABLE, INJECTED)),
+            FakePlugin("TestPlugin2"),
             incoming(HIGH),
             [nominated("n", LOW)],
             SUCCESS,
-            [],
             id="node has a low-priority nominated pod and pre filters return unschedulable",
         ),
+    ],
+)
+def test_filter_plugins_with_nominated_pods(
+    pre_filter: FakePlugin | None,
+    filter_: FakePlugin | None,
+    pod: RawObj,
+    objects: list[RawObj],
+    want: Status,
+) -> None:
+    """Upstream's TestFilterPluginsWithNominatedPods (framework_test.go), case by case:
+    the nominated pods of >= priority added through AddPod, then Filter (an Error
+    wrapped with the plugin's name, as RunFilterPlugins does)."""
+    assert run(pod, objects, pre_filter, filter_) == want
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected_count"),
+    [
         pytest.param(
-            Recorder(fail_with_added=True),
+            incoming(HIGH), 1, id="nominated pods have lower priority, predicate is called once"
+        ),
+        pytest.param(
+            incoming(LOW), 2, id="nominated pods have higher priority, predicate is called twice"
+        ),
+    ],
+)
+def test_find_fit_predicate_call_counts(pod: RawObj, expected_count: int) -> None:
+    """Upstream's TestFindFitPredicateCallCounts (schedule_one_test.go): a pod of medium
+    priority nominated to the node; Filter runs once per pass, and the second pass (the
+    node without the nominated pods) runs only when some were added."""
+    fake = FakePlugin("FakeFilter")
+    assert run(pod, [nominated("nominated", (LOW + HIGH) // 2)], None, fake) == SUCCESS
+    assert fake.filter_calls == expected_count
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "want", "added"),
+    [
+        pytest.param(
             incoming(HIGH),
             [nominated("n", HIGH)],
-            UNSCHEDULABLE,
+            Status(Code.UNSCHEDULABLE, INJECTED),
             ["n"],
             id="a nominated pod of equal priority counts",
         ),
         pytest.param(
-            Recorder(fail_with_added=True),
             incoming(HIGH, name="n"),
             [nominated("n", HIGH)],
             SUCCESS,
@@ -129,13 +179,17 @@ def run(plugin: Recorder, pod: RawObj, objects: list[RawObj]) -> Status:
         ),
     ],
 )
-def test_filter_plugins_with_nominated_pods(
-    plugin: Recorder, pod: RawObj, objects: list[RawObj], want: Status, added: list[str]
+def test_add_ge_nominated_pods_boundaries(
+    pod: RawObj, objects: list[RawObj], want: Status, added: list[str]
 ) -> None:
-    """RunFilterPluginsWithNominatedPods: the nominated pods of >= priority added to a
-    copy of the state and the node (AddPod), then Filter; the second pass without them."""
-    assert run(plugin, pod, objects) == want
-    assert plugin.added == added
+    """addGENominatedPods's two boundaries, not in upstream's tables: a nominated pod of
+    priority >= the pod's counts, the pod itself (same UID; here namespace/name) not.
+    The Filter fails whenever the first pass runs with a pod added."""
+    extension = FakePlugin("TestPlugin1")
+    failing = FakePlugin("TestPlugin2", filter_status=Status(Code.UNSCHEDULABLE, INJECTED))
+    got = run(pod, objects, extension, failing if added else FakePlugin("TestPlugin2"))
+    assert got == want
+    assert extension.added == added
 
 
 @pytest.mark.parametrize(

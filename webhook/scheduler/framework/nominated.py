@@ -12,6 +12,13 @@ whose Filter reads nothing that adding or removing a pod changes (no "pods" nor
 copy of a node the status it gave on the node itself: when the cycle's statuses are
 given (`known`), that one is taken instead of running it again. A property test holds
 this to running every plugin.
+
+Two more shortcuts serve preemption's dry run, both exact by what the plugins
+declare: `fails_without` tells a node that fails with its victims gone from the
+plugins whose Filter reads only their PreFilter state and the node's labels (no
+"pods" nor "requested" read), on their state alone and without copying the node;
+`node_filters` is what a reprieve runs when it changed only the node (no victim
+counted in any PreFilter state: types.PreFilterExtensions, RemovePods).
 """
 
 from __future__ import annotations
@@ -21,7 +28,15 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
-from webhook.scheduler.framework.types import SUCCESS, Code, CycleState, Status
+from webhook.scheduler.framework.types import (
+    SUCCESS,
+    Code,
+    CycleState,
+    PreFilterExtensions,
+    RemovePods,
+    Status,
+    implements,
+)
 
 __all__ = ["NODE_DEPENDENT_FIELDS", "FilterHandle", "pod_key"]
 
@@ -35,10 +50,28 @@ def pod_key(pod: RawObj) -> tuple[str, str]:
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 
-def _changes_with_pods(plugin: Any) -> bool:
+def _reads_node_pods(plugin: Any) -> bool:
     reads = getattr(plugin, "reads", None)
-    fields = getattr(reads, "node_fields", ())
-    return bool(NODE_DEPENDENT_FIELDS.intersection(fields)) or hasattr(plugin, "add_pod")
+    return bool(NODE_DEPENDENT_FIELDS.intersection(getattr(reads, "node_fields", ())))
+
+
+def _changes_with_pods(plugin: Any) -> bool:
+    return _reads_node_pods(plugin) or implements(plugin, PreFilterExtensions)
+
+
+def _remove_all(
+    plugin: Any, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+) -> Status:
+    """One extension plugin's RemovePod for each of `pods` (all on `node`): at once when
+    it has the bulk hook (types.RemovePods), else one by one to the first failure."""
+    if implements(plugin, RemovePods):
+        status: Status = plugin.remove_pods(state, pod, pods, node)
+        return status
+    for other in pods:
+        status = plugin.remove_pod(state, pod, other, node)
+        if not status.ok:
+            return status
+    return SUCCESS
 
 
 class FilterHandle:
@@ -46,7 +79,8 @@ class FilterHandle:
 
     snapshot: the cluster state; pod: the incoming pod; priority: its priority;
     plugins: the filter plugins whose Filter runs, in profile order (each with
-    `name`, `filter(state, pod, node)`, and optionally `add_pod` / `remove_pod`);
+    `name`, `filter(state, pod, node)`, and optionally types.PreFilterExtensions and
+RemovePods);
     rejected: plugin name -> the PreFilter failure it gives on every node; order: every
     filter plugin's name, in profile order; known: node name -> the cycle's status per
     plugin, or None to run every plugin on every node; priority_of: a pod's priority.
@@ -71,21 +105,38 @@ class FilterHandle:
         self.steps: list[tuple[str, Any]] = [
             (name, by_name.get(name)) for name in order if name in by_name or name in rejected
         ]
-        self.extensions = [p for p in plugins if hasattr(p, "add_pod")]
+        self.extensions = [p for p in plugins if implements(p, PreFilterExtensions)]
         self.dynamic = frozenset(p.name for p in plugins if _changes_with_pods(p))
         self.known = known
         self._self_key = pod_key(pod)
+        # The plugins whose Filter reads only their PreFilter state (kept current by
+        # their PreFilterExtensions) and what pod removal leaves unchanged of a node.
+        self._state_only = [
+            plugin
+            for name, plugin in self.steps
+            if plugin is not None
+            and implements(plugin, PreFilterExtensions)
+            and not _reads_node_pods(plugin)
+        ]
         # The Filter of each plugin whose status a changed copy of a node can change.
         self._dynamic_filters = [
             plugin.filter
             for name, plugin in self.steps
             if plugin is not None and name in self.dynamic
         ]
+        state_only = {id(p) for p in self._state_only}
+        self._node_filters = [
+            plugin.filter
+            for name, plugin in self.steps
+            if plugin is not None and name in self.dynamic and id(plugin) not in state_only
+        ]
         # Node name -> whether every other plugin passes there (from `known`).
         self._others_pass: dict[str, bool] = {}
 
     def run_filter_plugins(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
-        """Port of framework.go: RunFilterPlugins: the first failure in profile order."""
+        """Port of framework.go: RunFilterPlugins: the first failure in profile order (one
+        neither Unschedulable nor UnschedulableAndUnresolvable, which a Filter is not
+        meant to return, as an Error naming the plugin)."""
         known = self.known.get(node.name) if self.known is not None else None
         for name, plugin in self.steps:
             if plugin is None:
@@ -95,24 +146,75 @@ class FilterHandle:
             else:
                 status = plugin.filter(state, pod, node)
             if not status.ok:
-                return status
+                if status.code in (Code.UNSCHEDULABLE, Code.UNRESOLVABLE):
+                    return status
+                return Status(Code.ERROR, f'running "{name}" filter plugin: {status.reason}')
         return SUCCESS
 
-    def fits_with_nominated_pods(self, state: CycleState, pod: RawObj, node: NodeInfo) -> bool:
+    def fits_with_nominated_pods(
+        self, state: CycleState, pod: RawObj, node: NodeInfo, states_unchanged: bool = False
+    ) -> bool:
         """run_filter_plugins_with_nominated_pods(...).ok, for the dry run's reprieve loop:
         on a node no pod is nominated to, the plugins a changed copy cannot change are
-        read once from `known`, the others run (no status is built)."""
+        read once from `known`, the others run (no status is built).
+
+        states_unchanged: the pod fitted before the last change, and that change left
+        every PreFilter state as it was (the same objects): the plugins whose Filter
+        reads only their state and the node's labels pass again and are not run."""
         if self.known is None or self.snapshot.nominated_pods(node.name):
             return self.run_filter_plugins_with_nominated_pods(state, pod, node).ok
+        checks = self._node_filters if states_unchanged else self._dynamic_filters
+        return self._others_pass_on(node) and all(
+            check(state, pod, node).ok for check in checks
+        )
+
+    def node_filters(self, node: NodeInfo) -> list[Any] | None:
+        """The Filters that tell whether the pod, which fitted on a changed copy of `node`,
+        still fits after a change that left every PreFilter state as it was: those
+        reading the node's pods or sums (each `filter(state, pod, node)`). None where
+        fits_with_nominated_pods must decide (pods nominated there, no cycle statuses,
+        or a plugin failing there whatever the change)."""
+        if self.known is None or self.snapshot.nominated_pods(node.name):
+            return None
+        if not self._others_pass_on(node):
+            return None
+        return self._node_filters
+
+    def _others_pass_on(self, node: NodeInfo) -> bool:
+        """Whether every plugin a changed copy of `node` cannot change passes there (from
+        the cycle's statuses, `known`), worked out once per node."""
         others = self._others_pass.get(node.name)
         if others is None:
-            known = self.known.get(node.name, {})
+            known = self.known.get(node.name, {}) if self.known is not None else {}
             others = self._others_pass[node.name] = not self.rejected and all(
                 known.get(name, SUCCESS).ok
                 for name, plugin in self.steps
                 if plugin is not None and name not in self.dynamic
             )
-        return others and all(check(state, pod, node).ok for check in self._dynamic_filters)
+        return others
+
+    def fails_without(
+        self, state: CycleState, pod: RawObj, node: NodeInfo, pods: Sequence[RawObj]
+    ) -> bool:
+        """Whether `pod` certainly fails on `node` once `pods` (all on it) are removed:
+        some plugin whose Filter reads only its own PreFilter state and the node's
+        labels fails on that state with `pods` removed. The node itself is left as it
+        is (no copy is made); False says nothing.
+
+        Exact for RunFilterPluginsWithNominatedPods's verdict, not its Status: a node
+        fails there when either pass fails, and the second pass (or the only one) is
+        on the node without nominated pods. Which plugin fails first is not known.
+        """
+        if not self._state_only:
+            return False
+        scratch = CycleState(state)
+        for plugin in self._state_only:
+            status = _remove_all(plugin, scratch, pod, pods, node)
+            if not status.ok:
+                return False  # the full dry run reports it
+            if not plugin.filter(scratch, pod, node).ok:
+                return True
+        return False
 
     def run_all_filter_plugins(
         self, state: CycleState, pod: RawObj, node: NodeInfo
@@ -147,14 +249,7 @@ class FilterHandle:
         """RunPreFilterExtensionRemovePod for each of `pods` (all on `node`): a plugin
         with a `remove_pods` hook takes them at once (the same state, built once)."""
         for plugin in self.extensions:
-            bulk = getattr(plugin, "remove_pods", None)
-            if bulk is None:
-                for other in pods:
-                    status = self._extensions("RemovePod", state, pod, other, node)
-                    if not status.ok:
-                        return status
-                continue
-            status = bulk(state, pod, pods, node)
+            status = _remove_all(plugin, state, pod, pods, node)
             if not status.ok:
                 return Status(
                     Code.ERROR,

@@ -21,6 +21,12 @@ CAVEAT: upstream checks candidates in parallel and stops once enough are found, 
 which nodes past the first few it dry-runs depends on timing; here they are checked
 in order from the offset, which gives one of the answers upstream can give.
 CAVEAT: upstream's extenders (callExtenders) are not modelled: there are none.
+
+The dry run's failure statuses are shown only when no node is a candidate: until
+then a node the plugin can tell fails without working out why carries FAILS
+(select_victims_on_node with `exact` False), and the statuses are worked out exactly
+only when they are shown. Which nodes are candidates, and their victims, are
+upstream's.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from webhook.scheduler.framework.types import Code, CycleState, Status
 
 __all__ = [
     "DEFAULT_PRIORITY",
+    "FAILS",
     "SYSTEM_PRIORITY_CLASSES",
     "Candidate",
     "Evaluator",
@@ -125,12 +132,6 @@ def pod_priority(pod: RawObj, snapshot: Snapshot | None = None) -> int:
     return resolve_priority(pod, snapshot)[0]
 
 
-def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return _parse_rfc3339(value)
-
-
 @functools.lru_cache(maxsize=4096)
 def _parse_rfc3339(value: str) -> float | None:
     try:
@@ -142,7 +143,9 @@ def _parse_rfc3339(value: str) -> float | None:
 def pod_start_time(pod: RawObj) -> float:
     """util.GetPodStartTime: status.startTime, else now (a pod not started yet is the
     newest of all: +inf here, so it compares after every real start time)."""
-    started = _parse_time(as_dict(pod.get("status")).get("startTime"))
+    status = pod.get("status")  # read directly: the dry run sorts every victim by it
+    value = status.get("startTime") if type(status) is dict else None
+    started = _parse_rfc3339(value) if isinstance(value, str) and value else None
     return math.inf if started is None else started
 
 
@@ -195,7 +198,15 @@ class Handle(Protocol):
         self, state: CycleState, pod: RawObj, node: NodeInfo
     ) -> Status: ...
 
-    def fits_with_nominated_pods(self, state: CycleState, pod: RawObj, node: NodeInfo) -> bool: ...
+    def fits_with_nominated_pods(
+        self, state: CycleState, pod: RawObj, node: NodeInfo, states_unchanged: bool = False
+    ) -> bool: ...
+
+    def fails_without(
+        self, state: CycleState, pod: RawObj, node: NodeInfo, pods: Sequence[RawObj]
+    ) -> bool: ...
+
+    def node_filters(self, node: NodeInfo) -> list[Any] | None: ...
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo
@@ -225,6 +236,7 @@ class Interface(Protocol):
         pod: RawObj,
         node: NodeInfo,
         pdbs: Sequence[RawObj],
+        exact: bool = True,
     ) -> tuple[list[RawObj], int, Status]: ...
 
 
@@ -240,6 +252,10 @@ def earliest_pod_start_time(victims: Victims) -> float:
             best_priority, earliest = priority, pod_start_time(pod)
     return earliest
 
+
+# What select_victims_on_node(exact=False) returns for a node it can tell fails
+# without working out which plugin fails first (that is worked out only when shown).
+FAILS = Status(Code.UNSCHEDULABLE, "fails with every lower-priority pod removed")
 
 # Added to every priority before summing, so that all are >= 0 (math.MaxInt32 + 1).
 _PRIORITY_SHIFT = 2**31
@@ -346,17 +362,26 @@ class Evaluator:
     ) -> tuple[list[Candidate], dict[str, Status]]:
         """Port of preemption.go: DryRunPreemption, node after node from `offset`
         (wrapping), stopping once some candidate violates no PodDisruptionBudget and
-        there are `num_candidates`; candidates violating none come first."""
+        there are `num_candidates`; candidates violating none come first.
+
+        A node's failure status is shown only when no node is a candidate: until then
+        the plugin may tell a node fails without working out its status (FAILS), and
+        those statuses are worked out only then."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         node_statuses: dict[str, Status] = {}
+        undecided: dict[str, NodeInfo] = {}
         n = len(potential_nodes)
         for i in range(n):
             checkpoint()  # under a time budget (the /validate foresight), give up in time
             info = potential_nodes[(offset + i) % n]
             pods, violations, status = self.interface.select_victims_on_node(
-                CycleState(state), pod, info, pdbs
+                CycleState(state), pod, info, pdbs, exact=False
             )
+            if status is FAILS:
+                node_statuses[info.name] = status
+                undecided[info.name] = info
+                continue
             if status.ok and pods:
                 priorities = tuple(pod_priority(p, self.handle.snapshot) for p in pods)
                 c = Candidate(info.name, Victims(tuple(pods), priorities, violations))
@@ -369,6 +394,11 @@ class Evaluator:
                     Code.ERROR, f'expected at least one victim pod on node "{info.name}"'
                 )
             node_statuses[info.name] = status
+        if undecided and not non_violating and not violating:
+            for name, info in undecided.items():
+                node_statuses[name] = self.interface.select_victims_on_node(
+                    CycleState(state), pod, info, pdbs
+                )[2]
         return non_violating[:num_candidates] + violating[:num_candidates], node_statuses
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:

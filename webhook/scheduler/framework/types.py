@@ -11,7 +11,9 @@ and the parts of a pod and of a node (so the runtime can group nodes a plugin ca
 tell apart and judge each group once).
 
 Optional hooks (upstream has no such points; each says what a plugin reads, so the
-runtime can judge or score a group of nodes once): the Protocols after ScorePlugin.
+runtime can judge or score a group of nodes once): the Protocols after ScorePlugin,
+but for PreFilterExtensions (upstream's, optional there too) and RemovePods (its bulk
+RemovePod).
 `check_hooks` is run on every plugin when a profile is built: a method or attribute
 named like a hook but not one (a misspelling), or half of a hook pair, fails the
 build instead of silently falling back to node-by-node evaluation.
@@ -58,8 +60,10 @@ __all__ = [
     "Plugin",
     "PreFilterPlugin",
     "PodKeyed",
+    "PreFilterExtensions",
     "PreScorePlugin",
     "Reads",
+    "RemovePods",
     "ScoreBatch",
     "ScoreKeyed",
     "ScoreLabelKeyed",
@@ -358,6 +362,36 @@ class ScoreBatch(Protocol):
     ) -> tuple[list[int], Status]: ...
 
 
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    """framework.PreFilterExtensions: the plugin's PreFilter state (its own entries of
+    the CycleState) as if `pod_to_add` were bound to `node` / `pod_to_remove` gone from
+    it, for the incoming `pod` (preemption's dry run, nominated pods). `node` already
+    holds the change. An entry is replaced, never changed in place (a copy of the
+    CycleState keeps the original), and left as the very same object when the pod
+    moves no count: preemption takes a state left as it was as "this pod counts
+    nowhere", and then neither adds nor removes it again (see RemovePods)."""
+
+    def add_pod(
+        self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfoLike
+    ) -> Status: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfoLike
+    ) -> Status: ...
+
+
+@runtime_checkable
+class RemovePods(Protocol):
+    """PreFilterExtensions' RemovePod for several pods of one node at once (preemption's
+    first step: every potential victim removed), equal to removing them one by one;
+    when it leaves every entry as it was, so does adding or removing any one of them."""
+
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfoLike
+    ) -> Status: ...
+
+
 # Hook -> the names its Protocol declares, for check_hooks. A plugin implements a hook
 # when it has every one of them.
 HOOKS: dict[type, tuple[str, ...]] = {
@@ -371,6 +405,8 @@ HOOKS: dict[type, tuple[str, ...]] = {
     ColumnScore: ("score_column",),
     NodeKeysBatch: ("node_keys",),
     ScoreBatch: ("score_nodes",),
+    PreFilterExtensions: ("add_pod", "remove_pod"),
+    RemovePods: ("remove_pods",),
 }
 # Upstream's extension points and the declared attributes every plugin may have.
 _POINTS = (

@@ -37,7 +37,7 @@ from webhook.scheduler.plugins.defaultpreemption.plugin import (
     DefaultPreemption,
 )
 from webhook.scheduler.plugins.noderesources.fit import NodeResourcesFit
-from webhook.scheduler.plugins.podtopologyspread.filtering import pre_filter as spread_pre_filter
+from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -46,7 +46,6 @@ LARGE = {"cpu": "300m", "memory": "300"}
 VERY_LARGE = {"cpu": "500m", "memory": "500"}
 ONE_POD = {"pods": "1"}
 NODE_RES = {"cpu": "200m", "memory": "400", "pods": "32"}
-SPREAD = "PodTopologySpread"
 
 
 def epoch(n: int) -> str:
@@ -161,10 +160,10 @@ def evaluator(
     """The framework of a case: its filter plugins (PodTopologySpread last when
     `spread`), PreFilter run on the preemptor, DefaultPreemption with `args`."""
     snap = Snapshot.from_objects(objects)
-    prepared = FilterCycle(plugins).prepare(preemptor, snap)
-    order = [p.name for p in plugins] + ([SPREAD] if spread else [])
-    state_of_spread = spread_pre_filter(preemptor, snap) if spread else None
-    handle, state = cycle_handle(preemptor, snap, prepared, order, state_of_spread)
+    every = [*plugins, PodTopologySpread()] if spread else list(plugins)
+    prepared = FilterCycle(every).prepare(preemptor, snap)
+    order = [p.name for p in every]
+    handle, state = cycle_handle(preemptor, snap, prepared, order)
     plugin = DefaultPreemption(args)
     return snap, handle, state, Evaluator(NAME, handle, CyclePreemption(plugin, handle))
 

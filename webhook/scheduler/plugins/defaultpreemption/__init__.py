@@ -2,8 +2,8 @@
 
 `post_filter` is what the scheduling cycle runs when no node fits: the Evaluator
 (framework/preemption.py) with this plugin's decisions (plugin.py) and a
-FilterHandle (framework/nominated.py) over the profile's filters, PodTopologySpread
-included (its PreFilterExtensions from its filtering module). `nominated_failures`
+FilterHandle (framework/nominated.py) over the profile's filter plugins, node-wise
+and class-wise (PodTopologySpread) alike. `nominated_failures`
 is the first pass of RunFilterPluginsWithNominatedPods on the nodes pods are
 nominated to.
 """
@@ -11,23 +11,20 @@ nominated to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.framework.nominated import FilterHandle
 from webhook.scheduler.framework.preemption import Evaluator, Preemption, resolve_priority
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
-from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
-from webhook.scheduler.framework.types import SUCCESS, Code, CycleState, Reads, Status
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import SUCCESS, CycleState, Status
 from webhook.scheduler.plugins.defaultpreemption.plugin import (
     NAME,
     CyclePreemption,
     DefaultPreemption,
     filter_pods_with_pdb_violation,
 )
-from webhook.scheduler.plugins.podtopologyspread import filtering as spread
-from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
-from webhook.scheduler.plugins.podtopologyspread.common import READS as SPREAD_READS
 
 __all__ = [
     "NAME",
@@ -44,60 +41,29 @@ __all__ = [
 ]
 
 
-class _SpreadFilter:
-    """PodTopologySpread's Filter and PreFilterExtensions as a filter plugin of the
-    handle (placement evaluates it with its grouped engine otherwise)."""
-
-    name: ClassVar[str] = SPREAD
-    reads: ClassVar[Reads] = SPREAD_READS
-
-    def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
-        s = state.get(spread.PRE_FILTER_STATE_KEY)
-        if not isinstance(s, spread.PreFilterState):  # cycle_handle always sets it
-            return Status(Code.ERROR, f'reading "{spread.PRE_FILTER_STATE_KEY}" from cycleState')
-        return spread.filter_node(s, node)
-
-    def add_pod(self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
-        return spread.add_pod(state, pod, pod_to_add, node)
-
-    def remove_pod(
-        self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo
-    ) -> Status:
-        return spread.remove_pod(state, pod, pod_to_remove, node)
-
-    def remove_pods(
-        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
-    ) -> Status:
-        return spread.remove_pods(state, pod, pods, node)
-
-
 def cycle_handle(
     pod: RawObj,
     snapshot: Snapshot,
     prepared: PreparedFilters,
     filter_names: Sequence[str],
-    spread_state: spread.PreFilterState | Status | None,
     known: Mapping[str, Mapping[str, Status]] | None = None,
 ) -> tuple[FilterHandle, CycleState]:
     """A FilterHandle over one pod's cycle, and the CycleState it starts from.
 
-    spread_state: PodTopologySpread's PreFilter outcome when it filters (None when
-    the profile does not run it); known: the cycle's status per node and plugin, taken
-    for the plugins that adding or removing pods cannot change (None: run them all).
+    Every plugin whose Filter runs in the cycle, node-wise and class-wise alike (their
+    PreFilterExtensions keep their own state entries current); known: the cycle's
+    status per node and plugin, taken for the plugins that adding or removing pods
+    cannot change (None: run them all).
     """
-    plugins: list[Any] = list(prepared.active)
-    rejected = dict(prepared.rejected)
+    plugins: list[Any] = [*prepared.active, *prepared.class_wise]
     state = CycleState(prepared.state)
-    if isinstance(spread_state, Status):
-        rejected[SPREAD] = spread_state
-    elif spread_state is not None and spread_state.constraints:
-        plugins.append(_SpreadFilter())
-        state[spread.PRE_FILTER_STATE_KEY] = spread_state
 
     def priority_of(p: RawObj) -> int:
         return resolve_priority(p, snapshot)[0]
 
-    handle = FilterHandle(snapshot, pod, plugins, rejected, filter_names, priority_of, known)
+    handle = FilterHandle(
+        snapshot, pod, plugins, prepared.rejected, filter_names, priority_of, known
+    )
     return handle, state
 
 
@@ -121,10 +87,12 @@ def post_filter(
     state: CycleState,
     pod: RawObj,
     statuses: Mapping[str, Status],
+    shortcuts: bool = True,
 ) -> tuple[Preemption | None, Status]:
     """Port of default_preemption.go: PostFilter (the dry run): the nomination and its
-    victims, or why there is none ("preemption: ..." as upstream words it)."""
-    cycle = CyclePreemption(plugin, handle)
+    victims, or why there is none ("preemption: ..." as upstream words it).
+    shortcuts: see CyclePreemption (False: every step as upstream, for a reference)."""
+    cycle = CyclePreemption(plugin, handle, shortcuts)
     result, status = Evaluator(NAME, handle, cycle).preempt(state, pod, statuses)
     if status.reason:
         return result, Status(status.code, "preemption: " + status.reason)
@@ -151,13 +119,12 @@ def preempt(
     snapshot: Snapshot,
     prepared: PreparedFilters,
     filter_names: Sequence[str],
-    spread_state: spread.PreFilterState | Status | None,
     verdicts: Sequence[Any],
 ) -> Preemption | None:
     """PostFilter for a pod no node fits (`verdicts`: the cycle's NodeVerdicts): the
     nomination and its victims, None when the pod may not or need not preempt."""
     known = {v.name: v.filters for v in verdicts}
-    handle, state = cycle_handle(pod, snapshot, prepared, filter_names, spread_state, known)
+    handle, state = cycle_handle(pod, snapshot, prepared, filter_names, known)
     return post_filter(plugin, handle, state, pod, first_failures(verdicts))[0]
 
 
@@ -166,12 +133,11 @@ def nominated(
     snapshot: Snapshot,
     prepared: PreparedFilters,
     filter_names: Sequence[str],
-    spread_state: spread.PreFilterState | Status | None,
 ) -> dict[str, dict[str, Status]]:
     """nominated_failures for one pod's cycle ({} when no pod is nominated anywhere)."""
     if not snapshot.nominated_nodes():
         return {}
-    handle, state = cycle_handle(pod, snapshot, prepared, filter_names, spread_state)
+    handle, state = cycle_handle(pod, snapshot, prepared, filter_names)
     return nominated_failures(handle, state, filter_names)
 
 

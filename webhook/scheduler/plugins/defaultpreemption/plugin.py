@@ -30,6 +30,7 @@ from webhook.api.labels import compile_selector, selector_error
 from webhook.scheduler.config.types import DefaultPreemptionArgs
 from webhook.scheduler.config.validation import validate_default_preemption_args
 from webhook.scheduler.framework.preemption import (
+    FAILS,
     PDB_KIND,
     PREEMPT_NEVER,
     PRIORITY_CLASS_KIND,
@@ -70,6 +71,8 @@ def filter_pods_with_pdb_violation(
 
     Port of default_preemption.go: filterPodsWithPDBViolation.
     """
+    if not pdbs:
+        return [], list(pods)
     allowed: list[int] = []
     selectors = []
     for pdb in pdbs:
@@ -104,6 +107,13 @@ def filter_pods_with_pdb_violation(
                     violated = True
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
+
+
+def _same(entries: Sequence[object], state: CycleState) -> bool:
+    """Whether `state` holds the very objects `entries` listed (its values, in order)."""
+    return len(entries) == len(state) and all(
+        a is b for a, b in zip(entries, state.values(), strict=True)
+    )
 
 
 class DefaultPreemption:
@@ -147,9 +157,14 @@ class CyclePreemption:
     """DefaultPreemption for one pod's cycle: the plugin with the handle that runs the
     profile's filters and the snapshot's priorities (preemption.Interface)."""
 
-    def __init__(self, plugin: DefaultPreemption, handle: Handle) -> None:
+    def __init__(self, plugin: DefaultPreemption, handle: Handle, shortcuts: bool = True) -> None:
+        """shortcuts: take the two exact shortcuts of select_victims_on_node (a node
+        that fails with its victims gone told from the state-only plugins; a reprieve
+        that changes only the node); False runs every step as upstream does (the
+        property tests' reference)."""
         self.plugin = plugin
         self.handle = handle
+        self.shortcuts = shortcuts
         self.snapshot: Snapshot = handle.snapshot
         self._priorities: dict[int, int] = {}
 
@@ -165,6 +180,19 @@ class CyclePreemption:
         if hit is None:
             hit = self._priorities[id(pod)] = resolve_priority(pod, self.snapshot)[0]
         return hit
+
+    def _lower_priority(self, pods: Sequence[RawObj], preemptor: int) -> list[RawObj]:
+        """The pods isPreemptionAllowed lets `preemptor` evict, in their order: those of
+        lower priority (`priority`, with the stored value read inline: this runs for
+        every pod of every node dry-run)."""
+        out = []
+        for p in pods:
+            value = p["spec"].get("priority")
+            if type(value) is not int:
+                value = self.priority(p)
+            if value < preemptor:
+                out.append(p)
+        return out
 
     def is_preemption_allowed(self, victim: RawObj, preemptor_priority: int) -> bool:
         """Port of default_preemption.go: isPreemptionAllowed (IsEligiblePod: always)."""
@@ -199,21 +227,29 @@ class CyclePreemption:
         return sorted(pods, key=lambda p: (-priority(p), pod_start_time(p)))
 
     def select_victims_on_node(
-        self, state: CycleState, pod: RawObj, node: NodeInfo, pdbs: Sequence[RawObj]
+        self,
+        state: CycleState,
+        pod: RawObj,
+        node: NodeInfo,
+        pdbs: Sequence[RawObj],
+        exact: bool = True,
     ) -> tuple[list[RawObj], int, Status]:
         """The fewest pods to evict from `node` (left as it is: a copy is changed) for `pod`
         to fit: every lower-priority pod removed, then each put back, most important
         first (PodDisruptionBudget-violating ones before the others), and kept when the
-        pod still fits. (victims, how many violate a budget, Success) or the failure.
+        pod still fits. (victims, how many violate a budget, Success) or the failure;
+        with `exact` False, FAILS for a node the handle tells fails with every potential
+        victim removed (fails_without), before any copy is made.
 
         Port of default_preemption.go: SelectVictimsOnNode.
         """
         handle, snapshot = self.handle, self.snapshot
-        preemptor = self.priority(pod)
-        potential = [p for p in node.pods if self.is_preemption_allowed(p, preemptor)]
+        potential = self._lower_priority(node.pods, self.priority(pod))
 
         if not potential:
             return [], 0, NO_VICTIMS
+        if not exact and self.shortcuts and handle.fails_without(state, pod, node, potential):
+            return [], 0, FAILS
         node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
         amounts = {id(p): snapshot.requests_of(p) for p in potential}
 
@@ -227,9 +263,14 @@ class CyclePreemption:
 
         # Every potential victim removed: the node and the plugins' state at once.
         node.remove_pods(potential, list(amounts.values()))
+        entries = list(state.values())
         status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
         if not status.ok:
             return [], 0, status
+        # No victim counts in any plugin's PreFilter state (types.PreFilterExtensions:
+        # then adding or removing any one of them leaves every state as it is): the
+        # reprieve changes only the node, and runs only the filters that read it.
+        untouched = self.shortcuts and _same(entries, state)
         status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.ok:
             return [], 0, status
@@ -238,11 +279,38 @@ class CyclePreemption:
         victims: list[RawObj] = []
         num_violating = 0
 
+        checks = handle.node_filters(node) if untouched else None
+        if checks is not None:
+            # The reprieve loop below, with only the node changing: its filters alone.
+            for i, p in enumerate((*violating, *non_violating)):
+                amount = amounts[id(p)]
+                node.add_pod(p, *amount)
+                for check in checks:
+                    if not check(state, pod, node).ok:
+                        node.remove_pod(p, *amount)
+                        victims.append(p)
+                        num_violating += i < len(violating)
+                        break
+            if violating and non_violating:
+                victims = self._sorted(victims)
+            return victims, num_violating, Status()
+
         def reprieve(p: RawObj) -> bool | Status:
+            if untouched:
+                node.add_pod(p, *amounts[id(p)])
+                fits = handle.fits_with_nominated_pods(state, pod, node, True)
+                if not fits:
+                    node.remove_pod(p, *amounts[id(p)])
+                    victims.append(p)
+                return fits
+            before = list(state.values())
             status = add(p)
             if not status.ok:
                 return status
-            fits = handle.fits_with_nominated_pods(state, pod, node)
+            # Most victims count in no plugin's PreFilter state (the extensions replace
+            # a state they change, never edit it): only the node's sums then changed.
+            unchanged = self.shortcuts and _same(before, state)
+            fits = handle.fits_with_nominated_pods(state, pod, node, unchanged)
             if not fits:
                 status = remove(p)
                 if not status.ok:

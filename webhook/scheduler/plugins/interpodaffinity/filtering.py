@@ -341,18 +341,24 @@ def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: No
     bumps: list[tuple[list[tuple[str, str]], ...]] = []
     terms = (*s.affinity_terms, *s.anti_affinity_terms)
     for other in pods:
-        spec, meta = other.get("spec"), other.get("metadata")
-        if type(spec) is dict and type(meta) is dict and not spec.get("affinity"):
-            # No terms of its own: it counts only where the incoming pod's terms select it.
-            ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
-            if not any(_incoming_term_matches(t, ns, labels) for t in terms):
-                continue
+        if _counts_nowhere(terms, other):
+            continue
         found = _bumps(s, pod, other, node)
-        if found is not None:
+        if found is not None and any(found):
             bumps.append(found)
     if bumps:
         _apply(state, s, pod, bumps, -1)
     return SUCCESS
+
+
+def _counts_nowhere(terms: Sequence[AffinityTerm], other: RawObj) -> bool:
+    """Whether `other` has no affinity of its own and none of the incoming pod's
+    `terms` selects it: then it moves no count (the common case, told cheaply)."""
+    spec, meta = other.get("spec"), other.get("metadata")
+    if type(spec) is dict and type(meta) is dict and not spec.get("affinity"):
+        ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
+        return not any(_incoming_term_matches(t, ns, labels) for t in terms)
+    return False
 
 
 def _update_with_pod(
@@ -363,8 +369,10 @@ def _update_with_pod(
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, PreFilterState):
         return SUCCESS  # PreFilter skipped: nothing to update (upstream's nil state)
+    if _counts_nowhere((*s.affinity_terms, *s.anti_affinity_terms), updated):
+        return SUCCESS
     found = _bumps(s, pod, updated, node)
-    if found is not None:
+    if found is not None and any(found):
         _apply(state, s, pod, [found], delta)
     return SUCCESS
 

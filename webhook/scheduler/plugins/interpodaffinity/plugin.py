@@ -23,7 +23,8 @@ DEFAULT_ARGS: Final = InterPodAffinityArgs()
 
 
 class InterPodAffinity:
-    """PreFilter, Filter, PreScore, Score and NormalizeScore of InterPodAffinity.
+    """PreFilter, Filter, PreFilterExtensions (types.PreFilterExtensions and
+    RemovePods), PreScore, Score and NormalizeScore of InterPodAffinity.
 
     One instance per profile, built once (plugin.go New). It owns the index of the
     affinity terms of bound pods (common.ExistingTermsIndex), kept in step with

@@ -26,14 +26,13 @@ from webhook.scheduler.framework.snapshot import (
     Snapshot,
     is_terminating,
 )
-from webhook.scheduler.framework.types import SUCCESS, CycleState, Status
+from webhook.scheduler.framework.types import SUCCESS, Status
 from webhook.scheduler.plugins.podtopologyspread.common import (
     CONSTRAINTS_NOT_MATCH,
     DEFAULT_ARGS,
     DO_NOT_SCHEDULE,
     INT32_MAX,
     NODE_LABEL_NOT_MATCH,
-    PLUGIN_NAME,
     Constraint,
     NodeInclusion,
     PodConstraints,
@@ -163,93 +162,30 @@ def pre_filter(
 
 
 # ---- PreFilterExtensions ------------------------------------------------------------
-
-# The CycleState key of the state (filtering.go preFilterStateKey).
-PRE_FILTER_STATE_KEY = "PreFilter" + PLUGIN_NAME
-
-
-def add_pod(state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
-    """PreFilterExtensions.AddPod: the state as if `pod_to_add` were bound to `node`.
-
-    Port of filtering.go: AddPod. The state is replaced, never changed in place, so a
-    clone of the CycleState (a copy of the dict) keeps the original.
-    """
-    _update_with_pod(state, pod_to_add, node, 1)
-    return SUCCESS
+#
+# Each returns the state as it is once pods are added or removed: a new PreFilterState
+# when a count moved, `s` itself when none did (PodTopologySpread.add_pod / remove_pod
+# / remove_pods keep it in the cycle's entry; a state is never changed in place, so a
+# copy of the CycleState keeps the original).
 
 
-def remove_pod(state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo) -> Status:
-    """PreFilterExtensions.RemovePod: the state as if `pod_to_remove` left `node`.
+def with_pod(s: PreFilterState, updated: RawObj, node: NodeInfo, delta: int) -> PreFilterState:
+    """The state with `updated` added to `node` (delta 1) or removed from it (-1).
 
-    Port of filtering.go: RemovePod.
-    """
-    _update_with_pod(state, pod_to_remove, node, -1)
-    return SUCCESS
-
-
-def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo) -> Status:
-    """remove_pod for each of `pods`, all on `node`, with one new state: the node's
-    inclusion and domain are looked up once, each constraint's count moved once."""
-    s = state.get(PRE_FILTER_STATE_KEY)
-    if not isinstance(s, PreFilterState) or not s.constraints:
-        return SUCCESS
-    labels = node.labels
-    if any(c.topology_key not in labels for c in s.constraints):
-        return SUCCESS  # nodeLabelsMatchSpreadConstraints
-    counted = [
-        pod_labels(p) for p in pods if _namespace_of(p) == s.namespace and not is_terminating(p)
-    ]
-    if not counted:
-        return SUCCESS
-    inclusion = s.inclusion
-    counts = list(s.tp_value_to_match_num)
-    minimums = list(s.min_match_num)
-    for i, c in enumerate(s.constraints):
-        if c.counts_nothing or (inclusion is not None and not inclusion.includes(c, node)):
-            continue
-        gone = sum(1 for pod_labels_ in counted if c.matches(pod_labels_))
-        if gone:
-            value = labels[c.topology_key]
-            domains = counts[i] = dict(counts[i])
-            domains[value] = domains.get(value, 0) - gone
-            minimums[i] = min(minimums[i], domains[value])
-    if counts != list(s.tp_value_to_match_num):
-        state[PRE_FILTER_STATE_KEY] = replace(
-            s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums)
-        )
-    return SUCCESS
-
-
-def _namespace_of(pod: RawObj) -> str:
-    """pod_namespace, read directly off a light pod's metadata (what preemption hands
-    here, tens of thousands of times per decision)."""
-    meta = pod.get("metadata")
-    if type(meta) is dict:
-        ns = meta.get("namespace")
-        if type(ns) is str and ns:
-            return ns
-    return pod_namespace(pod)
-
-
-def _update_with_pod(state: CycleState, updated: RawObj, node: NodeInfo, delta: int) -> None:
-    """Port of filtering.go: updateWithPod.
-
-    The global minimum is kept exact (upstream keeps the two smallest counts,
-    criticalPaths, which can lose the minimum after several additions): it is
-    looked up again only when the one domain holding it grows.
+    Port of filtering.go: AddPod / RemovePod (updateWithPod). The global minimum is
+    kept exact (upstream keeps the two smallest counts, criticalPaths, which can lose
+    the minimum after several additions): it is looked up again only when the one
+    domain holding it grows.
 
     CAVEAT: a terminating pod is not counted here, as PreFilter does not count it
     (countPodsMatchSelector bypasses it, #87621); upstream's updateWithPod does not
     check, so removing a terminating victim there lowers a count it never raised.
     """
-    s = state.get(PRE_FILTER_STATE_KEY)
-    if not isinstance(s, PreFilterState) or not s.constraints:
-        return
-    if _namespace_of(updated) != s.namespace or is_terminating(updated):
-        return
+    if not s.constraints or _namespace_of(updated) != s.namespace or is_terminating(updated):
+        return s
     labels = node.labels
     if any(c.topology_key not in labels for c in s.constraints):
-        return  # nodeLabelsMatchSpreadConstraints
+        return s  # nodeLabelsMatchSpreadConstraints
     inclusion = s.inclusion
     pod_labels_ = pod_labels(updated)
     counts = list(s.tp_value_to_match_num)
@@ -267,10 +203,57 @@ def _update_with_pod(state: CycleState, updated: RawObj, node: NodeInfo, delta: 
             minimums[i] = now
         elif was == minimums[i] and delta > 0:
             minimums[i] = min(domains.values())
-    if counts != list(s.tp_value_to_match_num):
-        state[PRE_FILTER_STATE_KEY] = replace(
-            s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums)
-        )
+    if counts == list(s.tp_value_to_match_num):
+        return s
+    return replace(s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums))
+
+
+def without_pods(s: PreFilterState, pods: Sequence[RawObj], node: NodeInfo) -> PreFilterState:
+    """with_pod(..., -1) for each of `pods`, all on `node`, as one new state: the node's
+    inclusion and domain looked up once, each constraint's count moved once."""
+    if not s.constraints:
+        return s
+    labels = node.labels
+    if any(c.topology_key not in labels for c in s.constraints):
+        return s  # nodeLabelsMatchSpreadConstraints
+    namespace = s.namespace
+    counted = []
+    for p in pods:
+        # _namespace_of inlined: this runs for every pod of every node dry-run.
+        meta = p.get("metadata")
+        ns = meta.get("namespace") if type(meta) is dict else None
+        if ns != namespace and ((type(ns) is str and ns) or _namespace_of(p) != namespace):
+            continue
+        if not is_terminating(p):
+            counted.append(pod_labels(p))
+    if not counted:
+        return s
+    inclusion = s.inclusion
+    counts = list(s.tp_value_to_match_num)
+    minimums = list(s.min_match_num)
+    for i, c in enumerate(s.constraints):
+        if c.counts_nothing or (inclusion is not None and not inclusion.includes(c, node)):
+            continue
+        gone = sum(1 for pod_labels_ in counted if c.matches(pod_labels_))
+        if gone:
+            value = labels[c.topology_key]
+            domains = counts[i] = dict(counts[i])
+            domains[value] = domains.get(value, 0) - gone
+            minimums[i] = min(minimums[i], domains[value])
+    if counts == list(s.tp_value_to_match_num):
+        return s
+    return replace(s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums))
+
+
+def _namespace_of(pod: RawObj) -> str:
+    """pod_namespace, read directly off a light pod's metadata (what preemption hands
+    here, tens of thousands of times per decision)."""
+    meta = pod.get("metadata")
+    if type(meta) is dict:
+        ns = meta.get("namespace")
+        if type(ns) is str and ns:
+            return ns
+    return pod_namespace(pod)
 
 
 def filter_node(state: PreFilterState, info: NodeInfo) -> Status:

@@ -1,5 +1,7 @@
 """The PodTopologySpread plugin as a profile holds it and the runtime runs it (plugin.go):
-New resolves the args' defaults once; PreFilter, Filter, PreScore, Score and
+New resolves the args' defaults once; PreFilter, Filter, its PreFilterExtensions
+(AddPod, RemovePod and the bulk RemovePods of framework/types.py, on the cycle's
+PreFilterState: preemption's dry run and nominated pods), PreScore, Score and
 NormalizeScore node by node as upstream, and the two hooks the runtime uses on a big
 cluster (framework/types.py): ClassFilter (Filter once per node class of the
 constraints' keys) and ColumnScore (Score and NormalizeScore once per node class,
@@ -13,13 +15,13 @@ every node, so every node's verdict says so (and PreScore then skips).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, cast
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
-from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
+from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
     SKIP,
@@ -45,6 +47,12 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
 from webhook.scheduler.plugins.podtopologyspread.defaults import defaults_for_args
 
 __all__ = ["PodTopologySpread", "SpreadCycle"]
+
+
+def _info(node: NodeInfoLike) -> NodeInfo:
+    """The extensions read a node's labels and its taints (node inclusion): what
+    NodeInfoLike has; typed as the NodeInfo the filtering module names."""
+    return cast(NodeInfo, node)
 
 
 @dataclass
@@ -162,6 +170,49 @@ class PodTopologySpread:
         if isinstance(pre, Status):
             return [pre] * len(classes)
         return filtering.filter_classes(pre, keys, classes)
+
+    # ---- PreFilterExtensions -------------------------------------------------------------
+
+    def add_pod(
+        self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfoLike
+    ) -> Status:
+        """Port of filtering.go: AddPod: the cycle's state as if `pod_to_add` were bound
+        to `node` (preemption's dry run, nominated pods)."""
+        return self._extend(state, lambda s: filtering.with_pod(s, pod_to_add, _info(node), 1))
+
+    def remove_pod(
+        self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfoLike
+    ) -> Status:
+        """Port of filtering.go: RemovePod: the cycle's state as if `pod_to_remove` left
+        `node`."""
+        return self._extend(
+            state, lambda s: filtering.with_pod(s, pod_to_remove, _info(node), -1)
+        )
+
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfoLike
+    ) -> Status:
+        """remove_pod for each of `pods` (all on `node`), one new state."""
+        return self._extend(state, lambda s: filtering.without_pods(s, pods, _info(node)))
+
+    def _extend(
+        self,
+        state: CycleState,
+        change: Callable[[filtering.PreFilterState], filtering.PreFilterState],
+    ) -> Status:
+        """The cycle's entry with its PreFilterState changed: a new SpreadCycle when the
+        state moved (an entry is never changed in place, so a copy of the CycleState
+        keeps the original), the very same entry when it did not."""
+        kept: SpreadCycle | None = state.get(self.name)
+        if kept is None:
+            return SUCCESS  # PreFilter did not run: nothing to update (upstream's nil)
+        pre = self.pre_filter_state(state)
+        if isinstance(pre, Status):
+            return SUCCESS
+        moved = change(pre)
+        if moved is not pre:
+            state[self.name] = replace(kept, pre=moved)
+        return SUCCESS
 
     # ---- score --------------------------------------------------------------------------
 
