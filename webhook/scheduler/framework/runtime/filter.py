@@ -193,15 +193,18 @@ def outcomes_view(
     prepared: PreparedFilters, table: NodeTable, spec: FilterMemo, ids: list[int]
 ) -> FilterOutcomes:
     """The remembered outcomes (`ids`: each node of `table`'s outcome in `spec`) as
-    class-wise plugins read them (types.FILTER_OUTCOMES)."""
-    return FilterOutcomes(table, functools.partial(_passing, prepared, spec, ids))
+    class-wise plugins read them (types.FILTER_OUTCOMES). It holds the names of the
+    active plugins, not `prepared`: it is kept in prepared.state, and a cycle through
+    it would outlive the decision wherever cyclic GC is off (the CLI turns it off)."""
+    active = frozenset(p.name for p in prepared.active)
+    return FilterOutcomes(table, functools.partial(_passing, active, spec, ids))
 
 
 def _passing(
-    prepared: PreparedFilters, spec: FilterMemo, ids: list[int], name: str
+    active: frozenset[str], spec: FilterMemo, ids: list[int], name: str
 ) -> list[bool] | None:
     """Whether each node passes the node-wise filter `name`, from the remembered
     outcomes; None when its Filter does not run for this pod."""
-    if not any(p.name == name for p in prepared.active):
+    if name not in active:
         return None
     return passes_of(spec, ids, name)
