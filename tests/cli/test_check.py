@@ -123,8 +123,10 @@ def test_server_version_picks_the_rules(
     assert got == code
     assert [e["field"] for e in entry["errors"]] == ([field] if field else [])
     ids = [w["id"] for w in entry["warnings"]]
-    # The zone constraint's outage advice reads no matchLabelKeys: given either way.
-    assert ids == ([OUTAGE_ID] if field else ["match-label-key-in-selector", OUTAGE_ID])
+    # The zone constraint's outage advice reads no matchLabelKeys, the revisions advice
+    # only pod-template-hash: both given either way.
+    both = [OUTAGE_ID, "revisions-counted-together"]
+    assert ids == (both if field else ["match-label-key-in-selector", *both])
 
 
 def test_duplicated_match_label_keys_get_the_would_be_rejected_advice(
