@@ -11,3 +11,13 @@ def outage(path: str) -> str:
         "unreachable, still count with 0 pods, so replacements stay Pending; Honor includes "
         "only the nodes the pod tolerates"
     )
+
+
+def revisions(path: str) -> str:
+    """The revisions-counted-together warning on constraint `path`
+    ("spec.template.spec.topologySpreadConstraints[0]")."""
+    return (
+        f"{path}.matchLabelKeys: add pod-template-hash: a rollout spreads new pods together "
+        "with old ones, then deletes old ones topology-blind; the new revision can end skewed "
+        "and a surge pod stay Pending, stalling it"
+    )

@@ -437,3 +437,27 @@ def test_node_group_labels_are_read(value: Any, labels: tuple[str, ...]) -> None
 def test_node_group_labels_are_validated(value: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         settings_from_dict({"nodeGroupLabels": value})
+
+
+@pytest.mark.parametrize(
+    ("policy", "separate"),
+    [
+        (None, False),
+        ({}, False),
+        ({"separateRevisions": None}, False),
+        ({"separateRevisions": False}, False),
+        ({"separateRevisions": True}, True),
+        ({"denyUnschedulable": True}, False),
+    ],
+)
+def test_separate_revisions_is_read_from_policy(policy: Any, separate: bool) -> None:
+    """policy.separateRevisions is off unless set to true."""
+    raw = {} if policy is None else {"policy": policy}
+    assert settings_from_dict(raw).separate_revisions is separate
+
+
+@pytest.mark.parametrize("value", ["true", 1, "yes", [True]])
+def test_separate_revisions_must_be_a_bool(value: Any) -> None:
+    with pytest.raises(ConfigError) as err:
+        settings_from_dict({"policy": {"separateRevisions": value}})
+    assert str(err.value) == f"policy.separateRevisions: must be true or false, got {value!r}"

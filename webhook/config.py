@@ -14,6 +14,9 @@ The config file is YAML. Keys we own:
                        every namespace)
   matchLabelKeysMerge: auto | webhook | apiserver, default auto
   policy.denyUnschedulable: bool, default false
+  policy.separateRevisions: bool, default false: /mutate adds pod-template-hash to the
+                       matchLabelKeys of each constraint of a Deployment's pods, so a
+                       rollout's revisions are spread apart (admission/revisions.py)
   audit.intervalSeconds: int >= 0, default 300: how often `topospread audit --watch`
                        audits the cluster (0 turns the periodic audit off)
   audit.policyReports: bool, default false: write one wgpolicyk8s.io/v1alpha2
@@ -130,6 +133,9 @@ class Settings:
     inject_defaults: bool = True
     match_label_keys_merge: MergeMode = "auto"
     deny_unschedulable: bool = False
+    # policy.separateRevisions: /mutate adds pod-template-hash to the matchLabelKeys of a
+    # Deployment's pods (webhook.admission.revisions).
+    separate_revisions: bool = False
     # policy.foresightBudgetMilliseconds: the time the unschedulable foresight may take
     # per review before it gives up (0: never look).
     foresight_budget_ms: int = FORESIGHT_DEFAULT_BUDGET_MS
@@ -349,6 +355,7 @@ def settings_from_dict(
         inject_defaults=_bool(raw, "injectDefaults", True),
         match_label_keys_merge=mode,
         deny_unschedulable=_bool(policy, "denyUnschedulable", False, "policy."),
+        separate_revisions=_bool(policy, "separateRevisions", False, "policy."),
         foresight_budget_ms=_foresight_budget(policy),
         inject_namespace_selector=ns_selector,
         audit=_audit(raw),

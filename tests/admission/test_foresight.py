@@ -56,8 +56,9 @@ def pods(on: str, n: int) -> list[RawObj]:
 
 # These tests are about foresight alone: their pods silence the advice every zone
 # DoNotSchedule constraint without nodeTaintsPolicy gets (outage-blocks-replacements;
-# test_advice_comes_before_foresight shows both together).
-QUIET = ("topospread.io/ignore", "outage-blocks-replacements")
+# test_advice_comes_before_foresight shows both together), and, as a Deployment's
+# template, without pod-template-hash (revisions-counted-together).
+QUIET = ("topospread.io/ignore", "outage-blocks-replacements,revisions-counted-together")
 
 
 def web(*constraints: RawObj) -> RawObj:

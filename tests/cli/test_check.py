@@ -123,8 +123,10 @@ def test_server_version_picks_the_rules(
     assert got == code
     assert [e["field"] for e in entry["errors"]] == ([field] if field else [])
     ids = [w["id"] for w in entry["warnings"]]
-    # The zone constraint's outage advice reads no matchLabelKeys: given either way.
-    assert ids == ([OUTAGE_ID] if field else ["match-label-key-in-selector", OUTAGE_ID])
+    # The zone constraint's outage advice reads no matchLabelKeys, the revisions advice
+    # only pod-template-hash: both given either way.
+    both = [OUTAGE_ID, "revisions-counted-together"]
+    assert ids == (both if field else ["match-label-key-in-selector", *both])
 
 
 def test_duplicated_match_label_keys_get_the_would_be_rejected_advice(
@@ -569,3 +571,30 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out == f"topospread {version()}\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (None, ["revisions-counted-together"]),
+        ("policy: {separateRevisions: false}\n", ["revisions-counted-together"]),
+        ("policy: {separateRevisions: true}\n", []),
+    ],
+    ids=["no config", "option off", "option on: the webhook separates revisions itself"],
+)
+def test_revisions_advice_follows_the_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str | None, expected: list[str]
+) -> None:
+    """A rolling Deployment counting revisions together is warned unless the config's
+    policy.separateRevisions has the webhook add pod-template-hash to its pods."""
+    pod = make_pod().label("app", "web").spread(1, ZONE, DNS, WEB, nodeTaintsPolicy="Honor")
+    path = write(tmp_path, "deploy.yaml", workload("Deployment", pod.obj(), name="web"))
+    argv = ["-o", "json", path]
+    if config is not None:
+        conf = tmp_path / "config.yaml"
+        conf.write_text(config, encoding="utf-8")
+        argv = ["--config", str(conf), *argv]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    [entry] = entries(out)
+    assert [w["id"] for w in entry["warnings"]] == expected

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.advice_messages import outage
+from tests.advice_messages import outage, revisions
 from tests.builders import (
     DNS,
     HOSTNAME,
@@ -183,6 +183,7 @@ def test_template_key_in_selector_warns_about_pod_rejection() -> None:
         "labelSelector; kube-apiserver v1.34+ merges it into labelSelector when it creates each "
         "pod and then rejects the pod (exists in both matchLabelKeys and labelSelector)",
         outage("spec.template.spec.topologySpreadConstraints[0]"),
+        revisions("spec.template.spec.topologySpreadConstraints[0]"),
     ]
 
 
@@ -268,4 +269,113 @@ def test_outage_advice_fits_a_warning_on_the_longest_path() -> None:
     obj = workload("CronJob", constrained_pod(*[constraint(1, ZONE, DNS, WEB)] * 11))
     longest = object_warnings(obj)[-1]
     assert longest.startswith("spec.jobTemplate.spec.template.spec.topologySpreadConstraints[10]")
+    assert len(longest) <= 256
+
+
+# ---- revisions-counted-together -----------------------------------------------------------
+#
+# Legend: a Deployment of pods labelled app=web; `strategy` is its spec.strategy (None:
+# unset); the constraint is its template's only one. HASH is pod-template-hash.
+
+HASH = "pod-template-hash"
+TPL = "spec.template.spec.topologySpreadConstraints"
+ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}
+
+
+def deployment(*constraints: dict[str, Any], strategy: Any = None, kind: str = "Deployment") -> Any:
+    obj = workload(kind, constrained_pod(*constraints), name="web")
+    if strategy is not None:
+        obj["spec"]["strategy"] = strategy
+    return obj
+
+
+def revision_fields(obj: Any, **kw: Any) -> list[str]:
+    return [a.field for a in object_advice(obj, **kw) if a.id == "revisions-counted-together"]
+
+
+REVISION_CASES: list[tuple[str, Any, dict[str, Any], bool]] = [
+    # (name, strategy, constraint, warned)
+    ("strategy unset: RollingUpdate by default", None, constraint(1, ZONE, DNS, WEB), True),
+    ("RollingUpdate stated", ROLLING, constraint(1, ZONE, DNS, WEB), True),
+    ("strategy without a type: RollingUpdate", {}, constraint(1, ZONE, DNS, WEB), True),
+    ("Recreate: old pods gone before new ones", {"type": "Recreate"},
+     constraint(1, ZONE, DNS, WEB), False),
+    ("hostname spread counts revisions together too", None,
+     constraint(1, HOSTNAME, DNS, WEB), True),
+    ("ScheduleAnyway only scores: never stalls", None, constraint(1, ZONE, SA, WEB), False),
+    ("pod-template-hash in matchLabelKeys", None,
+     constraint(1, ZONE, DNS, WEB, matchLabelKeys=[HASH]), False),
+    ("pod-template-hash after another key", None,
+     constraint(1, ZONE, DNS, WEB, matchLabelKeys=["app", HASH]), False),
+    ("other matchLabelKeys only", None,
+     constraint(1, ZONE, DNS, WEB, matchLabelKeys=["version"]), True),
+    ("pod-template-hash in matchExpressions: the author's choice", None,
+     constraint(1, ZONE, DNS, selector({"app": "web"}, {"key": HASH, "operator": "Exists"})),
+     False),
+    ("pod-template-hash in matchLabels: the author's choice", None,
+     constraint(1, ZONE, DNS, selector({"app": "web", HASH: "abc"})), False),
+    ("empty selector counts every revision", None, constraint(1, ZONE, DNS, {}), True),
+    ("null selector counts no pod", None, constraint(1, ZONE, DNS, None), False),
+    ("selector misses the pods: other workloads counted", None,
+     constraint(1, ZONE, DNS, selector({"app": "db"})), False),
+    ("invalid constraint gets no advice", None,
+     constraint(1, ZONE, DNS, selector({"a b": "x"})), False),
+    ("invalid maxSkew gets no advice", None, constraint(0, ZONE, DNS, WEB), False),
+]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "raw", "warned"),
+    [c[1:] for c in REVISION_CASES],
+    ids=[c[0] for c in REVISION_CASES],
+)
+def test_revisions_advice_on_a_deployment(strategy: Any, raw: dict[str, Any], warned: bool) -> None:
+    """Warned exactly when a rolling Deployment's DoNotSchedule constraint selects its own
+    pods and names pod-template-hash nowhere; on the constraint's matchLabelKeys."""
+    fields = revision_fields(deployment(raw, strategy=strategy))
+    assert fields == ([f"{TPL}[0].matchLabelKeys"] if warned else [])
+
+
+@pytest.mark.parametrize(
+    "kind", ["Pod", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate"]
+)
+def test_revisions_advice_is_for_deployments_only(kind: str) -> None:
+    """Only a Deployment rolls out through a second ReplicaSet whose pods share the count."""
+    raw = constraint(1, ZONE, DNS, WEB)
+    obj = constrained_pod(raw) if kind == "Pod" else workload(kind, constrained_pod(raw))
+    assert revision_fields(obj) == []
+
+
+def test_revisions_advice_names_each_constraint() -> None:
+    """Per constraint, at its own index, worded in full; the hard one only."""
+    obj = deployment(
+        constraint(1, HOSTNAME, SA, WEB),
+        constraint(1, ZONE, DNS, WEB, nodeTaintsPolicy="Honor"),
+    )
+    assert object_warnings(obj) == [revisions(f"{TPL}[1]")]
+
+
+@pytest.mark.parametrize(
+    "where", ["metadata", "template"], ids=["on the Deployment", "on its pod template"]
+)
+def test_revisions_advice_is_suppressed_like_every_warning(where: str) -> None:
+    obj = deployment(constraint(1, ZONE, DNS, WEB, nodeTaintsPolicy="Honor"))
+    meta = obj["metadata"] if where == "metadata" else obj["spec"]["template"]["metadata"]
+    meta["annotations"] = {"topospread.io/ignore": "revisions-counted-together"}
+    assert object_warnings(obj) == []
+
+
+def test_no_revisions_advice_when_the_webhook_separates_revisions() -> None:
+    """policy.separateRevisions: /mutate adds pod-template-hash to each pod itself."""
+    obj = deployment(constraint(1, ZONE, DNS, WEB))
+    assert revision_fields(obj) == [f"{TPL}[0].matchLabelKeys"]
+    assert revision_fields(obj, separate_revisions=True) == []
+    assert object_warnings(obj, separate_revisions=True) == [outage(f"{TPL}[0]")]
+
+
+def test_revisions_advice_fits_a_warning() -> None:
+    """256 runes, kube-apiserver's limit for one warning, on an eleventh constraint."""
+    keys = [ZONE, HOSTNAME, REGION, *(f"example.com/k{i}" for i in range(8))]
+    obj = deployment(*[constraint(1, k, DNS, WEB, nodeTaintsPolicy="Honor") for k in keys])
+    [longest] = [w for w in object_warnings(obj) if w.startswith(f"{TPL}[10].matchLabelKeys")]
     assert len(longest) <= 256

@@ -108,7 +108,9 @@ def review_object(
         warnings.append(_internal_warning(obj, "validated"))
         failed = True
     try:
-        warnings.extend(object_warnings(obj))
+        warnings.extend(
+            object_warnings(obj, separate_revisions=ctx.settings.separate_revisions)
+        )
     except Exception:
         log.exception("warnings failed unexpectedly on %s %r", obj.get("kind"), object_name(obj))
     return Verdict(errors, warnings, failed)

@@ -15,6 +15,8 @@ forgiven, but a patch that makes the object invalid still blocks the pod.
 
 Steps, in order (each sees what the previous ones did):
   inject_defaults          default constraints made explicit (inject.py)
+  separate_revisions       pod-template-hash added to matchLabelKeys of a Deployment's
+                           pods, with policy.separateRevisions (revisions.py)
   merge_match_label_keys   matchLabelKeys -> labelSelector, per matchLabelKeysMerge (merge.py)
   annotate_placement       dry-run placement annotations (annotate.py), last so
                            the pod is placed as it will be stored
@@ -32,6 +34,7 @@ from webhook.admission.annotate import annotate_placement
 from webhook.admission.context import MutationContext, MutationResult, Step
 from webhook.admission.inject import inject_defaults
 from webhook.admission.merge import merge_match_label_keys
+from webhook.admission.revisions import separate_revisions
 from webhook.api.field import FieldError
 from webhook.api.kube import RawObj
 from webhook.validation.rules import validate_object
@@ -82,7 +85,12 @@ def _rejection(
 # ---------------------------------------------------------------------------------------
 # The pipeline
 
-STEPS: tuple[Step, ...] = (inject_defaults, merge_match_label_keys, annotate_placement)
+STEPS: tuple[Step, ...] = (
+    inject_defaults,
+    separate_revisions,
+    merge_match_label_keys,
+    annotate_placement,
+)
 
 # The only parts of an object STEPS edit, as (parent, child): the whole parent when it is
 # not an object. Everything else of the copy they work on is shared with the received

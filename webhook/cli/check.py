@@ -98,6 +98,7 @@ class Checker:
                 node_label_keys=self.node_keys,
                 server_version=self.target.server_version,
                 controller_labels=custom.pod_labels if custom is not None else None,
+                separate_revisions=self.target.settings.separate_revisions,
             )
         except Exception:  # noqa: BLE001 - one bad object must not stop the run
             log.exception("checking %s %r failed", kind, result.name)

@@ -41,6 +41,7 @@ __all__ = [
     "FAILURE_DOMAIN_KEYS",
     "DEPRECATED_NODE_LABELS",
     "IGNORE_ANNOTATION",
+    "REVISION_LABEL",
     "WARNING_IDS",
     "Advice",
     "did_you_mean",
@@ -89,6 +90,10 @@ CONTROLLER_POD_LABELS: dict[str, frozenset[str]] = {
 }
 CONTROLLER_POD_LABELS["CronJob"] = CONTROLLER_POD_LABELS["Job"]
 
+# The label the Deployment controller gives each ReplicaSet's pods: the hash of the pod
+# template, one value per revision.
+REVISION_LABEL = "pod-template-hash"
+
 # The annotation that silences warnings by id, on an object or its pod template.
 IGNORE_ANNOTATION = "topospread.io/ignore"
 
@@ -115,6 +120,10 @@ WARNING_IDS: dict[str, str] = {
         "a DoNotSchedule constraint on a failure domain (zone, region, or a key the config "
         "declares) with the default nodeTaintsPolicy: after an outage its replacements "
         "cannot be scheduled"
+    ),
+    "revisions-counted-together": (
+        "a Deployment's DoNotSchedule constraint counts old and new revisions together "
+        "(pod-template-hash in neither labelSelector nor matchLabelKeys)"
     ),
     "unschedulable": "with cluster state: no node can take the pod because of its constraints",
     "internal-error": "topospread could not check the object",
@@ -184,13 +193,14 @@ def _before_merge(server_version: tuple[int, int] | None) -> bool:
         return False
 
 
-def object_warnings(obj: RawObj) -> list[str]:
+def object_warnings(obj: RawObj, *, separate_revisions: bool = False) -> list[str]:
     """Upstream's topology spread warnings, then our advice; each starts with the field path.
 
     Only constraints whose own fields validate are advised on: errors come first.
     Warnings the object's `topospread.io/ignore` annotation names are left out.
+    `separate_revisions`: see template_advice.
     """
-    return [a.text() for a in object_advice(obj)]
+    return [a.text() for a in object_advice(obj, separate_revisions=separate_revisions)]
 
 
 def object_advice(
@@ -199,6 +209,7 @@ def object_advice(
     topology_keys: Iterable[str] = (),
     node_label_keys: frozenset[str] | None = None,
     server_version: tuple[int, int] | None = None,
+    separate_revisions: bool = False,
 ) -> list[Advice]:
     """object_warnings as Advice; see template_advice for the keyword arguments."""
     tpl = pod_template(obj)
@@ -210,6 +221,7 @@ def object_advice(
         topology_keys=topology_keys,
         node_label_keys=node_label_keys,
         server_version=server_version,
+        separate_revisions=separate_revisions,
     )
 
 
@@ -221,6 +233,7 @@ def template_advice(
     node_label_keys: frozenset[str] | None = None,
     server_version: tuple[int, int] | None = None,
     controller_labels: Iterable[str] | None = None,
+    separate_revisions: bool = False,
 ) -> list[Advice]:
     """The warnings on the pod template `tpl` of `obj`, the ignored ids left out.
 
@@ -231,7 +244,9 @@ def template_advice(
     server (None: newest); the matchLabelKeys merge advice is for v1.34+, whose
     create-time merge an older server does not do (it refuses such a template
     itself). controller_labels: the labels the controller adds to each pod (default:
-    CONTROLLER_POD_LABELS of the kind).
+    CONTROLLER_POD_LABELS of the kind). separate_revisions: the webhook's
+    policy.separateRevisions is on, so /mutate adds pod-template-hash to each pod of a
+    Deployment itself: no revisions-counted-together advice then.
     """
     constraints = tpl.spec.get("topologySpreadConstraints")
     if not isinstance(constraints, list):
@@ -246,6 +261,7 @@ def template_advice(
     known = _KnownKeys(frozenset(topology_keys), node_label_keys)
     merges = not _before_merge(server_version)
     invalid = _invalid_indices(constraints, path, server_version)
+    rolls = not separate_revisions and _rolls_revisions_together(obj, tpl)
     warnings: list[Advice] = []
     for i, raw in enumerate(constraints):
         if raw is None:
@@ -277,6 +293,10 @@ def template_advice(
             outage = _outage_advice(raw, sub, known)
             if outage is not None:
                 warnings.append(outage)
+            if rolls:
+                revisions = _revisions_advice(raw, sub, labels)
+                if revisions is not None:
+                    warnings.append(revisions)
     ignored = ignored_ids(obj, tpl)
     return [a for a in warnings if a.id not in ignored]
 
@@ -383,6 +403,58 @@ def _outage_advice(raw: Mapping[str, Any], sub: str, known: _KnownKeys) -> Advic
         # At most 256 runes with the longest path (a CronJob's), as a warning must be.
         "unset (Ignore): a failed domain's nodes, tainted unreachable, still count with 0 "
         "pods, so replacements stay Pending; Honor includes only the nodes the pod tolerates",
+    )
+
+
+def _rolls_revisions_together(obj: RawObj, tpl: PodTemplate) -> bool:
+    """Whether old and new pods of `obj` live side by side during a rollout: a
+    Deployment whose strategy is RollingUpdate (or unset, which the API defaults to
+    RollingUpdate). Recreate scales every old ReplicaSet to 0 and waits until their pods
+    are gone before the new ReplicaSet creates any (the Deployment controller's
+    rolloutRecreate), so no constraint ever sees two revisions at once. A StatefulSet
+    or a DaemonSet replaces its pods in place, one at a time, without a second
+    ReplicaSet: its revisions are not what this advice is about."""
+    if tpl.kind != "Deployment" or obj.get("kind") != "Deployment":
+        return False
+    spec = obj.get("spec")
+    strategy = spec.get("strategy") if isinstance(spec, dict) else None
+    kind = strategy.get("type") if isinstance(strategy, dict) else None
+    return kind != "Recreate"
+
+
+def _revisions_advice(
+    raw: Mapping[str, Any], sub: str, labels: Mapping[str, str]
+) -> Advice | None:
+    """A DoNotSchedule constraint of a rolling Deployment that counts old and new pods
+    together: during a rollout the scheduler places each new pod against the sum of both
+    revisions, then the ReplicaSet controller deletes old pods by its topology-blind
+    ranking, so the new revision alone can end skewed, and a surge pod whose only
+    allowed domains are full stays Pending until the progress deadline. Counted
+    together means the selector selects the template's own pods (otherwise it counts
+    other workloads and the revisions do not matter) and names pod-template-hash
+    nowhere: neither in labelSelector (any mention is taken as the author's choice) nor
+    in matchLabelKeys. ScheduleAnyway constraints only score, so they skew but never
+    stall: not warned. Only on constraints kube-apiserver accepts (the caller checks)."""
+    if raw.get("whenUnsatisfiable") != DO_NOT_SCHEDULE:
+        return None
+    sel = raw.get("labelSelector")
+    if not isinstance(sel, Mapping):
+        return None
+    mlk = raw.get("matchLabelKeys")
+    if isinstance(mlk, list) and REVISION_LABEL in mlk:
+        return None
+    label_keys, expr_keys = selector_keys(sel)
+    if REVISION_LABEL in label_keys or REVISION_LABEL in expr_keys:
+        return None
+    if not selector_selects(sel, labels):
+        return None
+    return Advice(
+        "revisions-counted-together",
+        f"{sub}.matchLabelKeys",
+        # At most 256 runes with an eleventh constraint's path, as a warning must be.
+        "add pod-template-hash: a rollout spreads new pods together with old ones, then "
+        "deletes old ones topology-blind; the new revision can end skewed and a surge pod "
+        "stay Pending, stalling it",
     )
 
 
