@@ -93,6 +93,12 @@ def cli_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)
+    if getattr(args, "apply", False):
+        if _drill(args) is not None:
+            raise InputError("--apply carries out the plan of the current state: no drill with it")
+        from webhook.cli.apply import cli_audit_apply
+
+        return cli_audit_apply(args, settings)
     drill = _drill(args)
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
@@ -118,6 +124,11 @@ def cli_audit(args: argparse.Namespace) -> int:
 
 def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     """The config's audit section with the flags that override it."""
+    if getattr(args, "apply", False):
+        raise InputError(
+            "--watch audits the current state: --apply is for a one-shot audit "
+            "(the audit Deployment carries out plans with audit.rebalance.enabled)"
+        )
     if args.plan or any(getattr(args, attr, None) is not None for attr in DRILL_FLAGS):
         raise InputError(
             "--watch audits the current state: --plan and the drills (--without-nodes, "
@@ -160,6 +171,24 @@ def _read_file(path: str) -> ClusterState:
     return collector.state()
 
 
+def _rebalancer(conn: Any, settings: Settings, stop: threading.Event) -> Any:
+    """apply.Rebalancer on the live cluster of `conn`; its waits end on SIGTERM."""
+    from webhook.audit.apply import Rebalancer
+    from webhook.audit.evictions import LiveCluster
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise AuditStopped()
+
+    rebalance = settings.audit.rebalance
+    log.info(
+        "audit.rebalance: up to %d eviction(s) after each audit, namespaces: %s",
+        rebalance.max_evictions_per_run,
+        ", ".join(rebalance.namespaces) or "all",
+    )
+    return Rebalancer(LiveCluster(conn), settings, rebalance, sleep=sleep)
+
+
 def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     """`audit --watch`: audit on the interval until SIGTERM or SIGINT; exit 0 then."""
     settings = _watch_settings(args, settings)
@@ -198,9 +227,20 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
             return _read_live(conn, stop)
 
         writers = [PolicyReportWriter(conn, APIS[name]) for name in settings.audit.report_apis]
+    # audit.rebalance: steps of the plan after each audit, on a live cluster only.
+    rebalance = settings.audit.rebalance
+    rebalancer = None
+    if rebalance.enabled and args.snapshot:
+        log.warning("audit.rebalance is on but --snapshot has no cluster to evict in")
+    elif rebalance.enabled:
+        rebalancer = _rebalancer(conn, settings, stop)
     metrics = AuditMetrics(
-        policy_reports=bool(writers), report_apis=tuple(w.api.name for w in writers)
+        policy_reports=bool(writers),
+        report_apis=tuple(w.api.name for w in writers),
+        rebalance=rebalancer is not None,
     )
+    if rebalancer is not None:
+        rebalancer.count = metrics.count_rebalance
     page = LatestReport() if settings.audit.report else None
     try:
         server = MetricsServer(args.metrics_bind, metrics, page).start()
@@ -210,7 +250,9 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     log.info("serving %s on %s", paths, args.metrics_bind)
     try:
         on_report = page.update if page is not None else None
-        AuditLoop(read, settings, metrics, writers, on_report=on_report).run(stop)
+        AuditLoop(read, settings, metrics, writers, on_report=on_report, rebalancer=rebalancer).run(
+            stop
+        )
     finally:
         server.stop()
     log.info("stopped")
