@@ -290,7 +290,9 @@ def _constraint(w: Mapping[str, Any], c: Mapping[str, Any], i: int) -> str:
         f"<p><code>{_e(c.get('topologyKey', ''))}</code> "
         f'<span class="mute">{_e(c.get("whenUnsatisfiable", ""))}</span></p>'
         f"<p>{verdict}{_e(extra)}</p>{error}"
-        + _domain_rows(domains, before=_before_of(w, c, i), limit=limit, violated=violated)
+        + _domain_rows(
+            domains, before=_before_of(w, c, i), limit=limit, violated=violated
+        )
         + "</div>"
     )
 
@@ -420,7 +422,6 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
     workloads = [_dict(w) for w in _list(doc.get("workloads"))]
     constraints = sum(len(_list(w.get("constraints"))) for w in workloads)
     violations = _int(doc.get("violations"))
-
     def s(count: int) -> str:
         return "" if count == 1 else "s"
 

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
+from webhook.api.names import is_dns1123_label
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
@@ -40,7 +41,7 @@ from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
-from webhook.config import Settings, load_settings
+from webhook.config import RebalanceSettings, Settings, load_settings
 from webhook.errors import ConfigError, InputError
 from webhook.server.logs import dict_config, level_from_env
 
@@ -147,7 +148,31 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
             include_soft=audit.include_soft or args.include_soft,
             reports=getattr(args, "reports", None) or audit.reports,
             report=audit.report or getattr(args, "report", False),
+            rebalance=_rebalance_settings(args, audit.rebalance),
         ),
+    )
+
+
+def _rebalance_settings(args: argparse.Namespace, config: RebalanceSettings) -> RebalanceSettings:
+    """audit.rebalance with --rebalance, --rebalance-max-evictions and
+    --rebalance-namespaces over it (the flags win); InputError for a bad value."""
+    most = getattr(args, "rebalance_max_evictions", None)
+    if most is not None and most < 1:
+        raise InputError(f"--rebalance-max-evictions: must be 1 or more, got {most}")
+    text = getattr(args, "rebalance_namespaces", None)
+    namespaces = config.namespaces
+    if text is not None:
+        namespaces = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        for ns in namespaces:
+            problems = is_dns1123_label(ns)
+            if problems:
+                raise InputError(
+                    f"--rebalance-namespaces: {ns!r} is not a namespace name: {problems[0]}"
+                )
+    return RebalanceSettings(
+        enabled=config.enabled or bool(getattr(args, "rebalance", False)),
+        max_evictions_per_run=config.max_evictions_per_run if most is None else most,
+        namespaces=namespaces,
     )
 
 

@@ -266,6 +266,27 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         help="with --watch: serve the latest audit as an HTML page at /report on "
         "--metrics-bind (as audit.report: true)",
     )
+    watch.add_argument(
+        "--rebalance",
+        action="store_true",
+        help="with --watch: after each audit, carry out steps of the plan (evictions; as "
+        "audit.rebalance.enabled: true; needs create on pods/eviction)",
+    )
+    watch.add_argument(
+        "--rebalance-max-evictions",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --rebalance: evictions at most per audit (as "
+        "audit.rebalance.maxEvictionsPerRun; default 1)",
+    )
+    watch.add_argument(
+        "--rebalance-namespaces",
+        metavar="NS[,NS...]",
+        default=None,
+        help="with --rebalance: only the workloads of these namespaces (as "
+        "audit.rebalance.namespaces; default all)",
+    )
 
 
 def add_apply_args(p: argparse.ArgumentParser) -> None:
@@ -533,6 +554,17 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "--cert-manager", action="store_true", help="let cert-manager issue and inject the CA"
     )
     p.add_argument("--image", metavar="IMAGE", help="container image (default topospread:VERSION)")
+    p.add_argument(
+        "--audit",
+        action="store_true",
+        help="also the periodic audit: its Deployment, read-only ClusterRole and Service",
+    )
+    p.add_argument(
+        "--audit-rebalance",
+        action="store_true",
+        help="the periodic audit carrying out its plan (audit.rebalance; implies --audit): "
+        "adds create on pods/eviction to its ClusterRole and --rebalance to its command",
+    )
 
     # ---- version
     p = add("version", _version, "Print the version.", "example:\n  {prog} version\n")
