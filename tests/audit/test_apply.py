@@ -664,13 +664,12 @@ def test_a_restart_mid_step_repeats_no_step_and_doubles_no_eviction(
 
     scheduler.release()
     scheduler.hold = False
+    server.eviction_grace = False
     result = restarted.run_once()
     assert result is not None and [s.result for s in result.steps] == ["matched"]
     evicted = [pod for pod, _ in server.evictions()]
     assert len(evicted) == 2 and len(set(evicted)) == 2
     assert counted == ["matched"]
-    server.eviction_grace = False
-    scheduler.release()
     assert zone_counts(server) == {"a": 2, "b": 2, "c": 2}
     assert restarted.run_once() is None  # nothing violated any more
 
@@ -784,3 +783,40 @@ def test_rebalance_config_errors_name_the_key(raw: Any, message: str) -> None:
     with pytest.raises(ConfigError) as exc:
         settings_from_dict({"audit": {"rebalance": raw}})
     assert message in str(exc.value)
+
+
+def test_a_step_waits_for_the_evicted_pod_to_go(server: FakeApiServer, tmp_path: Path) -> None:
+    """Evicted pods stay terminating until the kubelet is done (here: at the first wait):
+    each step waits for that as well as for its replacement, so the next step of the
+    same workload finds it settled, and the plan completes."""
+    objects = cluster_objects()
+    load(server, objects)
+    server.eviction_grace = True
+    scheduler = TestScheduler(server, [m.to_node for m in planned(objects)])
+    cluster = live(server, tmp_path)
+    time_ = FakeTime()
+
+    def sleep(seconds: float) -> None:
+        time_.sleep(seconds)
+        scheduler.release()
+
+    seen = cluster.read()
+    spreads = evaluate(seen.state)
+    plan = make_plan(seen.state, spreads, Settings())
+    options = ApplyOptions(poll=2)
+    result = Applier(cluster, Settings(), options, clock=time_.clock, sleep=sleep).run(
+        seen, plan, spreads
+    )
+    assert [s.result for s in result.steps] == ["matched", "matched"]
+    assert time_.waits == [2, 2]
+
+
+def test_a_pod_that_never_goes_times_out(server: FakeApiServer, tmp_path: Path) -> None:
+    """The replacement is Ready but the evicted pod stays terminating: the step stops
+    after step_timeout saying so."""
+    load(server, cluster_objects())
+    server.eviction_grace = True
+    TestScheduler(server, ["b2", "c2"])
+    result, _ = run_apply(live(server, tmp_path), ApplyOptions(step_timeout=4, poll=2), FakeTime())
+    assert result.steps[0].result == "timeout"
+    assert result.reason == "shop/web-0 is still terminating after 4 s"

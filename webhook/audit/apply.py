@@ -16,7 +16,8 @@ Each step (steps.py decides, this module only sequences the I/O through `cluster
    PodDisruptionBudget says no) is retried with a doubling wait (1 s up to 16 s
    each) for at most `budget_wait` seconds, then the run stops naming the budget;
 4. the namespace's pods are polled (every `poll` seconds) until a new pod of the
-   workload is bound and Ready, for at most `step_timeout` seconds;
+   workload is bound and Ready and the evicted pod is gone, for at most
+   `step_timeout` seconds;
 5. the whole cluster is read and audited again and compared with the prediction; a
    difference stops the run, or with `replan` makes a new plan from what it sees.
 
@@ -309,20 +310,23 @@ class Applier:
 
         deadline = self.clock() + self.options.step_timeout
         while True:
-            stage, pod = replacement(uids, self.cluster.pods(ns), workload, state.workload_of)
-            if stage == READY and pod is not None:
+            now = self.cluster.pods(ns)
+            stage, pod = replacement(uids, now, workload, state.workload_of)
+            # The eviction is in flight until the evicted pod is gone as well: while it
+            # terminates, its workload is not settled for the next step.
+            left = uid is not None and any(meta_of(p).get("uid") == uid for p in now)
+            if stage == READY and pod is not None and not left:
                 break
             if self.clock() >= deadline:
-                where = ""
-                if pod is not None:
-                    bound = (pod.get("spec") or {}).get("nodeName")
-                    where = f" ({pod_key(pod)}" + (f" on {bound})" if bound else ")")
-                raise self._stop(
-                    record,
-                    TIMEOUT,
-                    f"the replacement of {move.pod} is {stage}{where} after "
-                    f"{self.options.step_timeout:g} s",
-                )
+                if stage == READY and left:
+                    why = f"{move.pod} is still terminating"
+                else:
+                    where = ""
+                    if pod is not None:
+                        bound = (pod.get("spec") or {}).get("nodeName")
+                        where = f" ({pod_key(pod)}" + (f" on {bound})" if bound else ")")
+                    why = f"the replacement of {move.pod} is {stage}{where}"
+                raise self._stop(record, TIMEOUT, f"{why} after {self.options.step_timeout:g} s")
             self.sleep(self.options.poll)
 
         seen_after = self.cluster.read()
