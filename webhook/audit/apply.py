@@ -342,7 +342,8 @@ class Applier:
         record.observation = observation
         record.differences = compare(record.prediction, observation)
         if record.differences:
-            raise self._stop(record, DIFFERED, record.differences[0]) from None
+            record.result = DIFFERED
+            raise _Stop()
         record.result = MATCHED
         return seen_after, spreads_after
 

@@ -278,8 +278,8 @@ def compare(prediction: Prediction, observed: Observation) -> list[str]:
         got = observed.domains.get(e.key)
         if got != e.domain:
             out.append(
-                f"{e.label}: the replacement {observed.pod} landed on {observed.node} "
-                f"({_domain(got)}), not in {_domain(e.domain)} as planned"
+                f"the replacement {observed.pod} landed on {observed.node}: {e.topology_key} "
+                f"{_domain(got)}, not {_domain(e.domain)} as planned"
             )
         if e.key not in observed.skews:
             out.append(f"{e.label}: no longer audited after the step")
@@ -287,7 +287,7 @@ def compare(prediction: Prediction, observed: Observation) -> list[str]:
             out.append(
                 f"{e.label}: skew {observed.skews[e.key]} after the step, {e.skew} predicted"
             )
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _domain(value: str | None) -> str:

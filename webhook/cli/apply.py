@@ -81,7 +81,8 @@ def _confirm(count: int, where: str, err: TextIO) -> bool:
 def _summary(result: ApplyResult) -> str:
     done = f"{result.evictions} eviction(s)"
     if result.outcome == "completed":
-        return f"plan carried out: {done}, every step as predicted ({result.reason})\n"
+        limit = f"; {result.reason}" if result.reason.startswith("stopped") else ""
+        return f"plan carried out: {done}, every step as predicted{limit}\n"
     return f"stopped ({result.outcome}) after {done}: {result.reason}\n"
 
 
