@@ -602,6 +602,22 @@ def test_cli_apply_without_a_terminal_or_yes_only_prints(
     assert server.evictions() == []
 
 
+def test_cli_apply_stops_on_a_budget_with_status_4(
+    server: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--budget-wait 0: the first 429 ends the run, naming the budget; exit 4."""
+    load(server, cluster_objects(budget=0))
+    config = kubeconfig(tmp_path, server.url)
+    code, out, _ = run_cli(
+        capsys, "audit", "--kubeconfig", config, "--apply", "--yes", "--budget-wait", "0"
+    )
+    assert code == 4
+    last = out.splitlines()[-1]
+    assert last.startswith("stopped (budget) after 0 eviction(s): the eviction of shop/web-")
+    assert "refused by PodDisruptionBudget shop/web for 0 s (1 try)" in last
+    assert [status for _, status in server.evictions()] == [429]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -610,6 +626,7 @@ def test_cli_apply_without_a_terminal_or_yes_only_prints(
         (["--max-evictions", "0"], "--max-evictions: must be 1 or more, got 0"),
         (["--interval", "-1"], "--interval: must be 0 or more seconds"),
         (["--step-timeout", "0"], "--step-timeout: must be more than 0 seconds"),
+        (["--budget-wait", "-1"], "--budget-wait: must be 0 or more seconds"),
         (["-o", "html"], "--apply prints text or json"),
         (["--watch"], "--apply is for a one-shot audit"),
     ],

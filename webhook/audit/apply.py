@@ -295,7 +295,7 @@ class Applier:
                     record,
                     BUDGET,
                     f"the eviction of {move.pod} was refused by PodDisruptionBudget {budget} "
-                    f"for {self.options.budget_wait:g} s ({len(record.answers)} tries): "
+                    f"for {self.options.budget_wait:g} s ({_tries(len(record.answers))}): "
                     f"{answer.message}",
                 )
             if answer.kind in (GONE, CONFLICT):
@@ -346,6 +346,10 @@ class Applier:
             raise _Stop()
         record.result = MATCHED
         return seen_after, spreads_after
+
+
+def _tries(count: int) -> str:
+    return f"{count} try" if count == 1 else f"{count} tries"
 
 
 # ---- the audit Deployment ---------------------------------------------------------------
