@@ -12,6 +12,8 @@ to c. Time is a FakeTime: sleep() moves the clock, nothing waits for real.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,16 +26,18 @@ from tests.fake_apiserver import EVICTION_MESSAGE, FakeApiServer
 from webhook.audit.apply import Applier, ApplyOptions, Rebalancer
 from webhook.audit.evictions import LiveCluster, Seen, seen_from
 from webhook.audit.inventory import Workload
-from webhook.audit.metrics import AuditMetrics
+from webhook.audit.metrics import REBALANCE_RESULTS, AuditMetrics
 from webhook.audit.plan import Move, make_plan
 from webhook.audit.spread import evaluate
 from webhook.audit.steps import (
     EVICTED,
     GONE,
+    MATCHED,
     NONE_YET,
     NOT_READY,
     READY,
     REFUSED,
+    STEP_OUTCOMES,
     UNBOUND,
     EntryPrediction,
     Observation,
@@ -45,9 +49,10 @@ from webhook.audit.steps import (
     workloads_in_flight,
 )
 from webhook.audit.watch import AuditLoop, AuditStopped
+from webhook.cli.audit import _rebalancer
 from webhook.cli.main import main
 from webhook.cluster.lister import connect
-from webhook.config import RebalanceSettings, Settings, settings_from_dict
+from webhook.config import AuditSettings, RebalanceSettings, Settings, settings_from_dict
 from webhook.errors import ConfigError
 
 RawObj = dict[str, Any]
@@ -836,3 +841,24 @@ def test_a_pod_that_never_goes_times_out(server: FakeApiServer, tmp_path: Path) 
     result, _ = run_apply(live(server, tmp_path), ApplyOptions(step_timeout=4, poll=2), FakeTime())
     assert result.steps[0].result == "timeout"
     assert result.reason == "shop/web-0 is still terminating after 4 s"
+
+
+def test_every_step_result_has_a_metric_label() -> None:
+    assert set(REBALANCE_RESULTS) == {MATCHED, *STEP_OUTCOMES}
+
+
+def test_the_watch_rebalancer_stops_waiting_on_sigterm(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    """`audit --watch --rebalance`: a wait inside a step ends as soon as SIGTERM set
+    `stop` (AuditStopped, which the loop takes as a quiet end of the round)."""
+    stop = threading.Event()
+    conn = connect(kubeconfig=kubeconfig(tmp_path, server.url))
+    settings = Settings(audit=AuditSettings(rebalance=RebalanceSettings(enabled=True)))
+    rebalancer = _rebalancer(conn, settings, stop)
+    assert rebalancer.rebalance == RebalanceSettings(enabled=True)
+    stop.set()
+    started = time.monotonic()
+    with pytest.raises(AuditStopped):
+        rebalancer.sleep(30)
+    assert time.monotonic() - started < 5

@@ -41,16 +41,21 @@ from webhook.audit.inventory import pod_key
 from webhook.audit.plan import Move, Plan, make_plan
 from webhook.audit.spread import WorkloadSpread, evaluate
 from webhook.audit.steps import (
+    BLOCKED,
     BUDGET,
     COMPLETED,
     CONFLICT,
+    DIFFERED,
     DIFFERENCE,
     ERROR,
     EVICTED,
     EXIT_CODES,
     GONE,
+    MATCHED,
     READY,
     REFUSED,
+    STEP_OUTCOMES,
+    TIMEOUT,
     Answer,
     StepRecord,
     backoff,
@@ -76,20 +81,6 @@ log = logging.getLogger("topospread.audit.apply")
 # Waits between refused evictions: the first, and the longest.
 BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 16.0
-
-# A step's result (StepRecord.result) and the run's outcome it leads to.
-MATCHED = "matched"
-DIFFERED = "differed"
-TIMEOUT = "timeout"
-BLOCKED = "blocked"
-STEP_OUTCOMES = {
-    DIFFERED: DIFFERENCE,
-    TIMEOUT: DIFFERENCE,
-    GONE: DIFFERENCE,
-    BLOCKED: DIFFERENCE,
-    BUDGET: BUDGET,
-    ERROR: ERROR,
-}
 
 
 class Cluster(Protocol):

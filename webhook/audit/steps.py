@@ -42,16 +42,21 @@ from webhook.audit.spread import WorkloadSpread
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
 
 __all__ = [
+    "BLOCKED",
     "BUDGET",
     "COMPLETED",
     "CONFLICT",
+    "DIFFERED",
     "DIFFERENCE",
     "ERROR",
     "EVICTED",
     "EXIT_CODES",
     "GONE",
+    "MATCHED",
     "READY",
     "REFUSED",
+    "STEP_OUTCOMES",
+    "TIMEOUT",
     "Answer",
     "EntryPrediction",
     "Observation",
@@ -83,6 +88,22 @@ REFUSED = "refused"  # 429: a PodDisruptionBudget says no (for now)
 GONE = "gone"  # 404: the pod no longer exists
 CONFLICT = "conflict"  # 409: the name now belongs to another pod (uid precondition)
 FAILED = "failed"  # anything else: forbidden, a server error
+
+# A step's result (StepRecord.result): as predicted, a difference, its replacement not
+# Ready in time, its workload not settled; GONE, BUDGET and ERROR are results too.
+MATCHED = "matched"
+DIFFERED = "differed"
+TIMEOUT = "timeout"
+BLOCKED = "blocked"
+# The outcome of a run that stopped on a step of each result.
+STEP_OUTCOMES = {
+    DIFFERED: DIFFERENCE,
+    TIMEOUT: DIFFERENCE,
+    GONE: DIFFERENCE,
+    BLOCKED: DIFFERENCE,
+    BUDGET: BUDGET,
+    ERROR: ERROR,
+}
 
 # Where the replacement is (replacement()).
 NONE_YET = "not created"
@@ -408,7 +429,7 @@ def step_line(record: StepRecord, total: int) -> str:
     """The text line of a step: ✓ when it went as predicted, else ✗ and what happened."""
     move = record.move
     head = f"{record.number}/{total} evict {move.pod} ({move.from_node} -> {move.to_node})"
-    if record.result == "matched":
+    if record.result == MATCHED:
         obs = record.observation
         where = f"{obs.pod} on {obs.node}" if obs is not None else "replacement Ready"
         skews = ", ".join(
