@@ -232,7 +232,10 @@ def predict(
     """What the step `move` leads to on `state`: every checked entry counting the pod,
     with the target node's domain and its skew once the pod runs there (the planner's
     working copy, recounted by the scheduler's PodTopologySpread)."""
-    space = Workspace(state, spreads, settings, include_soft=include_soft)
+    # Only entries of the pod's namespace can count it: the copy tracks those alone.
+    namespace = move.pod.partition("/")[0]
+    mine = [w for w in spreads if w.workload.namespace == namespace]
+    space = Workspace(state, mine, settings, include_soft=include_soft)
     touched = space.affected(move.pod)
     space.move(move.pod, move.to_node)
     space.refresh(touched)
