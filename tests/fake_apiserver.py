@@ -40,8 +40,8 @@ DisruptionBudget cause when the one selecting it has status.disruptionsAllowed 0
 (a terminating, Pending or finished pod skips budgets), else 201: the budget's
 disruptionsAllowed goes down by one and the pod is deleted (or, with
 `eviction_grace`, left terminating with a deletionTimestamp, as a kubelet still
-stopping it), then `on_eviction(pod)` runs. A namespace's pods are also listed at
-/api/v1/namespaces/NS/pods.
+stopping it), then `on_eviction(pod)` runs (not again for a pod already
+terminating). A namespace's pods are also listed at /api/v1/namespaces/NS/pods.
 """
 
 from __future__ import annotations
@@ -555,7 +555,8 @@ class FakeApiServer:
             old = self._objects["Pod"].pop(_key(pod))
             self._record("Pod", "DELETED", old)
         done = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-        return (201, done), copy.deepcopy(pod)
+        # A pod already terminating was evicted before: its controller has replaced it.
+        return (201, done), None if "deletionTimestamp" in meta else copy.deepcopy(pod)
 
     def _namespaced_pods(self, ns: str) -> RawObj:
         """GET /api/v1/namespaces/NS/pods: that namespace's pods (no paging)."""
