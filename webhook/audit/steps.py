@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict
+from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.audit.budgets import is_ready
 from webhook.audit.inventory import ClusterState, Workload, pod_key
@@ -232,10 +232,14 @@ def predict(
     """What the step `move` leads to on `state`: every checked entry counting the pod,
     with the target node's domain and its skew once the pod runs there (the planner's
     working copy, recounted by the scheduler's PodTopologySpread)."""
-    # Only entries of the pod's namespace can count it: the copy tracks those alone.
+    # Only entries of the pod's namespace can count it, and they count only pods of that
+    # namespace: the copy keeps the whole model (the counting runs on it) but follows
+    # only that namespace's pods and entries.
     namespace = move.pod.partition("/")[0]
     mine = [w for w in spreads if w.workload.namespace == namespace]
-    space = Workspace(state, mine, settings, include_soft=include_soft)
+    running = [p for p in state.running if pod_namespace(p) == namespace]
+    view = ClusterState(state.snapshot, running, state.owners)
+    space = Workspace(view, mine, settings, include_soft=include_soft)
     touched = space.affected(move.pod)
     space.move(move.pod, move.to_node)
     space.refresh(touched)
