@@ -442,6 +442,7 @@ def test_replan_goes_on_from_what_the_cluster_did(server: FakeApiServer, tmp_pat
     result, _ = run_apply(live(server, tmp_path), options, FakeTime())
     assert [s.result for s in result.steps] == ["differed", "matched", "matched"]
     assert result.outcome == "completed" and result.plans == 2
+    assert result.reason == "every step carried out as predicted (the last of 2 plans)"
     assert zone_counts(server) == {"a": 2, "b": 2, "c": 2}
 
 
@@ -492,7 +493,7 @@ def test_max_evictions(server: FakeApiServer, tmp_path: Path) -> None:
     TestScheduler(server, [m.to_node for m in planned(objects)])
     result, _ = run_apply(live(server, tmp_path), ApplyOptions(max_evictions=1), FakeTime())
     assert result.outcome == "completed" and result.evictions == 1
-    assert result.reason == "stopped at --max-evictions 1"
+    assert result.reason == "stopped at the limit of 1 eviction(s)"
     assert len(server.evictions()) == 1
 
 
@@ -605,6 +606,25 @@ def test_cli_apply_without_a_terminal_or_yes_only_prints(
     assert "evict shop/web-" in out
     assert "not carried out: no terminal to confirm on; give --yes" in err
     assert server.evictions() == []
+
+
+def test_cli_max_evictions(
+    server: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-evictions 1: one step, then the summary says where it stopped; exit 0."""
+    objects = cluster_objects()
+    load(server, objects)
+    TestScheduler(server, [m.to_node for m in planned(objects)])
+    config = kubeconfig(tmp_path, server.url)
+    code, out, _ = run_cli(
+        capsys, "audit", "--kubeconfig", config, "--apply", "--yes", "--max-evictions", "1"
+    )
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "plan carried out: 1 eviction(s), every step as predicted; "
+        "stopped at the limit of 1 eviction(s)"
+    )
+    assert len(server.evictions()) == 1
 
 
 def test_cli_apply_stops_on_a_budget_with_status_4(

@@ -186,7 +186,7 @@ class Applier:
         number = 0
         while todo:
             if result.evictions >= limit:
-                result.reason = f"stopped at --max-evictions {limit}"
+                result.reason = f"stopped at the limit of {limit} eviction(s)"
                 return result
             if number and self.options.interval > 0:
                 self.sleep(self.options.interval)
@@ -219,6 +219,8 @@ class Applier:
             result.reason = "; ".join(record.differences) or record.result
             return result
         result.reason = "every step carried out as predicted"
+        if result.plans > 1:
+            result.reason += f" (the last of {result.plans} plans)"
         return result
 
     # ---- one step ------------------------------------------------------------------------
