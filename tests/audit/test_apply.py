@@ -621,8 +621,7 @@ def test_cli_max_evictions(
     )
     assert code == 0
     assert out.splitlines()[-1] == (
-        "plan carried out: 1 eviction(s), every step as predicted; "
-        "stopped at the limit of 1 eviction(s)"
+        "stopped at the limit of 1 eviction(s): 1 eviction(s), every one as predicted"
     )
     assert len(server.evictions()) == 1
 

@@ -80,9 +80,10 @@ def _confirm(count: int, where: str, err: TextIO) -> bool:
 
 def _summary(result: ApplyResult) -> str:
     done = f"{result.evictions} eviction(s)"
+    if result.outcome == "completed" and result.reason.startswith("stopped"):
+        return f"{result.reason}: {done}, every one as predicted\n"
     if result.outcome == "completed":
-        limit = f"; {result.reason}" if result.reason.startswith("stopped") else ""
-        return f"plan carried out: {done}, every step as predicted{limit}\n"
+        return f"plan carried out: {done}, every step as predicted\n"
     return f"stopped ({result.outcome}) after {done}: {result.reason}\n"
 
 
