@@ -664,6 +664,25 @@ def test_cli_apply_usage_errors(
     assert message in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--yes"], "--yes: only with --apply"),
+        (["--plan", "--max-evictions", "2", "--record", "x"], "--max-evictions, --record: only"),
+        (["--watch", "--interval", "5"], "--interval: only with --apply"),
+        (["--rebalance"], "--rebalance: only with --watch"),
+        (["--rebalance-namespaces", "shop"], "--rebalance-namespaces: only with --watch"),
+    ],
+)
+def test_mode_flags_without_their_mode_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flag of --apply or --watch given without it is refused, never ignored."""
+    code, _, err = run_cli(capsys, "audit", "--snapshot", "x.json", *argv)
+    assert code == 2
+    assert message in err
+
+
 # ---- the audit Deployment -----------------------------------------------------------------------
 
 

@@ -31,6 +31,8 @@ from webhook.errors import InputError
 __all__ = ["cli_audit_apply", "options_from"]
 
 NOT_CARRIED_OUT = "not carried out"
+DEFAULT_STEP_TIMEOUT = 300.0
+DEFAULT_BUDGET_WAIT = 120.0
 
 
 def options_from(args: argparse.Namespace) -> ApplyOptions:
@@ -42,19 +44,22 @@ def options_from(args: argparse.Namespace) -> ApplyOptions:
         )
     if args.output == "html":
         raise InputError("--apply prints text or json (-o text|json)")
+    interval = 0.0 if args.interval is None else args.interval
+    step_timeout = DEFAULT_STEP_TIMEOUT if args.step_timeout is None else args.step_timeout
+    budget_wait = DEFAULT_BUDGET_WAIT if args.budget_wait is None else args.budget_wait
     if args.max_evictions is not None and args.max_evictions < 1:
         raise InputError(f"--max-evictions: must be 1 or more, got {args.max_evictions}")
-    if args.interval < 0:
-        raise InputError(f"--interval: must be 0 or more seconds, got {args.interval:g}")
-    if args.step_timeout <= 0:
-        raise InputError(f"--step-timeout: must be more than 0 seconds, got {args.step_timeout:g}")
-    if args.budget_wait < 0:
-        raise InputError(f"--budget-wait: must be 0 or more seconds, got {args.budget_wait:g}")
+    if interval < 0:
+        raise InputError(f"--interval: must be 0 or more seconds, got {interval:g}")
+    if step_timeout <= 0:
+        raise InputError(f"--step-timeout: must be more than 0 seconds, got {step_timeout:g}")
+    if budget_wait < 0:
+        raise InputError(f"--budget-wait: must be 0 or more seconds, got {budget_wait:g}")
     return ApplyOptions(
         max_evictions=args.max_evictions,
-        interval=args.interval,
-        step_timeout=args.step_timeout,
-        budget_wait=args.budget_wait,
+        interval=interval,
+        step_timeout=step_timeout,
+        budget_wait=budget_wait,
         replan=args.replan,
         include_soft=args.include_soft,
     )

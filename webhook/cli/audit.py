@@ -90,7 +90,33 @@ def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
     return None
 
 
+# Flags that mean something only with --apply, or only with --watch (argparse dests;
+# an unset one is None or False).
+_APPLY_ONLY = (
+    "yes",
+    "replan",
+    "max_evictions",
+    "interval",
+    "step_timeout",
+    "budget_wait",
+    "record",
+)
+_WATCH_ONLY = ("rebalance", "rebalance_max_evictions", "rebalance_namespaces")
+
+
+def _only_with(args: argparse.Namespace) -> None:
+    """A flag given without the mode it belongs to is a usage error, not ignored."""
+    for mode, flags in (("apply", _APPLY_ONLY), ("watch", _WATCH_ONLY)):
+        if getattr(args, mode, False):
+            continue
+        given = [f for f in flags if getattr(args, f, None) not in (None, False)]
+        if given:
+            names = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise InputError(f"{names}: only with --{mode}")
+
+
 def cli_audit(args: argparse.Namespace) -> int:
+    _only_with(args)
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)

@@ -295,8 +295,9 @@ def add_apply_args(p: argparse.ArgumentParser) -> None:
     apply.add_argument(
         "--apply",
         action="store_true",
-        help="with --plan: evict the plan's pods one at a time through the Eviction API, "
-        "checking each replacement against the prediction (asks first on a terminal)",
+        help="carry the plan out (implies --plan): evict its pods one at a time through the "
+        "Eviction API, checking each replacement against the prediction (asks first on a "
+        "terminal)",
     )
     apply.add_argument(
         "--yes", action="store_true", help="with --apply: carry it out without asking"
@@ -318,21 +319,21 @@ def add_apply_args(p: argparse.ArgumentParser) -> None:
         "--interval",
         metavar="SECONDS",
         type=float,
-        default=0.0,
+        default=None,
         help="with --apply: wait this long between steps (default 0)",
     )
     apply.add_argument(
         "--step-timeout",
         metavar="SECONDS",
         type=float,
-        default=300.0,
+        default=None,
         help="with --apply: how long a replacement has to be bound and Ready (default 300)",
     )
     apply.add_argument(
         "--budget-wait",
         metavar="SECONDS",
         type=float,
-        default=120.0,
+        default=None,
         help="with --apply: how long an eviction a PodDisruptionBudget refuses (429) is "
         "retried, with a doubling wait (default 120)",
     )
