@@ -370,11 +370,23 @@ def planned(objects: list[RawObj]) -> list[Move]:
     return make_plan(seen.state, spreads, Settings()).moves
 
 
-def run_apply(cluster: LiveCluster, options: ApplyOptions, time_: FakeTime) -> tuple[Any, Seen]:
+def run_apply(
+    cluster: LiveCluster,
+    options: ApplyOptions,
+    time_: FakeTime,
+    progress: list[str] | None = None,
+) -> tuple[Any, Seen]:
     seen = cluster.read()
     spreads = evaluate(seen.state)
     plan = make_plan(seen.state, spreads, Settings())
-    applier = Applier(cluster, Settings(), options, clock=time_.clock, sleep=time_.sleep)
+    applier = Applier(
+        cluster,
+        Settings(),
+        options,
+        clock=time_.clock,
+        sleep=time_.sleep,
+        progress=None if progress is None else progress.append,
+    )
     return applier.run(seen, plan, spreads), seen
 
 
@@ -502,7 +514,10 @@ def test_a_replacement_never_ready_times_out(server: FakeApiServer, tmp_path: Pa
     load(server, cluster_objects())
     TestScheduler(server, ["b2", "c2"], hold=True)
     time_ = FakeTime()
-    result, _ = run_apply(live(server, tmp_path), ApplyOptions(step_timeout=10, poll=2), time_)
+    said: list[str] = []
+    options = ApplyOptions(step_timeout=10, poll=2)
+    result, _ = run_apply(live(server, tmp_path), options, time_, said)
+    assert said == ["shop/web-0 evicted; its replacement is not bound"] * 5
     assert result.outcome == "difference"
     assert result.steps[0].result == "timeout"
     assert result.reason == "the replacement of shop/web-0 is not bound (shop/web-r0) after 10 s"

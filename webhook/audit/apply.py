@@ -155,6 +155,7 @@ class Applier:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         on_step: Callable[[StepRecord], None] | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.settings = settings
@@ -162,6 +163,8 @@ class Applier:
         self.clock = clock
         self.sleep = sleep
         self.on_step = on_step
+        # What a step is waiting for, said before each wait (a terminal's status line).
+        self.progress = progress
 
     def _spreads(self, seen: Seen) -> list[WorkloadSpread]:
         return evaluate(
@@ -242,6 +245,10 @@ class Applier:
         record.seconds = self.clock() - started
         return record, after
 
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
     def _stop(self, record: StepRecord, result: str, why: str) -> _Stop:
         record.result = result
         record.differences.append(why)
@@ -280,6 +287,7 @@ class Applier:
             if answer.kind == EVICTED:
                 break
             if answer.kind == REFUSED and waits:
+                self._say(f"{move.pod}: eviction refused by {answer.budget or 'a budget'}, retried")
                 self.sleep(waits.pop(0))
                 continue
             if answer.kind == REFUSED:
@@ -320,6 +328,7 @@ class Applier:
                         where = f" ({pod_key(pod)}" + (f" on {bound})" if bound else ")")
                     why = f"the replacement of {move.pod} is {stage}{where}"
                 raise self._stop(record, TIMEOUT, f"{why} after {self.options.step_timeout:g} s")
+            self._say(f"{move.pod} evicted; its replacement is {stage}")
             self.sleep(self.options.poll)
 
         seen_after = self.cluster.read()

@@ -83,6 +83,24 @@ def _confirm(count: int, where: str, err: TextIO) -> bool:
     return True
 
 
+class _StatusLine:
+    """What a step waits for, redrawn in place on a terminal; silent elsewhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        isatty = getattr(stream, "isatty", None)
+        self.stream = stream if isatty is not None and isatty() else None
+
+    def show(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(f"\r\033[K{text}")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
 def _summary(result: ApplyResult) -> str:
     done = f"{result.evictions} eviction(s)"
     if result.outcome == "completed" and result.reason.startswith("stopped"):
@@ -130,8 +148,10 @@ def cli_audit_apply(args: argparse.Namespace, settings: Settings) -> int:
         except OSError as exc:
             raise InputError(f"--record {args.record}: {exc.strerror or exc}") from exc
     total = len(moves)
+    status = _StatusLine(sys.stderr)
 
     def on_step(step: StepRecord) -> None:
+        status.done()
         if record is not None:
             record.write(json.dumps(step.to_json(), ensure_ascii=False) + "\n")
             record.flush()
@@ -140,8 +160,10 @@ def cli_audit_apply(args: argparse.Namespace, settings: Settings) -> int:
             out.flush()
 
     try:
-        result = Applier(cluster, settings, options, on_step=on_step).run(seen, plan, spreads)
+        applier = Applier(cluster, settings, options, on_step=on_step, progress=status.show)
+        result = applier.run(seen, plan, spreads)
     finally:
+        status.done()
         if record is not None:
             record.close()
     if as_json:
