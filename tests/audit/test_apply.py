@@ -550,6 +550,20 @@ def test_a_pod_already_gone_is_a_difference(server: FakeApiServer, tmp_path: Pat
     assert server.evictions() == [(f"shop/{first}", 404)]
 
 
+@pytest.mark.parametrize("status", [403, 500])
+def test_an_eviction_refused_otherwise_is_an_error(
+    server: FakeApiServer, tmp_path: Path, status: int
+) -> None:
+    """Not a 429 (RBAC missing, a server error): no retry, the run ends as an error."""
+    load(server, cluster_objects())
+    server.fail_next("Eviction", status)
+    result, _ = run_apply(live(server, tmp_path), ApplyOptions(), FakeTime())
+    assert result.outcome == "error" and result.exit_code == 2
+    assert result.steps[0].result == "error"
+    assert f"failed: HTTP {status}: scripted {status}" in result.reason
+    assert server.evictions() == []  # the scripted answer came before the subresource
+
+
 # ---- the CLI ------------------------------------------------------------------------------------
 
 
@@ -655,6 +669,20 @@ def test_cli_apply_stops_on_a_budget_with_status_4(
     assert last.startswith("stopped (budget) after 0 eviction(s): the eviction of shop/web-")
     assert "refused by PodDisruptionBudget shop/web for 0 s (1 try)" in last
     assert [status for _, status in server.evictions()] == [429]
+
+
+def test_cli_record_to_an_unwritable_file_evicts_nothing(
+    server: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load(server, cluster_objects())
+    config = kubeconfig(tmp_path, server.url)
+    record = str(tmp_path / "missing" / "steps.jsonl")
+    code, _, err = run_cli(
+        capsys, "audit", "--kubeconfig", config, "--apply", "--yes", "--record", record
+    )
+    assert code == 2
+    assert f"--record {record}: No such file or directory" in err
+    assert server.evictions() == []
 
 
 @pytest.mark.parametrize(
