@@ -11,6 +11,8 @@
     server.install_policy_reports()                 # serve wgpolicyk8s.io/v1alpha2
     server.install_policy_reports(OPEN_REPORT)      # serve openreports.io/v1alpha1 Reports
     server.fail_next("PolicyReport", 500)            # next PolicyReport request fails
+    server.on_eviction = hook                        # hook(evicted pod): a controller's answer
+    server.fail_next("Eviction", 500)                # next eviction request fails
     server.stop()
 
 What it serves, as the real one does: GET /version; GET <collection> lists with
@@ -28,6 +30,18 @@ equality labelSelector), GET, POST (409 AlreadyExists), PUT (409 Conflict on a s
 resourceVersion) and DELETE (with a uid precondition) as kube-apiserver does. The
 OpenReports Report API (openreports.io/v1alpha1, `reports`) is served the same way,
 on its own, once install_policy_reports(OPEN_REPORT) says its CRD is there.
+
+The Eviction subresource (policy/v1, POST /api/v1/namespaces/NS/pods/NAME/eviction)
+answers as kube-apiserver's eviction REST does for the cases tests need: 404 for a
+pod that is gone, 409 when deleteOptions.preconditions.uid names another pod, 500
+when more than one PodDisruptionBudget selects the pod, 429 TooManyRequests with
+"Cannot evict pod as it would violate the pod's disruption budget." and a
+DisruptionBudget cause when the one selecting it has status.disruptionsAllowed 0
+(a terminating, Pending or finished pod skips budgets), else 201: the budget's
+disruptionsAllowed goes down by one and the pod is deleted (or, with
+`eviction_grace`, left terminating with a deletionTimestamp, as a kubelet still
+stopping it), then `on_eviction(pod)` runs (not again for a pod already
+terminating). A namespace's pods are also listed at /api/v1/namespaces/NS/pods.
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -91,6 +106,27 @@ def report_kind(path: str) -> str | None:
     return None
 
 
+EVICTION = "Eviction"
+EVICTION_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def eviction_target(path: str) -> tuple[str, str] | None:
+    """(namespace, pod) of an eviction subresource path, None for any other path."""
+    parts = path.strip("/").split("/")
+    if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
+        if parts[6] == "eviction":
+            return parts[3], parts[5]
+    return None
+
+
+def namespaced_pods(path: str) -> str | None:
+    """The namespace of a namespaced pod collection path, None for any other path."""
+    parts = path.strip("/").split("/")
+    if len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
+        return parts[3]
+    return None
+
+
 @dataclass(frozen=True)
 class Request:
     """One request the server received."""
@@ -103,6 +139,10 @@ class Request:
 
     @property
     def kind(self) -> str | None:
+        if eviction_target(self.path) is not None:
+            return EVICTION
+        if namespaced_pods(self.path) is not None:
+            return "Pod"
         if report_kind(self.path) is not None:
             return report_kind(self.path)
         return KIND_OF_PATH.get(self.path)
@@ -153,13 +193,20 @@ class FakeApiServer:
         self._objects: dict[str, dict[tuple[str, str], RawObj]] = {k: {} for k in kinds}
         self._events: dict[str, list[_Event]] = {k: [] for k in kinds}
         self._compacted: dict[str, int] = dict.fromkeys(kinds, 0)
-        self._failures: dict[str, deque[int]] = {k: deque() for k in [*kinds, *REPORT_APIS]}
+        self._failures: dict[str, deque[int]] = {
+            k: deque() for k in [*kinds, *REPORT_APIS, EVICTION]
+        }
         self._drops: dict[str, int] = dict.fromkeys(kinds, 0)
         self._held: dict[str, threading.Event] = {}
         self._quiet: set[str] = set()
         self._watch_gen: dict[str, int] = dict.fromkeys(kinds, 0)
         # kind -> (namespace, name) -> stored report; None while its CRD is absent.
         self._stores: dict[str, dict[tuple[str, str], RawObj] | None] = dict.fromkeys(REPORT_APIS)
+        # The Eviction subresource: what runs after a pod is evicted (a test's controller
+        # and scheduler), and whether evicted pods stay terminating instead of going.
+        self.on_eviction: Callable[[RawObj], None] | None = None
+        self.eviction_grace = False
+        self._eviction_log: list[tuple[Request, int]] = []
         self._stopping = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -422,6 +469,108 @@ class FakeApiServer:
                 return 200, _status(200, "", "deleted") | {"status": "Success"}
             return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
 
+    # ---- the Eviction subresource --------------------------------------------------------
+
+    def evictions(self) -> list[tuple[str, int]]:
+        """(namespace/pod, HTTP status answered) of every eviction request, in order."""
+        with self._cond:
+            return [
+                ("/".join(eviction_target(r.path) or ("", "")), status)
+                for r, status in self._eviction_log
+            ]
+
+    def _budgets_of(self, pod: RawObj) -> list[RawObj]:
+        """The PodDisruptionBudgets of the pod's namespace whose (matchLabels) selector
+        selects it; an empty or absent selector selects nothing."""
+        ns = pod["metadata"].get("namespace", "")
+        labels = pod["metadata"].get("labels") or {}
+        out = []
+        for (b_ns, _), pdb in sorted(self._objects["PodDisruptionBudget"].items()):
+            wanted = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            if b_ns == ns and wanted and all(labels.get(k) == v for k, v in wanted.items()):
+                out.append(pdb)
+        return out
+
+    def _eviction_call(self, request: Request) -> tuple[int, Any]:
+        """Answer one POST on a pod's eviction subresource (see the module docstring)."""
+        target = eviction_target(request.path)
+        assert target is not None
+        ns, name = target
+        evicted: RawObj | None = None
+        with self._cond:
+            pod = self._objects["Pod"].get((ns, name))
+            if pod is None:
+                answer: tuple[int, Any] = (
+                    404,
+                    _status(404, "NotFound", f'pods "{name}" not found'),
+                )
+            else:
+                answer, evicted = self._evict(pod, request.body)
+            self._eviction_log.append((request, answer[0]))
+        if evicted is not None and self.on_eviction is not None:
+            self.on_eviction(evicted)
+        return answer
+
+    def _evict(self, pod: RawObj, body: Any) -> tuple[tuple[int, Any], RawObj | None]:
+        meta = pod["metadata"]
+        options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
+        uid = ((options or {}).get("preconditions") or {}).get("uid")
+        if uid is not None and uid != meta["uid"]:
+            msg = (
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {meta['uid']}"
+            )
+            return (409, _status(409, "Conflict", msg)), None
+        phase = (pod.get("status") or {}).get("phase")
+        skips = "deletionTimestamp" in meta or phase in ("Pending", "Succeeded", "Failed")
+        budgets = [] if skips else self._budgets_of(pod)
+        if len(budgets) > 1:
+            msg = (
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support."
+            )
+            return (500, _status(500, "InternalError", msg)), None
+        if budgets:
+            pdb = budgets[0]
+            status = pdb.setdefault("status", {})
+            if int(status.get("disruptionsAllowed") or 0) == 0:
+                refused = _status(429, "TooManyRequests", EVICTION_MESSAGE)
+                cause = (
+                    f"The disruption budget {pdb['metadata']['name']} needs "
+                    f"{status.get('desiredHealthy', 0)} healthy pods and has "
+                    f"{status.get('currentHealthy', 0)} currently"
+                )
+                refused["details"] = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+                return (429, refused), None
+            changed = copy.deepcopy(pdb)
+            changed["status"]["disruptionsAllowed"] = int(status["disruptionsAllowed"]) - 1
+            stored = self._record("PodDisruptionBudget", "MODIFIED", changed)
+            self._objects["PodDisruptionBudget"][_key(stored)] = stored
+        if self.eviction_grace and "deletionTimestamp" not in meta:
+            going = copy.deepcopy(pod)
+            going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            stored = self._record("Pod", "MODIFIED", going)
+            self._objects["Pod"][_key(stored)] = stored
+        elif not self.eviction_grace:
+            old = self._objects["Pod"].pop(_key(pod))
+            self._record("Pod", "DELETED", old)
+        done = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        # A pod already terminating was evicted before: its controller has replaced it.
+        return (201, done), None if "deletionTimestamp" in meta else copy.deepcopy(pod)
+
+    def _namespaced_pods(self, ns: str) -> RawObj:
+        """GET /api/v1/namespaces/NS/pods: that namespace's pods (no paging)."""
+        with self._cond:
+            items = []
+            for (o_ns, _), obj in sorted(self._objects["Pod"].items()):
+                if o_ns == ns:
+                    item = copy.deepcopy(obj)
+                    item.pop("kind", None)
+                    item.pop("apiVersion", None)
+                    items.append(item)
+            meta = {"resourceVersion": str(self._rv)}
+            return {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items}
+
     # ---- used by the handler ---------------------------------------------------------
 
     def _log(self, request: Request) -> int | None:
@@ -522,6 +671,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         """Quiet: tests read `requests` instead."""
 
+    def setup(self) -> None:
+        """Headers and body go out as separate writes: without TCP_NODELAY each answer on
+        a kept-alive connection waits for the client's delayed ACK (about 40 ms)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def _send_json(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
@@ -554,6 +709,9 @@ class _Handler(BaseHTTPRequestHandler):
         if failure is not None:
             self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
             return
+        if method == "POST" and eviction_target(request.path) is not None:
+            self._send_json(*self.fake._eviction_call(request))
+            return
         if report_kind(request.path) is None:
             self._send_json(405, _status(405, "MethodNotAllowed", f"{method} {request.path}"))
             return
@@ -584,6 +742,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if parts.path == "/version":
             self._send_json(200, self.fake.version)
+            return
+        ns = namespaced_pods(parts.path)
+        if ns is not None and failure is None and not request.watch:
+            self._send_json(200, self.fake._namespaced_pods(ns))
             return
         kind = request.kind
         if kind is None:

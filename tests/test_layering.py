@@ -70,6 +70,9 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     ("webhook.cli.main", "*"): "a subcommand's imports only when it runs",
     ("webhook.cli.common", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.cluster.lister"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.cli.apply"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.audit.evictions"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.audit.apply"): "kubernetes client only when live",
     ("webhook.cli.simulate", "webhook.validation.rules"): "validation only when asked",
     ("webhook.cluster.source", "webhook.cluster.files"): "file reading only for FileSource",
 }

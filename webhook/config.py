@@ -26,6 +26,11 @@ The config file is YAML. Keys we own:
                        audit.policyReports writes to (openreports.io/v1alpha1 Report)
   audit.report:        bool, default false: `audit --watch` serves the latest audit as
                        an HTML page at /report on its metrics port
+  audit.rebalance.enabled: bool, default false: after each periodic audit, carry out
+                       steps of the plan (evictions; docs/audit.md, "Carrying out the plan")
+  audit.rebalance.maxEvictionsPerRun: int >= 1, default 1: steps at most per audit
+  audit.rebalance.namespaces: list of namespace names, default all: the workloads
+                       rebalanced
   nodeGroupLabels:     list of node label keys naming a node's group for the scale-up
                        diagnosis of pending pods (first one a node carries wins);
                        replaces scheduler.scaleup.DEFAULT_GROUP_LABELS (docs/pending.md)
@@ -47,7 +52,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.names import validate_label_name, validate_label_selector
+from webhook.api.names import is_dns1123_label, validate_label_name, validate_label_selector
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from webhook.scheduler.config.profiles import (
@@ -66,6 +71,7 @@ __all__ = [
     "MERGE_MODES",
     "SCHEDULER_CONFIG_KEY",
     "AuditSettings",
+    "RebalanceSettings",
     "MergeMode",
     "Settings",
     "default_profiles",
@@ -94,13 +100,32 @@ def default_profiles() -> tuple[ResolvedProfile, ...]:
 AUDIT_DEFAULT_INTERVAL = 300
 FORESIGHT_DEFAULT_BUDGET_MS = 25
 FORESIGHT_MAX_BUDGET_MS = 10_000
-_AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports", "report", "reports")
+_AUDIT_KEYS = (
+    "includeSoft",
+    "intervalSeconds",
+    "policyReports",
+    "rebalance",
+    "report",
+    "reports",
+)
+_REBALANCE_KEYS = ("enabled", "maxEvictionsPerRun", "namespaces")
 # audit.reports: the reporting APIs audit.policyReports writes to.
 REPORT_APIS: dict[str, tuple[str, ...]] = {
     "wgpolicyk8s": ("wgpolicyk8s",),
     "openreports": ("openreports",),
     "both": ("wgpolicyk8s", "openreports"),
 }
+
+
+@dataclass(frozen=True)
+class RebalanceSettings:
+    """audit.rebalance: the audit Deployment carries out the plan, a few steps per audit."""
+
+    enabled: bool = False
+    # Evictions at most after one audit.
+    max_evictions_per_run: int = 1
+    # The namespaces whose workloads are rebalanced; empty: every namespace.
+    namespaces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,8 @@ class AuditSettings:
     reports: str = "wgpolicyk8s"
     # audit.report: serve the latest audit as HTML at /report on the metrics port.
     report: bool = False
+    # audit.rebalance: carry out steps of the plan after each audit (opt-in).
+    rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
 
     @property
     def report_apis(self) -> tuple[str, ...]:
@@ -213,6 +240,46 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         include_soft=_bool(section, "includeSoft", False, "audit."),
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
+        rebalance=_rebalance(section),
+    )
+
+
+def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
+    """audit.rebalance, every value checked, unknown keys refused (as _audit)."""
+    section = audit.get("rebalance")
+    if section is None:
+        return RebalanceSettings()
+    if not isinstance(section, dict):
+        raise ConfigError(f"audit.rebalance: must be a mapping, got {section!r}")
+    unknown = sorted(str(k) for k in section if k not in _REBALANCE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"audit.rebalance.{unknown[0]}: unknown key (known: {', '.join(_REBALANCE_KEYS)})"
+        )
+    most = section.get("maxEvictionsPerRun")
+    if most is None:
+        most = 1
+    if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+        raise ConfigError(
+            f"audit.rebalance.maxEvictionsPerRun: must be a whole number, 1 or more, got {most!r}"
+        )
+    namespaces = section.get("namespaces")
+    if namespaces is None:
+        namespaces = []
+    if not isinstance(namespaces, list):
+        raise ConfigError(
+            f"audit.rebalance.namespaces: must be a list of namespace names, got {namespaces!r}"
+        )
+    for ns in namespaces:
+        problems = is_dns1123_label(ns) if isinstance(ns, str) else ["not a string"]
+        if problems:
+            raise ConfigError(
+                f"audit.rebalance.namespaces: {ns!r} is not a namespace name: {problems[0]}"
+            )
+    return RebalanceSettings(
+        enabled=_bool(section, "enabled", False, "audit.rebalance."),
+        max_evictions_per_run=most,
+        namespaces=tuple(dict.fromkeys(namespaces)),
     )
 
 

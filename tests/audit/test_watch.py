@@ -95,7 +95,7 @@ def test_audit_config_values(raw: Any, expected: AuditSettings) -> None:
         (
             {"policyreports": True},
             "audit.policyreports: unknown key (known: includeSoft, intervalSeconds, "
-            "policyReports, report, reports)",
+            "policyReports, rebalance, report, reports)",
         ),
         (
             {"reports": "openreport"},

@@ -257,6 +257,7 @@ def test_helm_audit_defaults_are_the_manifests_defaults() -> None:
         "report": d.audit_report,
         "includeSoft": d.audit_include_soft,
         "resources": d.audit_resources,
+        "rebalance": values["rebalance"],  # test_rebalance_install.py checks it
     }
 
 

@@ -81,6 +81,26 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+DNS1123_LABEL_MAX_LENGTH = 63
+_DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_FMT)
+DNS1123_LABEL_ERR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+    "'-', and must start and end with an alphanumeric character"
+)
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """A namespace name's rule.
+
+    Port of apimachinery/pkg/util/validation/validation.go: IsDNS1123Label."""
+    errs: list[str] = []
+    if _nbytes(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errs.append(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
 def is_qualified_name(value: str) -> list[str]:
     """Error messages for a label key ("qualified name"), as content.IsLabelKey words them."""
     errs: list[str] = []

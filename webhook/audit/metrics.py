@@ -4,6 +4,7 @@
     metrics.observe_run(report, seconds=1.2, at=time.time())   # after each audit
     metrics.count_error("read")                                 # a run that failed
     metrics.observe_reports(outcome)                            # after a PolicyReport sync
+    metrics.count_rebalance("matched")                          # a rebalancing step's result
     metrics.exposition()                                        # the /metrics text
 
 Cardinality is bounded by what the cluster holds, never by time: violations by
@@ -23,12 +24,22 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.audit.policyreports import SyncOutcome
     from webhook.audit.report import AuditReport
 
-__all__ = ["ERROR_STAGES", "REPORT_OPERATIONS", "AuditMetrics", "skew_labels"]
+__all__ = [
+    "ERROR_STAGES",
+    "REBALANCE_RESULTS",
+    "REPORT_OPERATIONS",
+    "AuditMetrics",
+    "skew_labels",
+]
 
 # Where a run can fail: reading the cluster, or evaluating what was read.
 ERROR_STAGES = ("read", "audit")
 # What the PolicyReport writer does (list: reading our reports back).
 REPORT_OPERATIONS = ("list", "create", "update", "delete")
+
+# What a rebalancing step ends in (apply.py's step results): as predicted, a difference,
+# refused by a budget, a replacement not Ready in time, the pod gone, an error.
+REBALANCE_RESULTS = ("matched", "differed", "budget", "timeout", "gone", "blocked", "error")
 
 SkewKey = tuple[str, str, str]
 
@@ -51,7 +62,11 @@ class AuditMetrics:
     """The collectors of the periodic audit, in a registry of their own."""
 
     def __init__(
-        self, *, policy_reports: bool = False, report_apis: tuple[str, ...] = ("wgpolicyk8s",)
+        self,
+        *,
+        policy_reports: bool = False,
+        report_apis: tuple[str, ...] = ("wgpolicyk8s",),
+        rebalance: bool = False,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -138,6 +153,19 @@ class AuditMetrics:
         # Every label set starts at 0, so a rate() has a start and the series exist.
         for stage in ERROR_STAGES:
             self.errors.labels(stage)
+        # audit.rebalance: only registered when enabled.
+        self.rebalance_evictions: Counter | None = None
+        if rebalance:
+            self.rebalance_evictions = Counter(
+                "topospread_rebalance_evictions",
+                "Steps of the plan the audit Deployment carried out (audit.rebalance), by "
+                "result: matched (as predicted), differed, budget (refused by a "
+                "PodDisruptionBudget), timeout (replacement not Ready), gone, blocked, error.",
+                ["result"],
+                registry=r,
+            )
+            for result in REBALANCE_RESULTS:
+                self.rebalance_evictions.labels(result)
         self._namespaces: set[str] = set()
         self._skews: set[SkewKey] = set()
         self._reports_seen = False
@@ -195,6 +223,13 @@ class AuditMetrics:
                 self.report_writes.labels(op).inc(count)
         for op, _ns, _message in outcome.errors:
             self.report_errors.labels(op if op in REPORT_OPERATIONS else "list").inc()
+
+    def count_rebalance(self, result: str) -> None:
+        """Count one rebalancing step by its result (one of REBALANCE_RESULTS)."""
+        if self.rebalance_evictions is not None:
+            self.rebalance_evictions.labels(
+                result if result in REBALANCE_RESULTS else "error"
+            ).inc()
 
     def exposition(self) -> bytes:
         """The text /metrics serves."""

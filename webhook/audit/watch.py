@@ -2,6 +2,7 @@
 
     page = LatestReport()                                 # with audit.report only
     loop = AuditLoop(read, settings, metrics, writers, on_report=page.update)
+    loop = AuditLoop(read, settings, metrics, rebalancer=Rebalancer(...))   # audit.rebalance
     server = MetricsServer("0.0.0.0:9090", metrics, page).start()   # /metrics, /healthz, /report
     loop.run(stop)                                        # until stop is set (SIGTERM)
 
@@ -14,6 +15,9 @@ API of audit.reports) and, with audit.report, renders the HTML page /report serv
 listed again each time rather than kept by a watch: an audit every few minutes needs
 a consistent picture, not a current one, and the memory of 150,000 pods is given back
 between runs (docs/audit-server.md weighs both).
+
+With audit.rebalance.enabled, each successful audit is followed by a few steps of
+the plan (webhook/audit/apply.py: Rebalancer), each logged and counted.
 
 Nothing stops the loop but `stop`: a failed read, a failed audit or a failed write is
 one log line and one count in the metrics, and the next run tries again.
@@ -62,6 +66,12 @@ class ReportSink(Protocol):
     def sync(self, desired: Mapping[str, list[RawObj]]) -> SyncOutcome: ...
 
 
+class Rebalancing(Protocol):
+    """What carries out steps of the plan after an audit (apply.Rebalancer)."""
+
+    def run_once(self) -> object: ...
+
+
 class AuditLoop:
     """Audits on an interval; `runs` counts the audits that completed."""
 
@@ -76,8 +86,10 @@ class AuditLoop:
         interval: float | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.monotonic,
+        rebalancer: Rebalancing | None = None,
     ) -> None:
         self.read = read
+        self.rebalancer = rebalancer
         self.settings = settings
         self.metrics = metrics
         if writer is None:
@@ -132,7 +144,21 @@ class AuditLoop:
                 self.on_report(report, now)
             except Exception:  # a bug: the audit and its metrics stand
                 log.exception("rendering the report page failed")
+        self._rebalance()
         return report
+
+    def _rebalance(self) -> None:
+        """audit.rebalance: steps of the plan after the audit; never ends the loop."""
+        if self.rebalancer is None:
+            return
+        try:
+            self.rebalancer.run_once()
+        except AuditStopped:
+            return
+        except TopospreadError as exc:
+            log.warning("rebalance: %s; tried again after the next audit", exc)
+        except Exception:  # a bug: the audit and its metrics stand
+            log.exception("rebalance failed")
 
     def _failed(self, stage: str, message: str | None) -> None:
         self.failures += 1

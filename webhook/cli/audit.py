@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
+from webhook.api.names import is_dns1123_label
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
@@ -40,7 +41,7 @@ from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
-from webhook.config import Settings, load_settings
+from webhook.config import RebalanceSettings, Settings, load_settings
 from webhook.errors import ConfigError, InputError
 from webhook.server.logs import dict_config, level_from_env
 
@@ -89,10 +90,42 @@ def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
     return None
 
 
+# Flags that mean something only with --apply, or only with --watch (argparse dests;
+# an unset one is None or False).
+_APPLY_ONLY = (
+    "yes",
+    "replan",
+    "max_evictions",
+    "interval",
+    "step_timeout",
+    "budget_wait",
+    "record",
+)
+_WATCH_ONLY = ("rebalance", "rebalance_max_evictions", "rebalance_namespaces")
+
+
+def _only_with(args: argparse.Namespace) -> None:
+    """A flag given without the mode it belongs to is a usage error, not ignored."""
+    for mode, flags in (("apply", _APPLY_ONLY), ("watch", _WATCH_ONLY)):
+        if getattr(args, mode, False):
+            continue
+        given = [f for f in flags if getattr(args, f, None) not in (None, False)]
+        if given:
+            names = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise InputError(f"{names}: only with --{mode}")
+
+
 def cli_audit(args: argparse.Namespace) -> int:
+    _only_with(args)
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)
+    if getattr(args, "apply", False):
+        if _drill(args) is not None:
+            raise InputError("--apply carries out the plan of the current state: no drill with it")
+        from webhook.cli.apply import cli_audit_apply
+
+        return cli_audit_apply(args, settings)
     drill = _drill(args)
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
@@ -118,6 +151,11 @@ def cli_audit(args: argparse.Namespace) -> int:
 
 def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     """The config's audit section with the flags that override it."""
+    if getattr(args, "apply", False):
+        raise InputError(
+            "--watch audits the current state: --apply is for a one-shot audit "
+            "(the audit Deployment carries out plans with audit.rebalance.enabled)"
+        )
     if args.plan or any(getattr(args, attr, None) is not None for attr in DRILL_FLAGS):
         raise InputError(
             "--watch audits the current state: --plan and the drills (--without-nodes, "
@@ -136,7 +174,31 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
             include_soft=audit.include_soft or args.include_soft,
             reports=getattr(args, "reports", None) or audit.reports,
             report=audit.report or getattr(args, "report", False),
+            rebalance=_rebalance_settings(args, audit.rebalance),
         ),
+    )
+
+
+def _rebalance_settings(args: argparse.Namespace, config: RebalanceSettings) -> RebalanceSettings:
+    """audit.rebalance with --rebalance, --rebalance-max-evictions and
+    --rebalance-namespaces over it (the flags win); InputError for a bad value."""
+    most = getattr(args, "rebalance_max_evictions", None)
+    if most is not None and most < 1:
+        raise InputError(f"--rebalance-max-evictions: must be 1 or more, got {most}")
+    text = getattr(args, "rebalance_namespaces", None)
+    namespaces = config.namespaces
+    if text is not None:
+        namespaces = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        for ns in namespaces:
+            problems = is_dns1123_label(ns)
+            if problems:
+                raise InputError(
+                    f"--rebalance-namespaces: {ns!r} is not a namespace name: {problems[0]}"
+                )
+    return RebalanceSettings(
+        enabled=config.enabled or bool(getattr(args, "rebalance", False)),
+        max_evictions_per_run=config.max_evictions_per_run if most is None else most,
+        namespaces=namespaces,
     )
 
 
@@ -158,6 +220,24 @@ def _read_file(path: str) -> ClusterState:
     collector = Collector()
     scan_list(path, collector.add)
     return collector.state()
+
+
+def _rebalancer(conn: Any, settings: Settings, stop: threading.Event) -> Any:
+    """apply.Rebalancer on the live cluster of `conn`; its waits end on SIGTERM."""
+    from webhook.audit.apply import Rebalancer
+    from webhook.audit.evictions import LiveCluster
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise AuditStopped()
+
+    rebalance = settings.audit.rebalance
+    log.info(
+        "audit.rebalance: up to %d eviction(s) after each audit, namespaces: %s",
+        rebalance.max_evictions_per_run,
+        ", ".join(rebalance.namespaces) or "all",
+    )
+    return Rebalancer(LiveCluster(conn), settings, rebalance, sleep=sleep)
 
 
 def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
@@ -198,9 +278,20 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
             return _read_live(conn, stop)
 
         writers = [PolicyReportWriter(conn, APIS[name]) for name in settings.audit.report_apis]
+    # audit.rebalance: steps of the plan after each audit, on a live cluster only.
+    rebalance = settings.audit.rebalance
+    rebalancer = None
+    if rebalance.enabled and args.snapshot:
+        log.warning("audit.rebalance is on but --snapshot has no cluster to evict in")
+    elif rebalance.enabled:
+        rebalancer = _rebalancer(conn, settings, stop)
     metrics = AuditMetrics(
-        policy_reports=bool(writers), report_apis=tuple(w.api.name for w in writers)
+        policy_reports=bool(writers),
+        report_apis=tuple(w.api.name for w in writers),
+        rebalance=rebalancer is not None,
     )
+    if rebalancer is not None:
+        rebalancer.count = metrics.count_rebalance
     page = LatestReport() if settings.audit.report else None
     try:
         server = MetricsServer(args.metrics_bind, metrics, page).start()
@@ -210,7 +301,9 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     log.info("serving %s on %s", paths, args.metrics_bind)
     try:
         on_report = page.update if page is not None else None
-        AuditLoop(read, settings, metrics, writers, on_report=on_report).run(stop)
+        AuditLoop(read, settings, metrics, writers, on_report=on_report, rebalancer=rebalancer).run(
+            stop
+        )
     finally:
         server.stop()
     log.info("stopped")

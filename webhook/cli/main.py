@@ -150,10 +150,17 @@ kube-scheduler would for one more such pod. See docs/audit.md.
 until SIGTERM, serves /metrics and /healthz, and with audit.policyReports (or
 --policy-reports) writes one PolicyReport per namespace. See docs/audit-server.md.
 
+--plan --apply carries the plan out on the live cluster, one eviction at a time,
+after a confirmation on a terminal (--yes without one): each replacement must land
+in the predicted domain and leave the predicted skew, else it stops.
+
 exit status:
-  0  nothing is violated (after the drill, with one); --watch: stopped
-  1  a checked constraint is violated
+  0  nothing is violated (after the drill, with one); --watch: stopped;
+     --apply: every step carried out as predicted
+  1  a checked constraint is violated (--apply: the plan printed, not carried out)
   2  usage error, unreadable snapshot or config, unreachable cluster
+  3  --apply stopped: the cluster departed from the prediction
+  4  --apply stopped: a PodDisruptionBudget kept refusing an eviction
 """
 
 
@@ -218,6 +225,7 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         help="text (default), json (the document of docs/audit.md) or html (one "
         "self-contained page of that document)",
     )
+    add_apply_args(p)
     watch = p.add_argument_group("periodic audit (the audit Deployment)")
     watch.add_argument(
         "--watch",
@@ -257,6 +265,83 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --watch: serve the latest audit as an HTML page at /report on "
         "--metrics-bind (as audit.report: true)",
+    )
+    watch.add_argument(
+        "--rebalance",
+        action="store_true",
+        help="with --watch: after each audit, carry out steps of the plan (evictions; as "
+        "audit.rebalance.enabled: true; needs create on pods/eviction)",
+    )
+    watch.add_argument(
+        "--rebalance-max-evictions",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --rebalance: evictions at most per audit (as "
+        "audit.rebalance.maxEvictionsPerRun; default 1)",
+    )
+    watch.add_argument(
+        "--rebalance-namespaces",
+        metavar="NS[,NS...]",
+        default=None,
+        help="with --rebalance: only the workloads of these namespaces (as "
+        "audit.rebalance.namespaces; default all)",
+    )
+
+
+def add_apply_args(p: argparse.ArgumentParser) -> None:
+    """--apply and its limits: the plan carried out on a live cluster (docs/audit.md)."""
+    apply = p.add_argument_group("carrying out the plan (a live cluster)")
+    apply.add_argument(
+        "--apply",
+        action="store_true",
+        help="carry the plan out (implies --plan): evict its pods one at a time through the "
+        "Eviction API, checking each replacement against the prediction (asks first on a "
+        "terminal)",
+    )
+    apply.add_argument(
+        "--yes", action="store_true", help="with --apply: carry it out without asking"
+    )
+    apply.add_argument(
+        "--replan",
+        action="store_true",
+        help="with --apply: when the cluster departs from a prediction, plan again from "
+        "what it now sees and go on (default: stop)",
+    )
+    apply.add_argument(
+        "--max-evictions",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --apply: evict at most N pods (default: the plan's length)",
+    )
+    apply.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="with --apply: wait this long between steps (default 0)",
+    )
+    apply.add_argument(
+        "--step-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="with --apply: how long a replacement has to be bound and Ready (default 300)",
+    )
+    apply.add_argument(
+        "--budget-wait",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="with --apply: how long an eviction a PodDisruptionBudget refuses (429) is "
+        "retried, with a doubling wait (default 120)",
+    )
+    apply.add_argument(
+        "--record",
+        metavar="FILE",
+        help="with --apply: append one JSON line per step (request, answers, prediction, "
+        "observation) to FILE",
     )
 
 
@@ -470,6 +555,17 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "--cert-manager", action="store_true", help="let cert-manager issue and inject the CA"
     )
     p.add_argument("--image", metavar="IMAGE", help="container image (default topospread:VERSION)")
+    p.add_argument(
+        "--audit",
+        action="store_true",
+        help="also the periodic audit: its Deployment, read-only ClusterRole and Service",
+    )
+    p.add_argument(
+        "--audit-rebalance",
+        action="store_true",
+        help="the periodic audit carrying out its plan (audit.rebalance; implies --audit): "
+        "adds create on pods/eviction to its ClusterRole and --rebalance to its command",
+    )
 
     # ---- version
     p = add("version", _version, "Print the version.", "example:\n  {prog} version\n")

@@ -18,7 +18,10 @@ adds the PolicyReport verbs to that role and `--policy-reports` to the command;
 instead (or as well) and adds `--reports`; `audit_report=True` adds `--report` (the
 HTML page /report on the metrics port, no RBAC). The kustomize tree has them as
 audit/, audit-policyreports/, audit-openreports/ and audit-report/
-(docs/audit-server.md).
+(docs/audit-server.md). `audit_rebalance=True` (audit.rebalance.enabled: the audit
+carries out steps of its plan) adds `create` on `pods/eviction`, the one write it
+needs, and `--rebalance` to the command (kustomize: audit-rebalance/; `topospread
+manifests --audit-rebalance`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import base64
 import copy
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -167,6 +170,13 @@ REPORT_RULES: dict[str, list[RawObj]] = {
     "both": [POLICY_REPORT_RULE, OPEN_REPORT_RULE],
 }
 
+# audit.rebalance: exactly what webhook.audit.evictions sends, a POST of an Eviction.
+EVICTION_RULE: RawObj = {
+    "apiGroups": [""],
+    "resources": ["pods/eviction"],
+    "verbs": ["create"],
+}
+
 AUDIT_RESOURCES: RawObj = {
     "requests": {"cpu": "100m", "memory": "256Mi"},
     "limits": {"memory": "1Gi"},
@@ -211,6 +221,11 @@ class Install:
     audit_report: bool = False
     audit_include_soft: bool = False
     audit_interval_seconds: int = AUDIT_INTERVAL_SECONDS
+    # audit.rebalance: evictions after each audit (EVICTION_RULE), at most this many per
+    # audit, in these namespaces (empty: all).
+    audit_rebalance: bool = False
+    audit_rebalance_max_evictions: int = 1
+    audit_rebalance_namespaces: tuple[str, ...] = ()
     audit_resources: RawObj = field(default_factory=lambda: copy.deepcopy(AUDIT_RESOURCES))
 
 
@@ -294,6 +309,12 @@ def audit_command(opt: Install) -> list[str]:
             command.extend(["--reports", opt.audit_reports])
     if opt.audit_report:
         command.append("--report")
+    if opt.audit_rebalance:
+        command.append("--rebalance")
+        if opt.audit_rebalance_max_evictions != 1:
+            command.extend(["--rebalance-max-evictions", str(opt.audit_rebalance_max_evictions)])
+        if opt.audit_rebalance_namespaces:
+            command.extend(["--rebalance-namespaces", ",".join(opt.audit_rebalance_namespaces)])
     return command
 
 
@@ -303,6 +324,8 @@ def audit_objects(opt: Install) -> list[RawObj]:
     rules = copy.deepcopy(AUDIT_ROLE_RULES)
     if opt.audit_policy_reports:
         rules.extend(copy.deepcopy(REPORT_RULES[opt.audit_reports]))
+    if opt.audit_rebalance:
+        rules.append(copy.deepcopy(EVICTION_RULE))
     selector = {"app.kubernetes.io/name": AUDIT_NAME}
     container: RawObj = {
         "name": "audit",
@@ -866,6 +889,16 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     out["audit-report/kustomization.yaml"] = header + _kustomization(
         {"resources": ["../audit"], "patches": [_audit_command_patch("--report")]}
     )
+    # audit-rebalance/: create on pods/eviction and `--rebalance` (audit.rebalance).
+    out["audit-rebalance/kustomization.yaml"] = header + _kustomization(
+        {
+            "resources": ["../audit"],
+            "patches": [
+                _audit_patch("ClusterRole", [("/rules/-", copy.deepcopy(EVICTION_RULE))]),
+                _audit_command_patch("--rebalance"),
+            ],
+        }
+    )
     return out
 
 
@@ -953,6 +986,10 @@ def cli_manifests(args: argparse.Namespace) -> int:
         pem = _read(Path(ca_file))
         _certificate(pem, Path(ca_file))
         opt = Install(namespace=namespace, image=opt.image, ca_bundle=pem)
+    # The periodic audit, and its rebalancing (the eviction verb comes with it only).
+    rebalance = bool(getattr(args, "audit_rebalance", False))
+    if rebalance or getattr(args, "audit", False):
+        opt = replace(opt, audit=True, audit_rebalance=rebalance)
     sys.stdout.write(to_yaml(render(opt)))
     return 0
 

@@ -1,0 +1,117 @@
+"""Evictions at the cluster edge: the Eviction API's one write (POST on a pod's
+`eviction` subresource, policy/v1) and the reads a plan carried out needs.
+
+    cluster = LiveCluster(conn)
+    seen = cluster.read()                        # Seen(state, pods): the whole cluster, listed
+    pods = cluster.pods("shop")                  # one namespace's pods, as the API returns them
+    answer = cluster.evict("shop", "web-0", uid) # steps.Answer: evicted, refused (429), gone ...
+
+Besides webhook/audit/policyreports.py, this is the only module that writes to a
+cluster, and it sends one verb, POST, to one kind of path: an Eviction, never a
+DELETE (a deletion would bypass PodDisruptionBudgets; the Eviction API applies them
+and answers 429 when one says no). Each eviction carries the pod's uid as a
+precondition, so a pod recreated under the same name (a StatefulSet's) is never
+evicted by a request meant for its predecessor (409). Requests are raw JSON over the
+urllib3 pool of the kubernetes client's ApiClient (auth from its Configuration), as
+lister.py reads; no client model class is built.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import urllib3
+
+from webhook.api.kube import RawObj, as_dict
+from webhook.audit.inventory import ClusterState, Collector
+from webhook.audit.steps import Answer, eviction_answer
+from webhook.cluster.lister import AUDIT_RESOURCES, ClusterError, list_objects
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.cluster.lister import Connection
+
+__all__ = ["LiveCluster", "Seen", "eviction_request"]
+
+
+@dataclass
+class Seen:
+    """One read of the cluster: the audit's state (running pods, owners, the model)
+    and every pod as the audit keeps it, terminating and pending ones included (what
+    tells an eviction in flight)."""
+
+    state: ClusterState
+    pods: list[RawObj]
+
+
+def eviction_request(namespace: str, name: str, uid: str | None) -> RawObj:
+    """The policy/v1 Eviction for a pod, with its uid as a precondition when known."""
+    body: RawObj = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    if uid:
+        body["deleteOptions"] = {"preconditions": {"uid": uid}}
+    return body
+
+
+def seen_from(objects: Any) -> Seen:
+    """A Seen from listed objects (or a snapshot's items)."""
+    collector = Collector()
+    for obj in objects:
+        collector.add(obj)
+    pods = collector.pods
+    return Seen(collector.state(), pods)
+
+
+class LiveCluster:
+    """The cluster a plan is carried out on, through one Connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def read(self) -> Seen:
+        """Everything an audit lists, once; ClusterError when the cluster cannot be read."""
+        return seen_from(list_objects(self.conn, AUDIT_RESOURCES))
+
+    def pods(self, namespace: str) -> list[RawObj]:
+        """The namespace's pods, full objects (uids, conditions); ClusterError on failure."""
+        body = self.conn.get_json(f"/api/v1/namespaces/{namespace}/pods")
+        items = as_dict(body).get("items")
+        if not isinstance(items, list):
+            raise ClusterError(f"/api/v1/namespaces/{namespace}/pods: items is not a list")
+        return [dict(item, kind="Pod") for item in items if isinstance(item, dict)]
+
+    def evict(self, namespace: str, name: str, uid: str | None) -> Answer:
+        """POST the pod's Eviction; the answer as steps.Answer (ClusterError when nothing
+        answered)."""
+        conn = self.conn
+        configuration = conn.api.configuration
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": "topospread",
+        }
+        for setting in configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+        data = json.dumps(eviction_request(namespace, name, uid)).encode()
+        try:
+            response = conn.api.rest_client.pool_manager.request(
+                "POST",
+                conn.host + path,
+                body=data,
+                headers=headers,
+                retries=False,
+                timeout=urllib3.Timeout(connect=min(conn.timeout, 10.0), read=conn.timeout),
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ClusterError(f"POST {conn.host}{path}: {exc}") from exc
+        try:
+            parsed = json.loads(response.data) if response.data else None
+        except ValueError:
+            parsed = None
+        return eviction_answer(int(response.status), parsed, namespace)
