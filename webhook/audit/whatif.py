@@ -214,7 +214,10 @@ class Replacer:
     unschedulable queue, and after a preemption (its victims freed room);
     not_scheduled: pod -> why no cycle runs for it; preempted: the victims, in order.
     `residents`: the running pods of the cluster by key, which a preemption may evict
-    (those a controller recreates are queued again).
+    (those a controller recreates are queued again). A pod keeps the key it was
+    submitted under through renames (an outage's replacement binds as `<name>-new`):
+    placed, pending and reasons name it by that key, also once it is preempted and
+    queued again; `preempted` names the pod evicted as the drill's state names it.
     """
 
     def __init__(
