@@ -101,6 +101,10 @@ class ChurnWorld:
         self._objects: dict[tuple[str, str, str], RawObj] = {}
         self._next = 0
         self.events = 0
+        # Every node name the world ever held, and the fewest and most nodes at once:
+        # what any state between the start and the end can show of the nodes.
+        self.node_names: set[str] = set()
+        self.node_counts = (0, 0)
 
     # ---- the objects ------------------------------------------------------------------
 
@@ -112,7 +116,14 @@ class ChurnWorld:
             objs.append(self._pod(bound=True))
         for obj in objs:
             self._objects[_key(obj)] = obj
+        self._count_nodes(initial=True)
         return copy.deepcopy(objs)
+
+    def _count_nodes(self, *, initial: bool = False) -> None:
+        nodes = [k[2] for k in self._objects if k[0] == "Node"]
+        self.node_names.update(nodes)
+        lo, hi = (len(nodes), len(nodes)) if initial else self.node_counts
+        self.node_counts = (min(lo, len(nodes)), max(hi, len(nodes)))
 
     def objects(self) -> list[RawObj]:
         return copy.deepcopy(list(self._objects.values()))
@@ -163,6 +174,7 @@ class ChurnWorld:
             self._pod_event(cluster)
         else:
             self._workload_event(cluster)
+        self._count_nodes()
 
     def _add(self, cluster: Cluster, obj: RawObj) -> None:
         self._objects[_key(obj)] = obj

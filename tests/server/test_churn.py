@@ -2,8 +2,9 @@
 node events streaming in while clients send AdmissionReviews to /validate and /mutate.
 
 - during the churn every answer is a 200 with a well-formed response: a patch that is
-  a JSONPatch applying to the pod, a placement annotation that is JSON, no internal
-  error; a probe whose answer reads only the frozen part of the cluster
+  a JSONPatch applying to the pod, a placement annotation that is JSON, counts as
+  many nodes as the cluster held at some moment and selects a node it held, no
+  internal error; a probe whose answer reads only the frozen part of the cluster
   (tests/churn_world.py) gets exactly the answer it gets before the churn;
 - once the churn stops and the informer holds exactly what the API server holds,
   every probe's answer equals the answer of a fresh app (fresh scheduler framework,
@@ -113,9 +114,12 @@ def probes() -> dict[str, tuple[str, RawObj, bool]]:
     }
 
 
-def check_well_formed(name: str, status: int, body: bytes, pod: RawObj) -> RawObj:
+def check_well_formed(
+    name: str, status: int, body: bytes, pod: RawObj, world: ChurnWorld
+) -> RawObj:
     """The response of one review: a 200, an AdmissionReview, a patch that applies,
-    annotations that are JSON, no internal error; returns the document."""
+    annotations that are JSON, no internal error, a placement over as many nodes as
+    the cluster held at some moment and on a node it held; returns the document."""
     assert status == 200, (name, status, body[:300])
     doc = json.loads(body)
     response = doc["response"]
@@ -130,7 +134,11 @@ def check_well_formed(name: str, status: int, body: bytes, pod: RawObj) -> RawOb
         for key, value in patched["metadata"].get("annotations", {}).items():
             if key == "topospread.io/placement":
                 summary = json.loads(value)
-                assert isinstance(summary, dict) and "nodes" in summary, (name, summary)
+                assert isinstance(summary, dict), (name, summary)
+                lo, hi = world.node_counts
+                assert lo <= summary["nodes"] <= hi, (name, summary["nodes"], lo, hi)
+                selected = summary["selectedNode"]
+                assert selected is None or selected in world.node_names, (name, selected)
     return doc
 
 
@@ -268,7 +276,7 @@ def test_churn_answers_stay_well_formed_and_end_exact(fake: FakeApiServer) -> No
         assert len(answers) > 20, len(answers)
         for name, status, body in answers:
             endpoint, doc, frozen = cases[name]
-            got = check_well_formed(name, status, body, doc["request"]["object"])
+            got = check_well_formed(name, status, body, doc["request"]["object"], world)
             if frozen:
                 assert readable(got) == readable(before[name]), name
 
@@ -278,7 +286,7 @@ def test_churn_answers_stay_well_formed_and_end_exact(fake: FakeApiServer) -> No
         try:
             for name, (endpoint, doc, frozen) in sorted(cases.items()):
                 status, body = client.post(endpoint, doc)
-                got = check_well_formed(name, status, body, doc["request"]["object"])
+                got = check_well_formed(name, status, body, doc["request"]["object"], world)
                 assert readable(got) == readable(after[name]), name
                 if frozen:
                     assert readable(after[name]) == readable(before[name]), name
