@@ -11,7 +11,18 @@ from typing import Any
 
 import pytest
 
-from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, pdb, scaled, selector
+from tests.builders import (
+    DNS,
+    HOSTNAME,
+    SA,
+    ZONE,
+    make_node,
+    make_pod,
+    pdb,
+    scaled,
+    selector,
+    with_affinity,
+)
 from webhook.api.labels import parse_selector
 from webhook.audit.drills import drain_nodes, tolerates_forever, unreachable_nodes, with_honor
 from webhook.audit.inventory import ClusterState
@@ -242,6 +253,30 @@ def test_a_replacement_gets_a_new_name_beside_its_terminating_predecessor() -> N
     names = sorted(p["metadata"]["name"] for p in drill.state.running)
     assert names == ["p-new"]
     assert drill.placed == {"default/p": "b1"}
+
+
+def test_a_replacement_preempted_later_in_the_drill_keeps_its_original_key() -> None:
+    """a1 (zone a) is lost with three pods. `lead` (priority 1000, 3 cpu) needs a `db`
+    pod in its zone and fits nowhere at first; `batch` (500, 3 cpu) binds on b1 as
+    `batch-new`; `db` (100) binds on b2 (its nodeSelector); that wakes `lead`, which
+    now has its db pod in zone b but no room: it preempts `batch-new` on b1. The
+    victim is the replacement of default/batch: it leaves `placed`, comes back under
+    that key and, fitting nowhere, is pending under it."""
+    b1 = node("b1")
+    b2 = make_node().name("b2").hostname().zone("b").allocatable(cpu="1", memory="8Gi", pods="10")
+    lead = make_pod().name("lead").owner("ReplicaSet", "lead").node("a1").priority(1000)
+    lead = with_affinity(lead.requests(cpu="3").obj(), "In", "role", ZONE, ["db"])
+    batch = make_pod().name("batch").owner("ReplicaSet", "batch").node("a1").priority(500)
+    db = make_pod().name("db").label("role", "db").owner("ReplicaSet", "db").node("a1")
+    db = db.priority(100).requests(cpu="500m").node_selector({HOSTNAME: "b2"})
+    drill = outage([node("a1"), b1, b2.obj(), lead, batch.requests(cpu="3").obj(), db.obj()])
+    assert drill.preempted == ["default/batch-new"]
+    assert drill.placed == {"default/lead": "b1", "default/db": "b2"}
+    assert drill.pending == ["default/batch"]
+    assert set(drill.replacements) == {"default/batch"}
+    assert "default/batch" in drill.reasons and "default/batch-new" not in drill.reasons
+    running = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in drill.state.running}
+    assert running == {"lead-new": "b1", "db-new": "b2"}
 
 
 @pytest.mark.parametrize(

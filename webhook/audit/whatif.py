@@ -214,7 +214,10 @@ class Replacer:
     unschedulable queue, and after a preemption (its victims freed room);
     not_scheduled: pod -> why no cycle runs for it; preempted: the victims, in order.
     `residents`: the running pods of the cluster by key, which a preemption may evict
-    (those a controller recreates are queued again).
+    (those a controller recreates are queued again). A pod keeps the key it was
+    submitted under through renames (an outage's replacement binds as `<name>-new`):
+    placed, pending and reasons name it by that key, also once it is preempted and
+    queued again; `preempted` names the pod evicted as the drill's state names it.
     """
 
     def __init__(
@@ -230,6 +233,10 @@ class Replacer:
         self.not_scheduled: dict[str, str] = {}
         self.preempted: list[str] = []
         self._residents = {pod_key(p): p for p in residents}
+        # A bound replacement's key in `work` -> the key the queue knows it by (an
+        # outage's replacements are bound as `<name>-new`): one key per pod, so a
+        # preempted replacement leaves `placed` and comes back under the same key.
+        self._queued_as: dict[str, str] = {}
         self.placed: dict[str, str] = {}
         self.reasons: dict[str, dict[str, int]] = {}
         self.bound: list[RawObj] = []
@@ -279,6 +286,7 @@ class Replacer:
         self.placed[key] = node
         self.reasons.pop(key, None)
         bound = {**fresh, "spec": {**fresh["spec"], "nodeName": node}}
+        self._queued_as[pod_key(bound)] = key
         self.bound.append(bound)
         if self.on_placed is not None:
             self.on_placed(key, bound)
@@ -294,13 +302,16 @@ class Replacer:
         back: list[tuple[str, RawObj]] = []
         for ref in victims:
             self.preempted.append(ref)
-            self.placed.pop(ref, None)
+            # A victim is a resident (its own key) or a replacement bound earlier in
+            # this drill, known to the queue by its original key.
+            key = self._queued_as.pop(ref, ref)
+            self.placed.pop(key, None)
             pod = self._residents.pop(ref, None)
             if pod is None:  # a replacement bound earlier in this drill
                 pod = next((b for b in self.bound if pod_key(b) == ref), None)
                 self.bound = [b for b in self.bound if pod_key(b) != ref]
             if pod is not None and controller_of(pod) is not None and not node_bound(pod):
-                back.append((ref, unbound(pod)))
+                back.append((key, unbound(pod)))
         for item in list(self.waiting.values()):
             if item.seq in self.waiting:
                 bound = self._try(item)

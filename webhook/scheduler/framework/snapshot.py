@@ -175,9 +175,11 @@ class NodeInfo:
             self.set_node(node)
 
     def set_node(self, node: RawObj | None) -> None:
-        self.generation = next(_GENERATIONS)
         self.node = node if node is not None else {}
         self.labels = dict(as_dict(meta_of(node).get("labels")))
+        # Drawn after the change, never before: a reader that read the old number
+        # while the change was under way keeps its result under that number only.
+        self.generation = next(_GENERATIONS)
 
     def _add(
         self,
@@ -186,17 +188,16 @@ class NodeInfo:
         requests: Mapping[str, int],
         non_zero: Mapping[str, int],
     ) -> None:
-        self.generation = next(_GENERATIONS)
         self._slots[key] = len(self.pods)
         self.pods.append(pod)
         for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
             for name, value in amounts.items():
                 total[name] = total.get(name, 0) + value
+        self.generation = next(_GENERATIONS)
 
     def _remove(
         self, key: PodKey, requests: Mapping[str, int], non_zero: Mapping[str, int]
     ) -> None:
-        self.generation = next(_GENERATIONS)
         i = self._slots.pop(key)
         last = self.pods.pop()
         if i < len(self.pods):
@@ -204,6 +205,7 @@ class NodeInfo:
             self.pods[i] = last
             self._slots[_key_of(last)] = i
         self._subtract(requests, non_zero)
+        self.generation = next(_GENERATIONS)
 
     def _subtract(self, requests: Mapping[str, int], non_zero: Mapping[str, int]) -> None:
         """Take one pod's sums off the node's (a sum brought back to zero is dropped)."""
@@ -235,7 +237,6 @@ class NodeInfo:
     ) -> None:
         """remove_pod for each of `pods` (all held here) with its (requests, non-zero
         requests), in one pass: what preemption's first step does to a node copy."""
-        self.generation = next(_GENERATIONS)
         gone = {_key_of(p) for p in pods}
         self.pods = [p for p in self.pods if _key_of(p) not in gone]
         self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
@@ -246,6 +247,7 @@ class NodeInfo:
                 for name, value in taken.items():
                     total[name] = total.get(name, 0) + value
         self._subtract(requested, non_zero_requested)
+        self.generation = next(_GENERATIONS)
 
     def snapshot(self) -> NodeInfo:
         """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry
@@ -381,7 +383,10 @@ class Snapshot:
         self._topology_version = 0
         self._lock = threading.RLock()
         # Drawn afresh (from the same counter as node generations, so unique across
-        # snapshots) on every change: a reader that saw this version has seen it all.
+        # snapshots) once every change is fully applied, never before: a reader caches
+        # by the version it read before reading the state, so a change under way when
+        # it read leaves its result under the old version, which no later reader takes.
+        # Node generations and objects_version follow the same rule.
         self.version = next(_GENERATIONS)
         # The names of the nodes whose NodeInfo changed, in order (changed_since):
         # a reader that remembers journal_mark() re-reads only those, not every node.
@@ -408,23 +413,29 @@ class Snapshot:
             return
         kind = obj.get("kind")
         with self._lock:
-            self.version = next(_GENERATIONS)
-            if kind == "Pod":
-                self._upsert_pod(obj)
-            elif kind == "Node":
-                self._upsert_node(obj)
-            elif kind in WORKLOAD_KINDS:
-                self._upsert_workload(kind, obj)
-            elif kind == "Namespace":
-                name = meta_of(obj).get("name")
-                if isinstance(name, str):
-                    self.namespaces[name] = obj
-            elif kind in STORED_KINDS:
-                key = _stored_key(kind, obj)
-                if key is not None:
-                    self.objects[kind][key] = obj
-                    if kind not in _UNVERSIONED:
-                        self.objects_version = next(_GENERATIONS)
+            try:
+                self._upsert(kind, obj)
+            finally:
+                # After the change, never before (see `version` in __init__).
+                self.version = next(_GENERATIONS)
+
+    def _upsert(self, kind: Any, obj: RawObj) -> None:
+        if kind == "Pod":
+            self._upsert_pod(obj)
+        elif kind == "Node":
+            self._upsert_node(obj)
+        elif kind in WORKLOAD_KINDS:
+            self._upsert_workload(kind, obj)
+        elif kind == "Namespace":
+            name = meta_of(obj).get("name")
+            if isinstance(name, str):
+                self.namespaces[name] = obj
+        elif kind in STORED_KINDS:
+            key = _stored_key(kind, obj)
+            if key is not None:
+                self.objects[kind][key] = obj
+                if kind not in _UNVERSIONED:
+                    self.objects_version = next(_GENERATIONS)
 
     def delete(self, obj: RawObj) -> None:
         """Forget one object (by kind, namespace and name); unknown objects are ignored."""
@@ -432,36 +443,41 @@ class Snapshot:
             return
         kind = obj.get("kind")
         with self._lock:
-            self.version = next(_GENERATIONS)
-            if kind == "Pod":
-                self._remove_pod(_key_of(obj))
-            elif kind == "Node":
-                name = meta_of(obj).get("name")
-                info = self._infos.get(name) if isinstance(name, str) else None
-                if info is not None:
-                    # Pods bound to a vanished node stay known: the node may come back.
-                    info.set_node(None)
-                    self._changed(info.name)
-                    self.nodes.pop(info.name, None)
-                    self._topology_changed()
-                    self._sorted_names = None
-                    self._table = None
-                    if not info.pods:
-                        del self._infos[info.name]
-            elif kind in WORKLOAD_KINDS:
-                self._delete_workload(kind, obj)
-            elif kind == "Namespace":
-                name = meta_of(obj).get("name")
-                if isinstance(name, str):
-                    self.namespaces.pop(name, None)
-            elif kind in STORED_KINDS:
-                key = _stored_key(kind, obj)
-                if (
-                    key is not None
-                    and self.objects[kind].pop(key, None) is not None
-                    and kind not in _UNVERSIONED
-                ):
-                    self.objects_version = next(_GENERATIONS)
+            try:
+                self._delete(kind, obj)
+            finally:
+                self.version = next(_GENERATIONS)
+
+    def _delete(self, kind: Any, obj: RawObj) -> None:
+        if kind == "Pod":
+            self._remove_pod(_key_of(obj))
+        elif kind == "Node":
+            name = meta_of(obj).get("name")
+            info = self._infos.get(name) if isinstance(name, str) else None
+            if info is not None:
+                # Pods bound to a vanished node stay known: the node may come back.
+                info.set_node(None)
+                self.nodes.pop(info.name, None)
+                self._sorted_names = None
+                self._table = None
+                self._changed(info.name)
+                self._topology_changed()
+                if not info.pods:
+                    del self._infos[info.name]
+        elif kind in WORKLOAD_KINDS:
+            self._delete_workload(kind, obj)
+        elif kind == "Namespace":
+            name = meta_of(obj).get("name")
+            if isinstance(name, str):
+                self.namespaces.pop(name, None)
+        elif kind in STORED_KINDS:
+            key = _stored_key(kind, obj)
+            if (
+                key is not None
+                and self.objects[kind].pop(key, None) is not None
+                and kind not in _UNVERSIONED
+            ):
+                self.objects_version = next(_GENERATIONS)
 
     def add_pod(self, pod: RawObj, node_name: str) -> None:
         """Bind (a copy of) `pod` to `node_name`, as if the binding had happened."""
@@ -476,28 +492,33 @@ class Snapshot:
             entry = self._pods.get((namespace, name))
             if entry is None:
                 return False
-            self.version = next(_GENERATIONS)
-            key = (entry.key[0], new_name)
-            self._remove_pod(key)
-            node = sys.intern(node_name)
-            pod = entry.pod
-            light: RawObj = {
-                "metadata": {**pod["metadata"], "name": new_name},
-                "spec": {**pod["spec"], "nodeName": node},
-            }
-            light["metadata"].pop("uid", None)
-            self._bind(
-                _PodEntry(
-                    key,
-                    light,
-                    node,
-                    entry.labels,
-                    entry.terminating,
-                    entry.requests,
-                    entry.non_zero,
-                )
-            )
+            try:
+                self._copy_pod(entry, new_name, node_name)
+            finally:
+                self.version = next(_GENERATIONS)
             return True
+
+    def _copy_pod(self, entry: _PodEntry, new_name: str, node_name: str) -> None:
+        key = (entry.key[0], new_name)
+        self._remove_pod(key)
+        node = sys.intern(node_name)
+        pod = entry.pod
+        light: RawObj = {
+            "metadata": {**pod["metadata"], "name": new_name},
+            "spec": {**pod["spec"], "nodeName": node},
+        }
+        light["metadata"].pop("uid", None)
+        self._bind(
+            _PodEntry(
+                key,
+                light,
+                node,
+                entry.labels,
+                entry.terminating,
+                entry.requests,
+                entry.non_zero,
+            )
+        )
 
     def copy(self) -> Snapshot:
         """An independent snapshot sharing only the immutable pieces (for simulation)."""

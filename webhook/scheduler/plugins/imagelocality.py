@@ -247,8 +247,10 @@ class ImageLocality:
             version = snapshot.version
             if hit is not None and hit.version == version:
                 return hit.counts, len(hit.nodes)  # nothing changed since
-            changed = snapshot.changed_since(hit.mark) if hit is not None else None
+            # The mark first, then what changed up to now: a change journaled between
+            # the two is read now and again next time, never missed.
             mark = snapshot.journal_mark()
+            changed = snapshot.changed_since(hit.mark) if hit is not None else None
             if hit is None or changed is None:
                 nodes = {name: info.node for name, info in snapshot.nodes.items()}
                 counts: Counter[str] = Counter()

@@ -433,6 +433,10 @@ class ExistingTermsIndex:
             version = getattr(snapshot, "version", None)
             if version is not None and version == self._synced_version:
                 return  # nothing changed since the last sync (versions are never reused)
+            # The mark before any node is read: a change made while reading is in the
+            # journal after it, so the next sync reads that node again.
+            mark = getattr(snapshot, "journal_mark", None)
+            new_mark = mark() if mark is not None else None
             nodes = snapshot.nodes
             entries = self._nodes
             journal = getattr(snapshot, "changed_since", None)
@@ -454,8 +458,7 @@ class ExistingTermsIndex:
                 for name in [n for n in entries if n not in nodes]:
                     self._take_back(name, entries.pop(name))
             self._synced_version = version
-            mark = getattr(snapshot, "journal_mark", None)
-            self._mark = mark() if mark is not None else None
+            self._mark = new_mark
 
     def _fingerprint(self, affinity: Any) -> tuple[str, bool]:
         """The affinity's content as JSON, and whether it reads the pod's labels; once
