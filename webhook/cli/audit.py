@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
+from webhook.audit.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
@@ -103,13 +104,23 @@ def cli_audit(args: argparse.Namespace) -> int:
             plan=args.plan,
             drill=drill,
         )
+        # --deletion-costs: of the cluster as read (the costs a keeper would write now).
+        costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
     if args.output == "json":
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        doc = report.to_json()
+        if costs is not None:
+            doc["deletionCosts"] = costs_json(costs)
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.output == "html":
-        sys.stdout.write(audit_page(report.to_json(), generated=utc_now()))
+        doc = report.to_json()
+        if costs is not None:
+            doc["deletionCosts"] = costs_json(costs)
+        sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
+        if costs is not None:
+            sys.stdout.write(render_costs_text(costs))
     return report.exit_code
 
 
