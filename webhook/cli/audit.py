@@ -32,6 +32,7 @@ from webhook.api.labels import parse_selector
 from webhook.audit.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
+from webhook.audit.keeper import CostKeeper
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
@@ -187,6 +188,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     writers = []
+    keeper: CostKeeper | None = None
     if args.snapshot:
         path: str = args.snapshot
 
@@ -195,6 +197,8 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
 
         if settings.audit.policy_reports:
             log.warning("audit.policyReports is on but --snapshot has no cluster to write to")
+        if settings.audit.deletion_costs.enabled:
+            log.warning("audit.deletionCosts is on but --snapshot has no cluster to write to")
     else:
         from webhook.cluster.lister import connect
 
@@ -209,8 +213,12 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
             return _read_live(conn, stop)
 
         writers = [PolicyReportWriter(conn, APIS[name]) for name in settings.audit.report_apis]
+        if settings.audit.deletion_costs.enabled:
+            keeper = CostKeeper(conn, settings.audit.deletion_costs, stop=stop)
     metrics = AuditMetrics(
-        policy_reports=bool(writers), report_apis=tuple(w.api.name for w in writers)
+        policy_reports=bool(writers),
+        report_apis=tuple(w.api.name for w in writers),
+        deletion_costs=keeper is not None,
     )
     page = LatestReport() if settings.audit.report else None
     try:
@@ -221,7 +229,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     log.info("serving %s on %s", paths, args.metrics_bind)
     try:
         on_report = page.update if page is not None else None
-        AuditLoop(read, settings, metrics, writers, on_report=on_report).run(stop)
+        AuditLoop(read, settings, metrics, writers, on_report=on_report, keeper=keeper).run(stop)
     finally:
         server.stop()
     log.info("stopped")
