@@ -418,3 +418,17 @@ def test_config_errors(section: Any, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         settings_from_dict({"audit": {"deletionCosts": section}})
     assert str(err.value).startswith(message)
+
+
+def test_watch_flag_turns_the_keeper_on() -> None:
+    """`audit --watch --deletion-costs` (what the install renders) enables the keeper as
+    audit.deletionCosts.enabled does; the config's other keys stay."""
+    from webhook.cli.audit import _watch_settings
+    from webhook.cli.main import build_parser
+
+    base = settings_from_dict({"audit": {"deletionCosts": {"qps": 2, "namespaces": ["shop"]}}})
+    args = build_parser().parse_args(["audit", "--watch", "--in-cluster", "--deletion-costs"])
+    got = _watch_settings(args, base).audit.deletion_costs
+    assert got == DeletionCostSettings(True, ("shop",), 2.0)
+    plain = build_parser().parse_args(["audit", "--watch", "--in-cluster"])
+    assert _watch_settings(plain, base).audit.deletion_costs.enabled is False
