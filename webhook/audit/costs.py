@@ -14,8 +14,9 @@ revision counts alone, as the scheduler counts it).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from webhook.api.kube import RawObj, pod_namespace
+from webhook.api.kube import RawObj, pod_namespace, spec
 from webhook.audit.inventory import ClusterState, Workload, controller_of
 from webhook.config import Settings
 from webhook.controllers.costs import replicaset_costs
@@ -32,25 +33,34 @@ _GroupKey = tuple[str, str, str]
 def _groups(
     state: ClusterState, pods: Iterable[RawObj], only: Workload | None = None
 ) -> dict[Workload, dict[_GroupKey, list[RawObj]]]:
-    out: dict[Workload, dict[_GroupKey, list[RawObj]]] = {}
+    by_controller: dict[_GroupKey, list[RawObj]] = {}
     for pod in pods:
+        if not spec(pod).get("topologySpreadConstraints"):
+            continue  # no costs for it (a ReplicaSet's pods share one template)
         ref = controller_of(pod)
         if ref is None or ref.get("kind") not in DELETING_CONTROLLERS:
             continue
-        workload = state.workload_of(pod)
-        if only is not None and workload != only:
-            continue
         key = (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))
-        out.setdefault(workload, {}).setdefault(key, []).append(pod)
+        by_controller.setdefault(key, []).append(pod)
+    out: dict[Workload, dict[_GroupKey, list[RawObj]]] = {}
+    for key, members in by_controller.items():
+        workload = state.workload_of(members[0])  # the same for every pod of its controller
+        if only is None or workload == only:
+            out.setdefault(workload, {})[key] = members
     return out
 
 
 def _costs(
-    state: ClusterState, groups: dict[_GroupKey, list[RawObj]], settings: Settings
+    state: ClusterState,
+    groups: dict[_GroupKey, list[RawObj]],
+    settings: Settings,
+    eligible: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     out: dict[str, int] = {}
     for key in sorted(groups):
-        out.update(replicaset_costs(groups[key], state.snapshot, settings.spread))
+        out.update(
+            replicaset_costs(groups[key], state.snapshot, settings.spread, eligible_cache=eligible)
+        )
     return dict(sorted(out.items()))
 
 
@@ -65,8 +75,9 @@ def workload_costs(state: ClusterState, workload: Workload, settings: Settings) 
 def all_costs(state: ClusterState, settings: Settings) -> dict[Workload, dict[str, int]]:
     """workload_costs for every workload that has costs, sorted by workload."""
     out: dict[Workload, dict[str, int]] = {}
+    eligible: dict[str, Any] = {}  # nodes do not change during the call
     for workload, groups in sorted(_groups(state, state.running).items()):
-        costs = _costs(state, groups, settings)
+        costs = _costs(state, groups, settings, eligible)
         if costs:
             out[workload] = costs
     return out
