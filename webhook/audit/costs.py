@@ -13,7 +13,7 @@ revision counts alone, as the scheduler counts it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from webhook.api.kube import RawObj, pod_namespace, spec
@@ -72,11 +72,18 @@ def workload_costs(state: ClusterState, workload: Workload, settings: Settings) 
     return _costs(state, groups, settings)
 
 
-def all_costs(state: ClusterState, settings: Settings) -> dict[Workload, dict[str, int]]:
-    """workload_costs for every workload that has costs, sorted by workload."""
+def all_costs(
+    state: ClusterState, settings: Settings, *, namespaces: Collection[str] | None = None
+) -> dict[Workload, dict[str, int]]:
+    """workload_costs for every workload that has costs (in `namespaces` only, when
+    given), sorted by workload."""
     out: dict[Workload, dict[str, int]] = {}
     eligible: dict[str, Any] = {}  # nodes do not change during the call
-    for workload, groups in sorted(_groups(state, state.running).items()):
+    pods: Iterable[RawObj] = state.running
+    if namespaces is not None:
+        wanted = set(namespaces)
+        pods = [p for p in state.running if pod_namespace(p) in wanted]
+    for workload, groups in sorted(_groups(state, pods).items()):
         costs = _costs(state, groups, settings, eligible)
         if costs:
             out[workload] = costs
