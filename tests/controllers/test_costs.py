@@ -8,6 +8,7 @@ workloads') and w of its own."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,10 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
+from webhook.audit.costs import all_costs
 from webhook.audit.inventory import ClusterState
+from webhook.audit.keeper import plan_writes
 from webhook.audit.spread import spread_of
+from webhook.config import Settings
 from webhook.controllers.costs import (
+    COST_ANNOTATION,
     INT32_MAX,
+    MARK_ANNOTATION,
     Counted,
     costs_from_levels,
     levels,
@@ -306,3 +312,48 @@ def test_a_hostname_constraint_counts_per_node() -> None:
     costs = replicaset_costs(state.running, state.snapshot)
     assert costs["default/web-2"] < costs["default/web-1"] < costs["default/web-0"]
     assert costs["default/web-0"] == costs["default/web-3"]
+
+
+def _annotated(pods: Sequence[RawObj], costs: Mapping[str, int]) -> list[RawObj]:
+    """The pods as the keeper leaves them: each costed pod carries its cost and mark."""
+    out = []
+    for p in pods:
+        p = copy.deepcopy(p)
+        cost = costs.get(f"default/{p['metadata']['name']}")
+        if cost is not None:
+            p["metadata"]["annotations"] = {
+                COST_ANNOTATION: str(cost),
+                MARK_ANNOTATION: str(cost),
+            }
+        out.append(p)
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_clusters(), st.integers(0, 3), st.randoms(use_true_random=False))
+def test_stable_costs_an_unchanged_cluster_plans_nothing_and_k_new_pods_plan_k(
+    case: tuple[list[RawObj], list[RawObj], int | None], k: int, rnd: Any
+) -> None:
+    """Once the keeper wrote the costs, the same cluster (listed in another order) plans
+    no write; after k newer pods of the ReplicaSet land on zoned nodes, exactly those
+    k of its pods are planned."""
+    nodes, pods, min_domains = case
+    state = ClusterState.from_objects([*nodes, *pods])
+    costs = all_costs(state, Settings())
+    flat = {key: c for per in costs.values() for key, c in per.items()}
+    kept = _annotated(pods, flat)
+    rnd.shuffle(kept)
+    again = ClusterState.from_objects([*nodes, *kept])
+    assert plan_writes(
+        again, {k2: c for per in all_costs(again, Settings()).values() for k2, c in per.items()}
+    ) == ([], [])
+    zoned = [n["metadata"]["name"] for n in nodes if n["metadata"]["name"] != "nx"]
+    new = [_pod(f"web-new-{i}", rnd.choice(zoned), "web-1", 50 + i, min_domains) for i in range(k)]
+    grown = ClusterState.from_objects([*nodes, *kept, *new])
+    wanted = {k2: c for per in all_costs(grown, Settings()).values() for k2, c in per.items()}
+    writes, foreign = plan_writes(grown, wanted)
+    # Of the scaled ReplicaSet, only the new pods; another ReplicaSet matching the same
+    # selector sees its floors move (documented: its pods in those domains).
+    ours = sorted(key for key, _ in writes if key.startswith("default/web-"))
+    assert ours == sorted(f"default/web-new-{i}" for i in range(k))
+    assert foreign == []

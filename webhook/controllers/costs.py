@@ -69,10 +69,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace, spec
+from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
@@ -115,10 +115,6 @@ class Counted:
     floors: Mapping[str, int]
 
 
-def _key(pod: RawObj) -> str:
-    return f"{pod_namespace(pod)}/{meta(pod).get('name') or ''}"
-
-
 def _ready(pod: RawObj) -> bool:
     status = as_dict(pod.get("status"))
     if status.get("phase") != "Running":
@@ -135,15 +131,7 @@ def _ready(pod: RawObj) -> bool:
 def stack_order(pods: Iterable[RawObj]) -> list[str]:
     """The pods' keys from the bottom of a stack (kept longest) to its top (deleted
     first): Ready before not Ready, then older first (creationTimestamp, then name)."""
-    return _stack([(_key(p), p) for p in pods])
-
-
-def _stack(keyed: Iterable[tuple[str, RawObj]]) -> list[str]:
-    def rank(kp: tuple[str, RawObj]) -> tuple[int, str, str]:
-        created = meta(kp[1]).get("creationTimestamp")
-        return (0 if _ready(kp[1]) else 1, created if isinstance(created, str) else "", kp[0])
-
-    return [key for key, _ in sorted(keyed, key=rank)]
+    return [mb.key for mb in sorted(_members(pods), key=lambda mb: mb.rank)]
 
 
 def levels(order: Sequence[str], counted: Counted) -> dict[str, int | None]:
@@ -218,15 +206,43 @@ def _eligibility_key(asked: RawObj) -> str:
     )
 
 
+class _Member(NamedTuple):
+    """What the counting and the stacking read of one pod, read once."""
+
+    key: str
+    pod: RawObj
+    node: str | None
+    namespace: str
+    labels: Any
+    rank: tuple[int, str, str]
+
+
+def _members(pods: Iterable[RawObj]) -> list[_Member]:
+    out = []
+    for pod in pods:
+        m = meta(pod)
+        namespace = pod_namespace(pod)
+        key = f"{namespace}/{m.get('name') or ''}"
+        node = spec(pod).get("nodeName")
+        created = m.get("creationTimestamp")
+        rank = (0 if _ready(pod) else 1, created if isinstance(created, str) else "", key)
+        out.append(
+            _Member(
+                key, pod, node if isinstance(node, str) else None, namespace, m.get("labels"), rank
+            )
+        )
+    return out
+
+
 def _counted(
-    pods: Sequence[tuple[str, RawObj]],
+    members: Sequence[_Member],
     asked: RawObj,
     snapshot: Snapshot,
     args: SpreadArgs,
     eligible_cache: dict[str, Any] | None,
 ) -> list[Counted] | None:
-    """The constraints of `asked` (all DoNotSchedule), each counting `pods` ((key, pod)
-    pairs); None when the scheduler cannot read them (its PreFilter error)."""
+    """The constraints of `asked` (all DoNotSchedule), each counting the members; None
+    when the scheduler cannot read them (its PreFilter error)."""
     state = spread_pre_filter(asked, snapshot, args)
     if isinstance(state, Status):
         return None
@@ -247,20 +263,21 @@ def _counted(
         ours: dict[str, int] = {}
         # A ReplicaSet's pods share their labels' object (inventory): match it once.
         matched: dict[int, bool] = {}
-        for key, pod in pods:
-            node = spec(pod).get("nodeName")
-            domain = node_domain.get(node) if isinstance(node, str) else None
-            if domain is None or domain not in counts or c.counts_nothing:
+        if c.counts_nothing:
+            out.append(Counted(c.topology_key, domain_of, {}))
+            continue
+        for mb in members:
+            domain = node_domain.get(mb.node) if mb.node is not None else None
+            if domain is None or domain not in counts:
                 continue
-            labels = meta(pod).get("labels")
-            hit = matched.get(id(labels))
+            hit = matched.get(id(mb.labels))
             if hit is None:
-                hit = matched[id(labels)] = pod_namespace(pod) == namespace and c.matches(
-                    pod_labels(pod)
+                hit = matched[id(mb.labels)] = mb.namespace == namespace and c.matches(
+                    mb.labels if isinstance(mb.labels, dict) else {}
                 )
             if not hit:
                 continue
-            domain_of[key] = domain
+            domain_of[mb.key] = domain
             ours[domain] = ours.get(domain, 0) + 1
         # Only the domains holding its pods: a hostname constraint has thousands.
         floors = {d: max(0, counts[d] - n) for d, n in ours.items()}
@@ -280,18 +297,18 @@ def counted_constraints(
     counts for one more such pod. A group the scheduler cannot read is left out.
     `eligible_cache`: a dict kept across calls on one snapshot (the eligible nodes of
     equal node inclusion inputs are asked once)."""
-    return _counted_constraints([(_key(p), p) for p in pods], snapshot, args, eligible_cache)
+    return _counted_constraints(_members(pods), snapshot, args, eligible_cache)
 
 
 def _counted_constraints(
-    keyed: Sequence[tuple[str, RawObj]],
+    members: Sequence[_Member],
     snapshot: Snapshot,
     args: SpreadArgs,
     eligible_cache: dict[str, Any] | None,
 ) -> list[Counted]:
-    if not keyed:
+    if not members:
         return []
-    first = min(keyed, key=lambda kp: (str(meta(kp[1]).get("creationTimestamp") or ""), kp[0]))[1]
+    first = min(members, key=lambda mb: (mb.rank[1], mb.key)).pod
     out: list[Counted] = []
     for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
         picked = _constraints(first, action)
@@ -306,7 +323,7 @@ def _counted_constraints(
                 ],
             },
         }
-        group = _counted(keyed, asked, snapshot, args, eligible_cache)
+        group = _counted(members, asked, snapshot, args, eligible_cache)
         if group is not None:
             out.extend(group)
     return out
@@ -322,9 +339,9 @@ def replicaset_costs(
     """The deletion cost of each of one ReplicaSet's running pods (see the module
     docstring); {} when its pods carry no topologySpreadConstraints. `eligible_cache`:
     as counted_constraints'."""
-    keyed = [(_key(p), p) for p in pods]
-    counted = _counted_constraints(keyed, snapshot, args, eligible_cache)
+    members = _members(pods)
+    counted = _counted_constraints(members, snapshot, args, eligible_cache)
     if not counted:
         return {}
-    order = _stack(keyed)
+    order = [mb.key for mb in sorted(members, key=lambda mb: mb.rank)]
     return costs_from_levels([levels(order, c) for c in counted])
