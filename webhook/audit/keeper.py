@@ -22,8 +22,8 @@ pass. 404: the pod is gone, nothing to do. 429: wait its Retry-After (at most
 MAX_RETRY_AFTER seconds) and try once more; a second 429 ends the pass. An
 unreachable API server ends the pass. Every request waits its turn at
 audit.deletionCosts.qps (reads and writes alike, as client-go's QPS), and a pass plans
-at most qps x interval / 2 pods (two requests each), so it fits in the audit interval;
-the rest waits for the next pass. One log line per pass;
+at most qps x interval / 2 pods (two requests each): its requests take one interval at
+most; the rest waits for the next pass. One log line per pass;
 `topospread_deletion_cost_writes_total{result}` counts each planned pod's outcome.
 
 This module and policyreports.py are the only ones with write verbs (PATCH here).
