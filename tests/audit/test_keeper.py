@@ -443,3 +443,21 @@ def test_one_log_line_per_pass(
     lines = [r.getMessage() for r in caplog.records if r.name == "topospread.audit.keeper"]
     assert len(lines) == 1
     assert lines[0].startswith("deletion costs: 3 written of 3 planned (0 already right")
+
+
+def test_a_pod_gone_before_its_write_and_a_failed_read(
+    server: FakeApiServer, conn: Connection
+) -> None:
+    """404 (deleted since the list): gone, nothing written; a 500 on one pod's GET: an
+    error for that pod, and the pass goes on with the next."""
+    load(server, *NODES, *workload_pods(["a1", "b1", "c1"]))
+    state = read_from(conn)
+    server.delete(next(p for p in server.current("Pod") if p["metadata"]["name"] == "web-00"))
+    outcome = CostKeeper(conn, FAST).sync(state, SETTINGS)  # listed before the deletion
+    assert outcome.results["gone"] == ["shop/web-00"]
+    assert outcome.results["written"] == ["shop/web-01", "shop/web-02"]
+    load(server, web("web-09", "a1", 9))
+    server.fail_next_pod_call(500, method="GET")
+    failed = keeper_pass(conn)
+    assert failed.results["error"] == ["shop/web-09"] and failed.count("written") == 0
+    assert keeper_pass(conn).results["written"] == ["shop/web-09"]
