@@ -357,3 +357,14 @@ def test_stable_costs_an_unchanged_cluster_plans_nothing_and_k_new_pods_plan_k(
     ours = sorted(key for key, _ in writes if key.startswith("default/web-"))
     assert ours == sorted(f"default/web-new-{i}" for i in range(k))
     assert foreign == []
+
+
+def test_a_per_zone_numbering_that_ignores_other_workloads_is_not_enough() -> None:
+    """Zones "2+1" and "0+2": numbering each zone's own pods (1, 2, ...) deletes in the
+    second zone first (3-1, skew 2); counting the floor deletes in the first (2-2)."""
+    counted = Counted("zone", {"a": "d0", "x": "d1", "y": "d1"}, {"d0": 2, "d1": 0})
+    order = ["a", "x", "y"]
+    ours = costs_from_levels([levels(order, counted)])
+    naive = costs_from_levels([levels(order, Counted("zone", counted.domain_of, {}))])
+    assert min(ours, key=lambda k: ours[k]) == "a"
+    assert min(naive, key=lambda k: naive[k]) == "y"
