@@ -162,7 +162,11 @@ def _light_meta(pod: RawObj, shared: Any = None) -> RawObj:
     out = {k: meta[k] for k in _POD_META if k in meta}
     annotations = meta.get("annotations")
     if isinstance(annotations, dict) and any(k in annotations for k in _ANNOTATIONS):
-        out["annotations"] = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
+        # Interned: a workload's pods share a few hundred distinct costs at most.
+        kept = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
+        out["annotations"] = {
+            k: sys.intern(v) if isinstance(v, str) else v for k, v in kept.items()
+        }
     for k in ("namespace", "creationTimestamp"):
         if isinstance(out.get(k), str):
             out[k] = sys.intern(out[k])
