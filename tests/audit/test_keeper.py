@@ -461,3 +461,11 @@ def test_a_pod_gone_before_its_write_and_a_failed_read(
     failed = keeper_pass(conn)
     assert failed.results["error"] == ["shop/web-09"] and failed.count("written") == 0
     assert keeper_pass(conn).results["written"] == ["shop/web-09"]
+
+
+def test_the_audit_keeps_only_the_two_cost_annotations() -> None:
+    pod = web("web-00", "a1", 0, **{COST_ANNOTATION: "3", MARK_ANNOTATION: "3", "big": "x" * 99})
+    plain = web("web-01", "a1", 1, other="y")
+    state = ClusterState.from_objects([*NODES, pod, plain])
+    kept = {p["metadata"]["name"]: p["metadata"].get("annotations") for p in state.running}
+    assert kept == {"web-00": {COST_ANNOTATION: "3", MARK_ANNOTATION: "3"}, "web-01": None}
