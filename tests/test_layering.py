@@ -34,12 +34,17 @@ LAYERS: dict[str, int] = {
     "cluster": 3,
     "validation": 2,
     "scheduler": 2,
+    "controllers": 2,
     "install": 2,
     "api": 1,
     "errors": 0,
     "__init__": 0,
 }
-PURE = ("api", "validation", "scheduler")
+PURE = ("api", "validation", "scheduler", "controllers")
+# Parts that sit beside another on the same layer and may use it: the controllers ask
+# the scheduler's public face to count pods as it counts them (the face rule below
+# still applies); the scheduler never imports them.
+BESIDE: frozenset[tuple[str, str]] = frozenset({("controllers", "scheduler")})
 # Scheduler modules above placement: they ask the scheduler's public face (placement's
 # __all__) and the snapshot store, and no scheduler module imports them.
 ABOVE_PLACEMENT = ("webhook.scheduler.scaleup",)
@@ -153,7 +158,9 @@ def test_no_import_runs_up_or_sideways() -> None:
         f"{src} -> {dst}"
         for src, edges in graph().items()
         for dst in edges
-        if part(src) != part(dst) and LAYERS[part(dst)] >= LAYERS[part(src)]
+        if part(src) != part(dst)
+        and LAYERS[part(dst)] >= LAYERS[part(src)]
+        and (part(src), part(dst)) not in BESIDE
     ]
     assert bad == []
 
@@ -249,9 +256,7 @@ def test_imports_inside_functions_have_a_listed_reason() -> None:
 def test_the_late_import_list_has_no_stale_entries() -> None:
     g = graph()
     stale = [
-        key
-        for key in LATE_IMPORTS
-        if key[1] != "*" and not g.get(key[0], {}).get(key[1], False)
+        key for key in LATE_IMPORTS if key[1] != "*" and not g.get(key[0], {}).get(key[1], False)
     ]
     assert stale == []
 

@@ -31,6 +31,11 @@ The config file is YAML. Keys we own:
   audit.rebalance.maxEvictionsPerRun: int >= 1, default 1: steps at most per audit
   audit.rebalance.namespaces: list of namespace names, default all: the workloads
                        rebalanced
+  audit.deletionCosts.enabled: bool, default false: `audit --watch` keeps the
+                       pod-deletion-cost annotations of ReplicaSet pods so that
+                       scale-downs keep their spread (docs/deletion-costs.md)
+  audit.deletionCosts.namespaces: list of namespace names, default all
+  audit.deletionCosts.qps: number > 0, default 5: the keeper's requests per second
   nodeGroupLabels:     list of node label keys naming a node's group for the scale-up
                        diagnosis of pending pods (first one a node carries wins);
                        replaces scheduler.scaleup.DEFAULT_GROUP_LABELS (docs/pending.md)
@@ -71,8 +76,9 @@ __all__ = [
     "MERGE_MODES",
     "SCHEDULER_CONFIG_KEY",
     "AuditSettings",
-    "RebalanceSettings",
+    "DeletionCostSettings",
     "MergeMode",
+    "RebalanceSettings",
     "Settings",
     "default_profiles",
     "load_scheduler_config",
@@ -101,6 +107,7 @@ AUDIT_DEFAULT_INTERVAL = 300
 FORESIGHT_DEFAULT_BUDGET_MS = 25
 FORESIGHT_MAX_BUDGET_MS = 10_000
 _AUDIT_KEYS = (
+    "deletionCosts",
     "includeSoft",
     "intervalSeconds",
     "policyReports",
@@ -109,6 +116,8 @@ _AUDIT_KEYS = (
     "reports",
 )
 _REBALANCE_KEYS = ("enabled", "maxEvictionsPerRun", "namespaces")
+_DELETION_COST_KEYS = ("enabled", "namespaces", "qps")
+DELETION_COSTS_DEFAULT_QPS = 5.0
 # audit.reports: the reporting APIs audit.policyReports writes to.
 REPORT_APIS: dict[str, tuple[str, ...]] = {
     "wgpolicyk8s": ("wgpolicyk8s",),
@@ -129,6 +138,17 @@ class RebalanceSettings:
 
 
 @dataclass(frozen=True)
+class DeletionCostSettings:
+    """audit.deletionCosts: the keeper of pod-deletion-cost annotations (opt-in)."""
+
+    enabled: bool = False
+    # The namespaces whose pods it writes; None: every namespace.
+    namespaces: tuple[str, ...] | None = None
+    # Requests per second to the API server (reads and writes of pods).
+    qps: float = DELETION_COSTS_DEFAULT_QPS
+
+
+@dataclass(frozen=True)
 class AuditSettings:
     """The `audit` key: what the periodic audit (`topospread audit --watch`) does."""
 
@@ -144,6 +164,8 @@ class AuditSettings:
     report: bool = False
     # audit.rebalance: carry out steps of the plan after each audit (opt-in).
     rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
+    # audit.deletionCosts: keep the pods' deletion costs (webhook/audit/keeper.py).
+    deletion_costs: DeletionCostSettings = field(default_factory=DeletionCostSettings)
 
     @property
     def report_apis(self) -> tuple[str, ...]:
@@ -241,6 +263,7 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
         rebalance=_rebalance(section),
+        deletion_costs=_deletion_costs(section.get("deletionCosts")),
     )
 
 
@@ -280,6 +303,38 @@ def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
         enabled=_bool(section, "enabled", False, "audit.rebalance."),
         max_evictions_per_run=most,
         namespaces=tuple(dict.fromkeys(namespaces)),
+    )
+
+
+def _deletion_costs(section: Any) -> DeletionCostSettings:
+    """audit.deletionCosts, every value checked, unknown keys refused."""
+    where = "audit.deletionCosts"
+    if section is None:
+        return DeletionCostSettings()
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {section!r}")
+    unknown = sorted(str(k) for k in section if k not in _DELETION_COST_KEYS)
+    if unknown:
+        known = ", ".join(_DELETION_COST_KEYS)
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {known})")
+    namespaces = section.get("namespaces")
+    if namespaces is not None:
+        if not isinstance(namespaces, list) or not all(
+            isinstance(n, str) and not is_dns1123_label(n) for n in namespaces
+        ):
+            raise ConfigError(
+                f"{where}.namespaces: must be a list of namespace names, got {namespaces!r}"
+            )
+        namespaces = tuple(dict.fromkeys(namespaces))
+    qps = section.get("qps", DELETION_COSTS_DEFAULT_QPS)
+    if qps is None:
+        qps = DELETION_COSTS_DEFAULT_QPS
+    if isinstance(qps, bool) or not isinstance(qps, int | float) or not 0 < qps <= 1000:
+        raise ConfigError(f"{where}.qps: must be a number above 0, at most 1000, got {qps!r}")
+    return DeletionCostSettings(
+        enabled=_bool(section, "enabled", False, f"{where}."),
+        namespaces=namespaces,
+        qps=float(qps),
     )
 
 

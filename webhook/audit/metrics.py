@@ -5,6 +5,7 @@
     metrics.count_error("read")                                 # a run that failed
     metrics.observe_reports(outcome)                            # after a PolicyReport sync
     metrics.count_rebalance("matched")                          # a rebalancing step's result
+    metrics.observe_costs(outcome)                              # after a keeper pass
     metrics.exposition()                                        # the /metrics text
 
 Cardinality is bounded by what the cluster holds, never by time: violations by
@@ -21,10 +22,12 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.audit.keeper import KeeperOutcome
     from webhook.audit.policyreports import SyncOutcome
     from webhook.audit.report import AuditReport
 
 __all__ = [
+    "COST_RESULTS",
     "ERROR_STAGES",
     "REBALANCE_RESULTS",
     "REPORT_OPERATIONS",
@@ -36,6 +39,8 @@ __all__ = [
 ERROR_STAGES = ("read", "audit")
 # What the PolicyReport writer does (list: reading our reports back).
 REPORT_OPERATIONS = ("list", "create", "update", "delete")
+# The deletion-cost keeper's results per pod (keeper.RESULTS).
+COST_RESULTS = ("written", "unchanged", "left_alone", "conflict", "gone", "throttled", "error")
 
 # What a rebalancing step ends in (apply.py's step results): as predicted, a difference,
 # refused by a budget, a replacement not Ready in time, the pod gone, an error.
@@ -67,6 +72,7 @@ class AuditMetrics:
         policy_reports: bool = False,
         report_apis: tuple[str, ...] = ("wgpolicyk8s",),
         rebalance: bool = False,
+        deletion_costs: bool = False,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -150,6 +156,18 @@ class AuditMetrics:
                 "0 when it is not installed (only with audit.reports openreports or both).",
                 registry=r,
             )
+        # Only registered with audit.deletionCosts.enabled.
+        self.cost_writes: Counter | None = None
+        if deletion_costs:
+            self.cost_writes = Counter(
+                "topospread_deletion_cost_writes",
+                "Pods the deletion-cost keeper planned to write, by result (written, "
+                "unchanged, left_alone, conflict, gone, throttled, error).",
+                ["result"],
+                registry=r,
+            )
+            for result in COST_RESULTS:
+                self.cost_writes.labels(result)
         # Every label set starts at 0, so a rate() has a start and the series exist.
         for stage in ERROR_STAGES:
             self.errors.labels(stage)
@@ -230,6 +248,14 @@ class AuditMetrics:
             self.rebalance_evictions.labels(
                 result if result in REBALANCE_RESULTS else "error"
             ).inc()
+
+    def observe_costs(self, outcome: KeeperOutcome) -> None:
+        """Record what a deletion-cost keeper pass did."""
+        if self.cost_writes is None:
+            return
+        for result, keys in outcome.results.items():
+            if keys:
+                self.cost_writes.labels(result).inc(len(keys))
 
     def exposition(self) -> bytes:
         """The text /metrics serves."""

@@ -218,6 +218,13 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         "PodDisruptionBudgets allow, replacements placed before each next eviction",
     )
     p.add_argument(
+        "--deletion-costs",
+        action="store_true",
+        help="also the controller.kubernetes.io/pod-deletion-cost each pod of a "
+        "ReplicaSet-owned workload should carry so that scale-downs keep its spread "
+        "(JSON deletionCosts; docs/deletion-costs.md)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         choices=["text", "json", "html"],
@@ -565,6 +572,12 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         action="store_true",
         help="the periodic audit carrying out its plan (audit.rebalance; implies --audit): "
         "adds create on pods/eviction to its ClusterRole and --rebalance to its command",
+    )
+    p.add_argument(
+        "--deletion-costs",
+        action="store_true",
+        help="also the audit Deployment with the deletion-cost keeper: get and patch on pods "
+        "(docs/deletion-costs.md)",
     )
 
     # ---- version

@@ -21,7 +21,9 @@ audit/, audit-policyreports/, audit-openreports/ and audit-report/
 (docs/audit-server.md). `audit_rebalance=True` (audit.rebalance.enabled: the audit
 carries out steps of its plan) adds `create` on `pods/eviction`, the one write it
 needs, and `--rebalance` to the command (kustomize: audit-rebalance/; `topospread
-manifests --audit-rebalance`).
+manifests --audit-rebalance`). `audit_deletion_costs=True` adds get and patch on pods and
+`--deletion-costs` (the deletion-cost keeper, docs/deletion-costs.md): overlay
+audit-deletion-costs/, Helm value audit.deletionCosts, `manifests --deletion-costs`.
 """
 
 from __future__ import annotations
@@ -157,6 +159,8 @@ POLICY_REPORT_RULE: RawObj = {
     "resources": ["policyreports"],
     "verbs": ["get", "list", "create", "update", "delete"],
 }
+# Exactly what webhook.audit.keeper sends: GET of one pod, then PATCH of its annotations.
+DELETION_COST_RULE: RawObj = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}
 # The same verbs on openreports.io/v1alpha1 Reports (audit.reports openreports or both).
 OPEN_REPORT_RULE: RawObj = {
     "apiGroups": ["openreports.io"],
@@ -220,6 +224,8 @@ class Install:
     # audit.report: serve the HTML page /report on the metrics port.
     audit_report: bool = False
     audit_include_soft: bool = False
+    # The deletion-cost keeper (audit.deletionCosts): get and patch on pods.
+    audit_deletion_costs: bool = False
     audit_interval_seconds: int = AUDIT_INTERVAL_SECONDS
     # audit.rebalance: evictions after each audit (EVICTION_RULE), at most this many per
     # audit, in these namespaces (empty: all).
@@ -315,6 +321,8 @@ def audit_command(opt: Install) -> list[str]:
             command.extend(["--rebalance-max-evictions", str(opt.audit_rebalance_max_evictions)])
         if opt.audit_rebalance_namespaces:
             command.extend(["--rebalance-namespaces", ",".join(opt.audit_rebalance_namespaces)])
+    if opt.audit_deletion_costs:
+        command.append("--deletion-costs")
     return command
 
 
@@ -326,6 +334,8 @@ def audit_objects(opt: Install) -> list[RawObj]:
         rules.extend(copy.deepcopy(REPORT_RULES[opt.audit_reports]))
     if opt.audit_rebalance:
         rules.append(copy.deepcopy(EVICTION_RULE))
+    if opt.audit_deletion_costs:
+        rules.append(copy.deepcopy(DELETION_COST_RULE))
     selector = {"app.kubernetes.io/name": AUDIT_NAME}
     container: RawObj = {
         "name": "audit",
@@ -899,6 +909,16 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
             ],
         }
     )
+    # audit-deletion-costs/: get and patch on pods, `--deletion-costs` (the keeper).
+    out["audit-deletion-costs/kustomization.yaml"] = header + _kustomization(
+        {
+            "resources": ["../audit"],
+            "patches": [
+                _audit_patch("ClusterRole", [("/rules/-", copy.deepcopy(DELETION_COST_RULE))]),
+                _audit_command_patch("--deletion-costs"),
+            ],
+        }
+    )
     return out
 
 
@@ -971,21 +991,25 @@ def cli_manifests(args: argparse.Namespace) -> int:
     cert_manager = bool(getattr(args, "cert_manager", False))
     if sum(x is not None and x is not False for x in (cert_dir, ca_file, cert_manager)) != 1:
         raise InputError("give exactly one of --cert-dir DIR, --ca-bundle FILE, --cert-manager")
+    # --deletion-costs: the audit Deployment with the deletion-cost keeper and its RBAC.
+    keeper = bool(getattr(args, "deletion_costs", False))
     opt = Install(
         namespace=namespace,
         image=getattr(args, "image", None) or DEFAULT_IMAGE,
         cert_manager=cert_manager,
+        audit=keeper,
+        audit_deletion_costs=keeper,
     )
     if cert_dir is not None:
         d = Path(cert_dir)
         tls = {n: _read(d / n) for n in (TLS_CERT, TLS_KEY, CA_CERT)}
         _certificate(tls[CA_CERT], d / CA_CERT)
         _check_serving_names(_certificate(tls[TLS_CERT], d / TLS_CERT), d / TLS_CERT, namespace)
-        opt = Install(namespace=namespace, image=opt.image, ca_bundle=tls[CA_CERT], tls=tls)
+        opt = replace(opt, ca_bundle=tls[CA_CERT], tls=tls)
     elif ca_file is not None:
         pem = _read(Path(ca_file))
         _certificate(pem, Path(ca_file))
-        opt = Install(namespace=namespace, image=opt.image, ca_bundle=pem)
+        opt = replace(opt, ca_bundle=pem)
     # The periodic audit, and its rebalancing (the eviction verb comes with it only).
     rebalance = bool(getattr(args, "audit_rebalance", False))
     if rebalance or getattr(args, "audit", False):
