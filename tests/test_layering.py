@@ -34,12 +34,13 @@ LAYERS: dict[str, int] = {
     "cluster": 3,
     "validation": 2,
     "scheduler": 2,
+    "controllers": 2,
     "install": 2,
     "api": 1,
     "errors": 0,
     "__init__": 0,
 }
-PURE = ("api", "validation", "scheduler")
+PURE = ("api", "validation", "scheduler", "controllers")
 # Scheduler modules above placement: they ask the scheduler's public face (placement's
 # __all__) and the snapshot store, and no scheduler module imports them.
 ABOVE_PLACEMENT = ("webhook.scheduler.scaleup",)
