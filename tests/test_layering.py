@@ -41,6 +41,10 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
 }
 PURE = ("api", "validation", "scheduler", "controllers")
+# Parts that sit beside another on the same layer and may use it: the controllers ask
+# the scheduler's public face to count pods as it counts them (the face rule below
+# still applies); the scheduler never imports them.
+BESIDE: frozenset[tuple[str, str]] = frozenset({("controllers", "scheduler")})
 # Scheduler modules above placement: they ask the scheduler's public face (placement's
 # __all__) and the snapshot store, and no scheduler module imports them.
 ABOVE_PLACEMENT = ("webhook.scheduler.scaleup",)
@@ -151,7 +155,9 @@ def test_no_import_runs_up_or_sideways() -> None:
         f"{src} -> {dst}"
         for src, edges in graph().items()
         for dst in edges
-        if part(src) != part(dst) and LAYERS[part(dst)] >= LAYERS[part(src)]
+        if part(src) != part(dst)
+        and LAYERS[part(dst)] >= LAYERS[part(src)]
+        and (part(src), part(dst)) not in BESIDE
     ]
     assert bad == []
 
@@ -247,9 +253,7 @@ def test_imports_inside_functions_have_a_listed_reason() -> None:
 def test_the_late_import_list_has_no_stale_entries() -> None:
     g = graph()
     stale = [
-        key
-        for key in LATE_IMPORTS
-        if key[1] != "*" and not g.get(key[0], {}).get(key[1], False)
+        key for key in LATE_IMPORTS if key[1] != "*" and not g.get(key[0], {}).get(key[1], False)
     ]
     assert stale == []
 

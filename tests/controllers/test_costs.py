@@ -1,0 +1,308 @@
+"""Deletion costs that keep a spread: for every number k of pods a ReplicaSet deletes,
+lowest cost first and ties broken in any way, the skew left is the least any choice
+of k of its pods could leave (checked against brute force on small cases), counted
+as the scheduler counts; costs are int32 and stable.
+
+Legend: a domain "f+w" holds f matching pods the ReplicaSet cannot delete (other
+workloads') and w of its own."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
+from webhook.audit.inventory import ClusterState
+from webhook.audit.spread import spread_of
+from webhook.controllers.costs import (
+    INT32_MAX,
+    Counted,
+    costs_from_levels,
+    levels,
+    replicaset_costs,
+    stack_order,
+)
+from webhook.scheduler.config.types import SpreadArgs
+
+RawObj = dict[str, Any]
+APP = selector({"app": "web"})
+
+
+def skew(counts: Mapping[str, int], min_domains: int) -> int:
+    """The constraint's skew as PreFilter computes it (global minimum 0 below minDomains)."""
+    if not counts:
+        return 0
+    low = 0 if len(counts) < min_domains else min(counts.values())
+    return max(counts.values()) - low
+
+
+def best_skew(floors: Mapping[str, int], ours: Mapping[str, int], k: int, min_domains: int) -> int:
+    """Brute force: the least skew over every way of deleting k of our pods."""
+    domains = sorted(floors)
+    best = None
+    for taken in itertools.product(*(range(ours.get(d, 0) + 1) for d in domains)):
+        if sum(taken) != k:
+            continue
+        left = {d: floors[d] + ours.get(d, 0) - t for d, t in zip(domains, taken, strict=True)}
+        s = skew(left, min_domains)
+        best = s if best is None else min(best, s)
+    assert best is not None
+    return best
+
+
+def deletion_order(costs: Mapping[str, int], ties: Mapping[str, int]) -> list[str]:
+    """Lowest cost first; among equal costs the order `ties` gives (adversarial)."""
+    return sorted(costs, key=lambda key: (costs[key], ties[key]))
+
+
+@st.composite
+def single_constraint(draw: st.DrawFn) -> tuple[Counted, list[str], dict[str, int], int]:
+    """A constraint over 1-4 domains, each f+w, our pods in a drawn stack order, a drawn
+    tie-break and minDomains."""
+    n = draw(st.integers(1, 4))
+    floors = {f"d{i}": draw(st.integers(0, 3)) for i in range(n)}
+    domain_of: dict[str, str] = {}
+    for d in floors:
+        for j in range(draw(st.integers(0, 4))):
+            domain_of[f"{d}-p{j}"] = d
+    order = draw(st.permutations(sorted(domain_of)))
+    ties = dict(zip(domain_of, draw(st.permutations(range(len(domain_of)))), strict=True))
+    min_domains = draw(st.integers(1, 5))
+    return Counted("zone", domain_of, floors), list(order), ties, min_domains
+
+
+@settings(max_examples=300, deadline=None)
+@given(single_constraint())
+def test_any_k_lowest_costs_leave_the_least_skew(
+    case: tuple[Counted, list[str], dict[str, int], int],
+) -> None:
+    counted, order, ties, min_domains = case
+    costs = costs_from_levels([levels(order, counted)])
+    assert all(0 <= c <= INT32_MAX for c in costs.values())
+    ours: dict[str, int] = {}
+    for d in counted.domain_of.values():
+        ours[d] = ours.get(d, 0) + 1
+    gone = deletion_order(costs, ties)
+    for k in range(len(gone) + 1):
+        left = {d: f + ours.get(d, 0) for d, f in counted.floors.items()}
+        for key in gone[:k]:
+            left[counted.domain_of[key]] -= 1
+        assert skew(left, min_domains) == best_skew(counted.floors, ours, k, min_domains), k
+
+
+@st.composite
+def zones_and_hosts(draw: st.DrawFn) -> tuple[list[Counted], list[str], dict[str, int]]:
+    """Zone then hostname: 1-3 zones of 1-3 hosts, each host f+w."""
+    zone_of: dict[str, str] = {}
+    host_of: dict[str, str] = {}
+    host_floors: dict[str, int] = {}
+    zone_floors: dict[str, int] = {}
+    for z in range(draw(st.integers(1, 3))):
+        zone = f"z{z}"
+        zone_floors[zone] = 0
+        for h in range(draw(st.integers(1, 3))):
+            host = f"{zone}h{h}"
+            host_floors[host] = draw(st.integers(0, 2))
+            zone_floors[zone] += host_floors[host]
+            for j in range(draw(st.integers(0, 3))):
+                key = f"{host}-p{j}"
+                zone_of[key], host_of[key] = zone, host
+    order = list(draw(st.permutations(sorted(zone_of))))
+    ties = dict(zip(zone_of, draw(st.permutations(range(len(zone_of)))), strict=True))
+    return (
+        [Counted("zone", zone_of, zone_floors), Counted("host", host_of, host_floors)],
+        order,
+        ties,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(zones_and_hosts())
+def test_the_first_constraint_keeps_its_guarantee_under_a_second(
+    case: tuple[list[Counted], list[str], dict[str, int]],
+) -> None:
+    """With zone then hostname, the zone skew after any k deletions is the least possible."""
+    (zone, host), order, ties = case
+    costs = costs_from_levels([levels(order, zone), levels(order, host)])
+    ours: dict[str, int] = {}
+    for d in zone.domain_of.values():
+        ours[d] = ours.get(d, 0) + 1
+    gone = deletion_order(costs, ties)
+    for k in range(len(gone) + 1):
+        left = {d: f + ours.get(d, 0) for d, f in zone.floors.items()}
+        for key in gone[:k]:
+            left[zone.domain_of[key]] -= 1
+        assert skew(left, 1) == best_skew(zone.floors, ours, k, 1), k
+
+
+def test_equal_levels_across_domains_share_a_cost_and_a_domain_never_ties() -> None:
+    """d0 "1+2", d1 "0+3": levels d0 2,3 and d1 1,2,3."""
+    counted = Counted(
+        "zone", {"a": "d0", "b": "d0", "x": "d1", "y": "d1", "z": "d1"}, {"d0": 1, "d1": 0}
+    )
+    lv = levels(["a", "b", "x", "y", "z"], counted)
+    assert lv == {"a": 2, "b": 3, "x": 1, "y": 2, "z": 3}
+    costs = costs_from_levels([lv])
+    assert costs["b"] == costs["z"] < costs["a"] == costs["y"] < costs["x"]
+    assert costs["x"] == INT32_MAX - 1
+
+
+def test_pods_a_constraint_does_not_count_go_first() -> None:
+    counted = Counted("zone", {"a": "d0"}, {"d0": 5})
+    costs = costs_from_levels([levels(["a", "free"], counted)])
+    assert costs["free"] < costs["a"]
+
+
+def test_levels_beyond_their_bits_fall_back_to_ranks() -> None:
+    """Two constraints give 15 bits each: a level of 40,000 overflows; order is kept."""
+    zone = Counted("zone", {"a": "d0", "b": "d1"}, {"d0": 40_000, "d1": 0})
+    host = Counted("host", {"a": "h0", "b": "h1"}, {"h0": 0, "h1": 0})
+    costs = costs_from_levels([levels(["a", "b"], zone), levels(["a", "b"], host)])
+    assert costs["a"] < costs["b"] and all(0 <= c <= INT32_MAX for c in costs.values())
+
+
+def test_the_stack_puts_not_ready_then_newer_pods_on_top() -> None:
+    def p(name: str, created: str, ready: str = "True") -> RawObj:
+        out = make_pod().name(name).ready(ready).obj()
+        out["metadata"]["creationTimestamp"] = created
+        return out
+
+    pods = [
+        p("new", "2026-01-02T00:00:00Z"),
+        p("old", "2026-01-01T00:00:00Z"),
+        p("sick", "2025-01-01T00:00:00Z", "False"),
+    ]
+    assert stack_order(pods) == ["default/old", "default/new", "default/sick"]
+
+
+# ---- through the scheduler's counting ----------------------------------------------------
+
+
+def _node(name: str, zone: str | None) -> RawObj:
+    b = make_node().name(name).hostname()
+    return (b.zone(zone) if zone is not None else b).obj()
+
+
+def _pod(name: str, node: str, rs: str, minute: int, min_domains: int | None) -> RawObj:
+    extra = {} if min_domains is None else {"minDomains": min_domains}
+    out = (
+        make_pod()
+        .name(name)
+        .label("app", "web")
+        .owner("ReplicaSet", rs)
+        .node(node)
+        .ready()
+        .spread(1, ZONE, DNS, APP, **extra)
+        .obj()
+    )
+    out["metadata"]["creationTimestamp"] = f"2026-01-01T00:{minute:02d}:00Z"
+    return out
+
+
+@st.composite
+def small_clusters(draw: st.DrawFn) -> tuple[list[RawObj], list[RawObj], int | None]:
+    """2-5 nodes in up to 3 zones (and maybe one without a zone, holding only other
+    pods), our ReplicaSet's 1-7 pods on zoned nodes, 0-4 other matching pods anywhere."""
+    zones = ["a", "b", "c"]
+    nodes = [_node(f"n{i}", draw(st.sampled_from(zones))) for i in range(draw(st.integers(2, 5)))]
+    unzoned = draw(st.booleans())
+    if unzoned:
+        nodes.append(_node("nx", None))
+    zoned = [n["metadata"]["name"] for n in nodes if n["metadata"]["name"] != "nx"]
+    every = [n["metadata"]["name"] for n in nodes]
+    min_domains = draw(st.sampled_from([None, 2, 4]))
+    ours = [
+        _pod(f"web-{i}", draw(st.sampled_from(zoned)), "web-1", i, min_domains)
+        for i in range(draw(st.integers(1, 7)))
+    ]
+    others = [
+        _pod(f"other-{i}", draw(st.sampled_from(every)), "other-1", 30 + i, min_domains)
+        for i in range(draw(st.integers(0, 4)))
+    ]
+    return nodes, ours + others, min_domains
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_clusters(), st.randoms(use_true_random=False))
+def test_the_scheduler_counts_the_least_skew_after_any_k_deletions(
+    case: tuple[list[RawObj], list[RawObj], int | None], rnd: Any
+) -> None:
+    """The skew the scheduler's own PreFilter reports after deleting the k lowest-cost
+    pods (ties shuffled) equals brute force's least over every choice of k pods."""
+    nodes, pods, _ = case
+    ours = [p for p in pods if p["metadata"]["name"].startswith("web-")]
+    state = ClusterState.from_objects([*nodes, *pods])
+    costs = replicaset_costs(
+        [p for p in state.running if p["metadata"]["name"].startswith("web-")],
+        state.snapshot,
+        SpreadArgs(),
+    )
+    assert set(costs) == {f"default/{p['metadata']['name']}" for p in ours}
+    ties = {key: rnd.random() for key in costs}
+    gone = deletion_order(costs, ties)
+    before = spread_of(ours[0], state.snapshot)[0]
+    min_domains = before.min_domains or 1
+    zone_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in nodes}
+    mine: dict[str, int] = {}
+    for p in ours:
+        mine[zone_of[p["spec"]["nodeName"]]] = mine.get(zone_of[p["spec"]["nodeName"]], 0) + 1
+    floors = {d: n - mine.get(d, 0) for d, n in before.domains.items()}
+    for k in range(len(gone) + 1):
+        kept = [p for p in pods if f"default/{p['metadata']['name']}" not in gone[:k]]
+        after = ClusterState.from_objects([*nodes, *kept])
+        probe = ours[0]
+        entry = spread_of(probe, after.snapshot)[0]
+        assert entry.skew == best_skew(floors, mine, k, min_domains), (k, entry.domains)
+
+
+def test_a_scale_up_writes_only_the_new_pods_and_a_scale_down_none() -> None:
+    """Zone spread "0+2 0+2 0+1" plus 3 newer pods: only those 3 costs are new; deleting
+    the 3 lowest costs again gives back the first costs exactly."""
+    nodes = [_node("a1", "a"), _node("b1", "b"), _node("c1", "c")]
+    first = [
+        _pod(f"web-{i}", n, "web-1", i, None) for i, n in enumerate(["a1", "a1", "b1", "b1", "c1"])
+    ]
+    added = [
+        _pod(f"web-{5 + i}", n, "web-1", 5 + i, None) for i, n in enumerate(["c1", "a1", "b1"])
+    ]
+
+    def costs_of(pods: Sequence[RawObj]) -> dict[str, int]:
+        state = ClusterState.from_objects([*nodes, *pods])
+        return replicaset_costs(state.running, state.snapshot)
+
+    before = costs_of(first)
+    after = costs_of(first + added)
+    assert {k for k in after if before.get(k) != after[k]} == {
+        "default/web-5",
+        "default/web-6",
+        "default/web-7",
+    }
+    lowest = set(sorted(after, key=lambda key: after[key])[:3])
+    assert costs_of(
+        [p for p in first + added if f"default/{p['metadata']['name']}" not in lowest]
+    ) == {k: v for k, v in after.items() if k not in lowest}
+
+
+def test_no_constraint_no_costs() -> None:
+    nodes = [_node("a1", "a")]
+    pod = make_pod().name("p").owner("ReplicaSet", "rs").node("a1").obj()
+    state = ClusterState.from_objects([*nodes, pod])
+    assert replicaset_costs(state.running, state.snapshot) == {}
+
+
+def test_a_hostname_constraint_counts_per_node() -> None:
+    """Hosts "0+3 0+1": the three on a1 go before the one on b1 but for the last."""
+    nodes = [_node("a1", "a"), _node("b1", "b")]
+    pods = []
+    for i, n in enumerate(["a1", "a1", "a1", "b1"]):
+        p = _pod(f"web-{i}", n, "web-1", i, None)
+        p["spec"]["topologySpreadConstraints"][0]["topologyKey"] = HOSTNAME
+        pods.append(p)
+    state = ClusterState.from_objects([*nodes, *pods])
+    costs = replicaset_costs(state.running, state.snapshot)
+    assert costs["default/web-2"] < costs["default/web-1"] < costs["default/web-0"]
+    assert costs["default/web-0"] == costs["default/web-3"]

@@ -1,0 +1,265 @@
+"""The deletion costs that keep a spread: `controller.kubernetes.io/pod-deletion-cost`
+values under which a ReplicaSet's scale-down, deleting the lowest costs first, leaves
+its topology spread as even as any choice of the same number of pods could.
+
+    costs = replicaset_costs(pods, snapshot, args)    # pod key "ns/name" -> int32 cost
+
+No upstream counterpart: the ReplicaSet controller ranks pods blind to topology
+(kubernetes#96748, #115911, #124149, #124306); the deletion cost is the one input of
+its ranking a third party may set, and among Running Ready assigned pods it is read
+first.
+
+**Counting** is the scheduler's (placement.spread_pre_filter and
+placement.spread_eligible_nodes): for each constraint of the ReplicaSet's oldest pod,
+its eligible domains (the node inclusion policies and topology keys), the pods its
+selector matches (matchLabelKeys merged) in the pod's namespace, pods of other
+workloads and other ReplicaSets included: they count, but this ReplicaSet cannot
+delete them (its **floor** in each domain).
+
+**Levels.** Within one domain of one constraint the ReplicaSet's counted pods are
+stacked oldest at the bottom (not Ready ones on top: the controller deletes them
+first whatever their cost; then creationTimestamp, then name); a pod's level is the
+domain's count at the moment the pod is the next to go: the domain's floor plus its
+position in the stack (1-based). Deleting in non-increasing level order removes, at
+every step, a pod of a fullest domain that still has a deletable pod: the
+water-filling order. For every k, its first k deletions give the least majorized
+count vector among all choices of k pods (box constraints: the floor and the count of
+each domain), so they minimize the largest count and maximize the smallest at once,
+hence the skew; with fewer eligible domains than minDomains the global minimum is 0
+and the largest count alone is the skew, minimized the same way.
+
+**Several constraints** are taken in priority order: DoNotSchedule ones, then
+ScheduleAnyway ones, each in spec order. A pod's key is the tuple of its levels, one
+per constraint, compared lexicographically (higher first deleted). The first
+constraint gets the guarantee above for every k; a later one decides between pods
+whose earlier levels are equal (pods in different domains of the earlier
+constraints), the fullest of its domains first.
+
+**Ties** are safe: two pods with equal keys lie in different domains of every
+constraint (a domain's pods have distinct levels), so deleting either first leaves
+the other's levels unchanged; any tie-break gives the same counts.
+
+**Costs** encode the key so that a higher key is a lower cost: with n constraints,
+each level gets 31 // n bits and cost = 2**31 - 1 - (the levels in that mixed radix);
+a pod a constraint does not count (a node outside its eligible domains, or its
+selector does not match the pod) gets that constraint's top value: deleting it never
+changes that constraint's counts, so it goes first. When a level does not fit its
+bits (CAVEAT: a domain holding over 32,767 matching pods with two constraints, 1,023
+with three), costs fall back to the rank of the key among the ReplicaSet's distinct
+keys: still correct, no longer stable.
+
+**Stability.** A cost depends only on the pod's domains' floors and its position in
+their stacks. A scale-up of k pods (newer than every pod already there) puts each new
+pod on top of its stacks: k costs to write, no other pod's cost changes. A scale-down
+by the costs removes pods from the tops of their stacks: nothing to write. A pod that
+leaves from inside a stack (an eviction, a node lost) shifts the pods above it in
+each of its domains down one level, as does a change of a floor (another workload's
+matching pod added or removed in that domain). Costs come from the cluster state
+alone, never from the costs already written, so an unchanged cluster gives the same
+costs (a keeper pass writes nothing, also after a restart).
+
+CAVEAT: the guarantee holds among Running, Ready, assigned pods (the controller
+deletes unassigned, not Running and not Ready pods first, whatever their cost), and
+when the ReplicaSet's pods share the oldest pod's constraints and node inclusion
+inputs (a ReplicaSet's pods come from one template).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
+from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace, spec
+from webhook.scheduler.config.types import SpreadArgs
+from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.types import Status
+from webhook.scheduler.placement import spread_eligible_nodes, spread_pre_filter
+
+__all__ = [
+    "COST_ANNOTATION",
+    "INT32_MAX",
+    "Counted",
+    "costs_from_levels",
+    "counted_constraints",
+    "levels",
+    "replicaset_costs",
+    "stack_order",
+]
+
+COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+INT32_MAX = 2**31 - 1
+# Bits of the 31 a cost has (it stays >= 0) given to each constraint's level.
+_BITS = 31
+
+_DEFAULT_ARGS = SpreadArgs()
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One constraint as it counts one ReplicaSet's pods.
+
+    domain_of: pod key -> its domain, for the ReplicaSet's pods the constraint counts
+    (absent: not counted); floors: every eligible domain -> the matching pods there
+    that the ReplicaSet cannot delete (other workloads', other ReplicaSets').
+    """
+
+    topology_key: str
+    domain_of: Mapping[str, str]
+    floors: Mapping[str, int]
+
+
+def _key(pod: RawObj) -> str:
+    return f"{pod_namespace(pod)}/{meta(pod).get('name') or ''}"
+
+
+def _ready(pod: RawObj) -> bool:
+    status = as_dict(pod.get("status"))
+    if status.get("phase") != "Running":
+        return False
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def stack_order(pods: Iterable[RawObj]) -> list[str]:
+    """The pods' keys from the bottom of a stack (kept longest) to its top (deleted
+    first): Ready before not Ready, then older first (creationTimestamp, then name)."""
+
+    def rank(pod: RawObj) -> tuple[int, str, str]:
+        created = meta(pod).get("creationTimestamp")
+        return (0 if _ready(pod) else 1, created if isinstance(created, str) else "", _key(pod))
+
+    return [_key(p) for p in sorted(pods, key=rank)]
+
+
+def levels(order: Sequence[str], counted: Counted) -> dict[str, int | None]:
+    """Each pod's level under one constraint: its domain's floor plus its 1-based
+    position among the domain's counted pods in `order` (bottom first); None for a pod
+    the constraint does not count."""
+    seen: dict[str, int] = {}
+    out: dict[str, int | None] = {}
+    for key in order:
+        domain = counted.domain_of.get(key)
+        if domain is None:
+            out[key] = None
+            continue
+        seen[domain] = seen.get(domain, 0) + 1
+        out[key] = counted.floors.get(domain, 0) + seen[domain]
+    return out
+
+
+def costs_from_levels(per_constraint: Sequence[Mapping[str, int | None]]) -> dict[str, int]:
+    """The cost of each pod from its levels (one mapping per constraint, in priority
+    order, over the same pods): a higher tuple of levels, compared lexicographically,
+    gets a lower cost; a None level (not counted) is above every level."""
+    if not per_constraint:
+        return {}
+    n = len(per_constraint)
+    bits = _BITS // n
+    top = (1 << bits) - 1
+    keys = list(per_constraint[0])
+    fits = all(lv is None or lv < top for m in per_constraint for lv in m.values())
+    if fits:
+        out: dict[str, int] = {}
+        for key in keys:
+            encoded = 0
+            for m in per_constraint:
+                lv = m[key]
+                encoded = (encoded << bits) | (top if lv is None else lv)
+            out[key] = INT32_MAX - encoded
+        return out
+    # CAVEAT: fallback when a level overflows its bits: the rank among distinct tuples.
+    big = 1 + max((lv for m in per_constraint for lv in m.values() if lv is not None), default=0)
+    tuples = {key: tuple(big if m[key] is None else m[key] for m in per_constraint) for key in keys}
+    ranks = {t: r for r, t in enumerate(sorted(set(tuples.values())))}
+    return {key: INT32_MAX - ranks[t] for key, t in tuples.items()}
+
+
+def _constraints(pod: RawObj, action: str) -> list[RawObj]:
+    raw = spec(pod).get("topologySpreadConstraints")
+    if not isinstance(raw, list):
+        return []
+    return [c for c in raw if isinstance(c, dict) and c.get("whenUnsatisfiable") == action]
+
+
+def _counted(
+    pods: Sequence[RawObj], asked: RawObj, snapshot: Snapshot, args: SpreadArgs
+) -> list[Counted] | None:
+    """The constraints of `asked` (all DoNotSchedule), each counting `pods`; None when
+    the scheduler cannot read them (its PreFilter error)."""
+    state = spread_pre_filter(asked, snapshot, args)
+    if isinstance(state, Status):
+        return None
+    eligible = spread_eligible_nodes(asked, snapshot, args)
+    if isinstance(eligible, Status):
+        return None
+    namespace = pod_namespace(asked)
+    out: list[Counted] = []
+    for j, c in enumerate(state.constraints):
+        node_domain = eligible[j]
+        counts = state.tp_value_to_match_num[j]
+        domain_of: dict[str, str] = {}
+        ours: dict[str, int] = {}
+        for pod in pods:
+            node = spec(pod).get("nodeName")
+            domain = node_domain.get(node) if isinstance(node, str) else None
+            if (
+                domain is None
+                or domain not in counts
+                or c.counts_nothing
+                or pod_namespace(pod) != namespace
+                or not c.matches(pod_labels(pod))
+            ):
+                continue
+            domain_of[_key(pod)] = domain
+            ours[domain] = ours.get(domain, 0) + 1
+        floors = {d: max(0, n - ours.get(d, 0)) for d, n in counts.items()}
+        out.append(Counted(c.topology_key, domain_of, floors))
+    return out
+
+
+def counted_constraints(
+    pods: Sequence[RawObj], snapshot: Snapshot, args: SpreadArgs = _DEFAULT_ARGS
+) -> list[Counted]:
+    """The constraints of the ReplicaSet's oldest pod in priority order (DoNotSchedule,
+    then ScheduleAnyway, each in spec order), each counting `pods` as the scheduler
+    counts for one more such pod. A group the scheduler cannot read is left out."""
+    if not pods:
+        return []
+    first = min(pods, key=lambda p: (str(meta(p).get("creationTimestamp") or ""), _key(p)))
+    out: list[Counted] = []
+    for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+        picked = _constraints(first, action)
+        if not picked:
+            continue
+        asked: dict[str, Any] = {
+            **first,
+            "spec": {
+                **spec(first),
+                "topologySpreadConstraints": [
+                    {**c, "whenUnsatisfiable": DO_NOT_SCHEDULE} for c in picked
+                ],
+            },
+        }
+        group = _counted(pods, asked, snapshot, args)
+        if group is not None:
+            out.extend(group)
+    return out
+
+
+def replicaset_costs(
+    pods: Sequence[RawObj], snapshot: Snapshot, args: SpreadArgs = _DEFAULT_ARGS
+) -> dict[str, int]:
+    """The deletion cost of each of one ReplicaSet's running pods (see the module
+    docstring); {} when its pods carry no topologySpreadConstraints."""
+    counted = counted_constraints(pods, snapshot, args)
+    if not counted:
+        return {}
+    order = stack_order(pods)
+    return costs_from_levels([levels(order, c) for c in counted])
