@@ -576,9 +576,7 @@ def _scale(cluster: _Cluster, scales: Sequence[tuple[Target, int]]) -> WhatIf:
             owner = cluster.owners.get((target.kind, target.namespace, target.name))
             related: list[RawObj] = []
             if owner is not None and target.kind == "ReplicaSet":
-                replica_sets = [
-                    o for (k, _, _), o in cluster.owners.items() if k == "ReplicaSet"
-                ]
+                replica_sets = [o for (k, _, _), o in cluster.owners.items() if k == "ReplicaSet"]
                 related = get_indirectly_related_pods(
                     owner, replica_sets, list(cluster.alive.values())
                 )
