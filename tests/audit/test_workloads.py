@@ -30,7 +30,7 @@ from webhook.controllers.deployment import DeploymentSpec, max_surge, max_unavai
 
 RawObj = dict[str, Any]
 NOW = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
-EXAMPLE = paths.ROOT / "docs" / "examples" / "scale-down.json"
+EXAMPLE = paths.ROOT / "docs" / "examples" / "workloads.json"
 
 
 def example_state() -> ClusterState:
