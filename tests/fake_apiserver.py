@@ -11,6 +11,8 @@
     server.install_policy_reports()                 # serve wgpolicyk8s.io/v1alpha2
     server.install_policy_reports(OPEN_REPORT)      # serve openreports.io/v1alpha1 Reports
     server.fail_next("PolicyReport", 500)            # next PolicyReport request fails
+    server.fail_next_pod_call(429, retry_after="0")   # next GET/PATCH of one pod: 429
+    server.pod_calls("PATCH")                        # the PATCHes of single pods, in order
     server.stop()
 
 What it serves, as the real one does: GET /version; GET <collection> lists with
@@ -28,6 +30,13 @@ equality labelSelector), GET, POST (409 AlreadyExists), PUT (409 Conflict on a s
 resourceVersion) and DELETE (with a uid precondition) as kube-apiserver does. The
 OpenReports Report API (openreports.io/v1alpha1, `reports`) is served the same way,
 on its own, once install_policy_reports(OPEN_REPORT) says its CRD is there.
+
+A single pod (/api/v1/namespaces/NS/pods/NAME) answers GET and PATCH as
+kube-apiserver does: a JSON merge patch (application/merge-patch+json, RFC 7386:
+null removes a key) or a JSON patch (application/json-patch+json; a failed `test`
+or a bad path is 422), any other patch type 415; a resourceVersion in the patched
+object that is not the stored one is 409 Conflict; a missing pod 404. A stored
+change is a MODIFIED event at a new resourceVersion.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import socket
 import threading
 import time
@@ -43,7 +53,9 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import jsonpatch
 
 RawObj = dict[str, Any]
 
@@ -81,6 +93,10 @@ REPORT_APIS: dict[str, tuple[str, str, str]] = {
     POLICY_REPORT: (POLICY_REPORTS, "wgpolicyk8s.io/v1alpha2", "policyreports"),
     OPEN_REPORT: (OPEN_REPORTS, "openreports.io/v1alpha1", "reports"),
 }
+
+
+# One pod's path: what GET and PATCH of a single pod address.
+POD_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 
 
 def report_kind(path: str) -> str | None:
@@ -136,6 +152,20 @@ def _key(obj: RawObj) -> tuple[str, str]:
     return (meta.get("namespace", ""), meta["name"])
 
 
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge key by key, null removes a key,
+    anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge_patch(out.get(key), value)
+    return out
+
+
 class FakeApiServer:
     """The fake's state and script; the HTTP side lives in _Handler."""
 
@@ -160,6 +190,8 @@ class FakeApiServer:
         self._watch_gen: dict[str, int] = dict.fromkeys(kinds, 0)
         # kind -> (namespace, name) -> stored report; None while its CRD is absent.
         self._stores: dict[str, dict[tuple[str, str], RawObj] | None] = dict.fromkeys(REPORT_APIS)
+        # Scripted answers (status, Retry-After) of the next single-pod requests.
+        self._pod_failures: deque[tuple[int, str | None, str | None]] = deque()
         self._stopping = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -422,6 +454,73 @@ class FakeApiServer:
                 return 200, _status(200, "", "deleted") | {"status": "Success"}
             return 405, _status(405, "MethodNotAllowed", f"{method} {path}")
 
+    # ---- single pods: GET and PATCH ---------------------------------------------------
+
+    def fail_next_pod_call(
+        self, *statuses: int, retry_after: str | None = None, method: str | None = None
+    ) -> None:
+        """The next single-pod requests (of `method`, default any) answer these statuses
+        (with a Retry-After header when given) without touching the pod."""
+        with self._cond:
+            self._pod_failures.extend((status, retry_after, method) for status in statuses)
+
+    def pod_calls(self, method: str | None = None) -> list[Request]:
+        """The requests to single pods (of `method`, when given), in order."""
+        with self._cond:
+            return [
+                r
+                for r in self.requests
+                if POD_PATH.match(r.path) and (method is None or r.method == method)
+            ]
+
+    def _pod_call(
+        self, method: str, path: str, content_type: str, body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Answer GET or PATCH of one pod: (status, body, extra headers)."""
+        match = POD_PATH.match(path)
+        assert match is not None
+        ns, name = unquote(match.group(1)), unquote(match.group(2))
+        with self._cond:
+            if self._pod_failures and self._pod_failures[0][2] in (None, method):
+                status, retry_after, _ = self._pod_failures.popleft()
+                reason = {429: "TooManyRequests", 409: "Conflict"}.get(status, "InternalError")
+                headers = {"Retry-After": retry_after} if retry_after is not None else {}
+                return status, _status(status, reason, f"scripted {status}"), headers
+            stored = self._objects["Pod"].get((ns, name))
+            if stored is None:
+                return 404, _status(404, "NotFound", f'pods "{name}" not found'), {}
+            if method == "GET":
+                return 200, copy.deepcopy(stored), {}
+            if method != "PATCH":
+                return 405, _status(405, "MethodNotAllowed", f"{method} {path}"), {}
+            kind = content_type.split(";")[0].strip()
+            try:
+                if kind == "application/merge-patch+json":
+                    patched = _merge_patch(copy.deepcopy(stored), body)
+                elif kind == "application/json-patch+json":
+                    patched = jsonpatch.apply_patch(copy.deepcopy(stored), body)
+                else:
+                    msg = f"the body of the request was in an unknown format: {kind}"
+                    return 415, _status(415, "UnsupportedMediaType", msg), {}
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+                return 422, _status(422, "Invalid", str(exc)), {}
+            if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                return 422, _status(422, "Invalid", "the patched object is not a pod"), {}
+            sent = patched["metadata"].get("resourceVersion")
+            if sent is not None and sent != stored["metadata"]["resourceVersion"]:
+                msg = (
+                    f'Operation cannot be fulfilled on pods "{name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again"
+                )
+                return 409, _status(409, "Conflict", msg), {}
+            for field_name in ("name", "namespace", "uid"):  # immutable: kept as stored
+                if field_name in stored["metadata"]:
+                    patched["metadata"][field_name] = stored["metadata"][field_name]
+            patched["kind"] = "Pod"
+            updated = self._record("Pod", "MODIFIED", patched)
+            self._objects["Pod"][(ns, name)] = updated
+            return 200, copy.deepcopy(updated), {}
+
     # ---- used by the handler ---------------------------------------------------------
 
     def _log(self, request: Request) -> int | None:
@@ -549,8 +648,24 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(parts.path, query, headers, method, body)
         return request, self.fake._log(request)
 
+    def _pod(self, request: Request) -> None:
+        status, body, headers = self.fake._pod_call(
+            request.method, request.path, request.headers.get("content-type", ""), request.body
+        )
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
     def _write(self, method: str) -> None:
         request, failure = self._request(method)
+        if POD_PATH.match(request.path):
+            self._pod(request)
+            return
         if failure is not None:
             self._send_json(failure, _status(failure, "InternalError", f"scripted {failure}"))
             return
@@ -574,6 +689,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         request, failure = self._request("GET")
+        if POD_PATH.match(request.path):
+            self._pod(request)
+            return
         parts = urlsplit(self.path)
         query = request.query
         if report_kind(parts.path) is not None:

@@ -23,6 +23,11 @@ The config file is YAML. Keys we own:
                        audit.policyReports writes to (openreports.io/v1alpha1 Report)
   audit.report:        bool, default false: `audit --watch` serves the latest audit as
                        an HTML page at /report on its metrics port
+  audit.deletionCosts.enabled: bool, default false: `audit --watch` keeps the
+                       pod-deletion-cost annotations of ReplicaSet pods so that
+                       scale-downs keep their spread (docs/deletion-costs.md)
+  audit.deletionCosts.namespaces: list of namespace names, default all
+  audit.deletionCosts.qps: number > 0, default 5: the keeper's requests per second
   nodeGroupLabels:     list of node label keys naming a node's group for the scale-up
                        diagnosis of pending pods (first one a node carries wins);
                        replaces scheduler.scaleup.DEFAULT_GROUP_LABELS (docs/pending.md)
@@ -35,6 +40,7 @@ a configuration kube-scheduler would refuse is a ConfigError carrying its messag
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -44,7 +50,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.names import validate_label_name, validate_label_selector
+from webhook.api.names import DNS1123_LABEL_FMT, validate_label_name, validate_label_selector
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from webhook.scheduler.config.profiles import (
@@ -63,6 +69,7 @@ __all__ = [
     "MERGE_MODES",
     "SCHEDULER_CONFIG_KEY",
     "AuditSettings",
+    "DeletionCostSettings",
     "MergeMode",
     "Settings",
     "default_profiles",
@@ -91,13 +98,33 @@ def default_profiles() -> tuple[ResolvedProfile, ...]:
 AUDIT_DEFAULT_INTERVAL = 300
 FORESIGHT_DEFAULT_BUDGET_MS = 25
 FORESIGHT_MAX_BUDGET_MS = 10_000
-_AUDIT_KEYS = ("includeSoft", "intervalSeconds", "policyReports", "report", "reports")
+_AUDIT_KEYS = (
+    "deletionCosts",
+    "includeSoft",
+    "intervalSeconds",
+    "policyReports",
+    "report",
+    "reports",
+)
+_DELETION_COST_KEYS = ("enabled", "namespaces", "qps")
+DELETION_COSTS_DEFAULT_QPS = 5.0
 # audit.reports: the reporting APIs audit.policyReports writes to.
 REPORT_APIS: dict[str, tuple[str, ...]] = {
     "wgpolicyk8s": ("wgpolicyk8s",),
     "openreports": ("openreports",),
     "both": ("wgpolicyk8s", "openreports"),
 }
+
+
+@dataclass(frozen=True)
+class DeletionCostSettings:
+    """audit.deletionCosts: the keeper of pod-deletion-cost annotations (opt-in)."""
+
+    enabled: bool = False
+    # The namespaces whose pods it writes; None: every namespace.
+    namespaces: tuple[str, ...] | None = None
+    # Requests per second to the API server (reads and writes of pods).
+    qps: float = DELETION_COSTS_DEFAULT_QPS
 
 
 @dataclass(frozen=True)
@@ -114,6 +141,8 @@ class AuditSettings:
     reports: str = "wgpolicyk8s"
     # audit.report: serve the latest audit as HTML at /report on the metrics port.
     report: bool = False
+    # audit.deletionCosts: keep the pods' deletion costs (webhook/audit/keeper.py).
+    deletion_costs: DeletionCostSettings = field(default_factory=DeletionCostSettings)
 
     @property
     def report_apis(self) -> tuple[str, ...]:
@@ -207,6 +236,40 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         include_soft=_bool(section, "includeSoft", False, "audit."),
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
+        deletion_costs=_deletion_costs(section.get("deletionCosts")),
+    )
+
+
+def _deletion_costs(section: Any) -> DeletionCostSettings:
+    """audit.deletionCosts, every value checked, unknown keys refused."""
+    where = "audit.deletionCosts"
+    if section is None:
+        return DeletionCostSettings()
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {section!r}")
+    unknown = sorted(str(k) for k in section if k not in _DELETION_COST_KEYS)
+    if unknown:
+        known = ", ".join(_DELETION_COST_KEYS)
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {known})")
+    namespaces = section.get("namespaces")
+    if namespaces is not None:
+        if not isinstance(namespaces, list) or not all(
+            isinstance(n, str) and len(n) <= 63 and re.fullmatch(DNS1123_LABEL_FMT, n)
+            for n in namespaces
+        ):
+            raise ConfigError(
+                f"{where}.namespaces: must be a list of namespace names, got {namespaces!r}"
+            )
+        namespaces = tuple(dict.fromkeys(namespaces))
+    qps = section.get("qps", DELETION_COSTS_DEFAULT_QPS)
+    if qps is None:
+        qps = DELETION_COSTS_DEFAULT_QPS
+    if isinstance(qps, bool) or not isinstance(qps, int | float) or not 0 < qps <= 1000:
+        raise ConfigError(f"{where}.qps: must be a number above 0, at most 1000, got {qps!r}")
+    return DeletionCostSettings(
+        enabled=_bool(section, "enabled", False, f"{where}."),
+        namespaces=namespaces,
+        qps=float(qps),
     )
 
 

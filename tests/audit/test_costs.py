@@ -6,14 +6,18 @@ Legend: "a:3 b:1" is the count of matching running pods per zone."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from tests import paths
 from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector
 from webhook.audit.costs import all_costs, workload_costs
+from webhook.audit.html import audit_page
 from webhook.audit.inventory import ClusterState, Workload
+from webhook.cli.main import main
 from webhook.config import Settings
 from webhook.controllers.costs import INT32_MAX
 
@@ -227,3 +231,59 @@ def test_zone_then_hostname_break_ties_by_the_fuller_host() -> None:
     a0, a1, b1, b2 = (costs[f"default/web-1-{i}"] for i in range(4))
     # Levels (zone, host): a1 (2, 2), b2 (2, 1), then a0 (1, 1) and b1 (1, 1) tied.
     assert a1 < b2 < a0 == b1
+
+
+# ---- audit --deletion-costs ------------------------------------------------------------
+
+EXAMPLE = paths.ROOT / "docs" / "examples" / "scale-down.json"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["audit", *argv], prog="topospread")
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_json_has_a_cost_per_pod_and_the_lowest_keep_the_spread(capsys: Any) -> None:
+    """docs/examples/scale-down.json: zones a:4 b:3 c:2+1 (a canary's pod); web 9 -> 6
+    by the lowest costs leaves a:2 b:2 c:3 in any tie order."""
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--deletion-costs", "-o", "json")
+    doc = json.loads(out)
+    assert code == 0
+    costs = doc["deletionCosts"]
+    assert len(costs) == 10 and all(isinstance(v, int) for v in costs.values())
+    web_costs = {k: v for k, v in costs.items() if k.startswith("shop/web-7c9f8d-")}
+    state = ClusterState.from_objects(json.loads(EXAMPLE.read_text())["items"])
+    zone_of = {name: info.labels.get(ZONE) for name, info in state.snapshot.nodes.items()}
+    for reverse in (False, True):
+        gone = set(delete_lowest(web_costs, 3, reverse))
+        left: dict[str, int] = {}
+        for p in state.running:
+            if f"shop/{p['metadata']['name']}" not in gone:
+                zone = str(zone_of[p["spec"]["nodeName"]])
+                left[zone] = left.get(zone, 0) + 1
+        assert sorted(left.values()) == [2, 2, 3]
+
+
+def test_cli_text_one_line_per_workload_and_html_section(capsys: Any) -> None:
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--deletion-costs")
+    lines = out.splitlines()
+    start = lines.index(
+        "deletion costs (controller.kubernetes.io/pod-deletion-cost, lowest goes first):"
+    )
+    assert lines[start + 1].startswith("  Deployment shop/web: 9 pods, 6 distinct costs;")
+    assert "first to go: web-7c9f8d-z6c3f" in lines[start + 1]
+    assert lines[start + 2].startswith("  Deployment shop/web-canary: 1 pod, 1 distinct cost;")
+    assert len(lines) == start + 3
+    _, page, _ = run(capsys, "--snapshot", str(EXAMPLE), "--deletion-costs", "-o", "html")
+    assert "<h2>Deletion costs</h2>" in page and "shop/web-7c9f8d-z6c3f 2147352573" in page
+
+
+def test_cli_without_the_flag_has_no_costs(capsys: Any) -> None:
+    _, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "-o", "json")
+    assert "deletionCosts" not in json.loads(out)
+
+
+def test_html_escapes_pod_names() -> None:
+    page = audit_page({"workloads": [], "deletionCosts": {"ns/<b>x</b>": 1}})
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page

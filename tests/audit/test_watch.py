@@ -94,8 +94,8 @@ def test_audit_config_values(raw: Any, expected: AuditSettings) -> None:
         ({"includeSoft": 1}, "audit.includeSoft: must be true or false, got 1"),
         (
             {"policyreports": True},
-            "audit.policyreports: unknown key (known: includeSoft, intervalSeconds, "
-            "policyReports, report, reports)",
+            "audit.policyreports: unknown key (known: deletionCosts, includeSoft, "
+            "intervalSeconds, policyReports, report, reports)",
         ),
         (
             {"reports": "openreport"},

@@ -13,14 +13,14 @@ revision counts alone, as the scheduler counts it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from webhook.api.kube import RawObj, pod_namespace
 from webhook.audit.inventory import ClusterState, Workload, controller_of
 from webhook.config import Settings
 from webhook.controllers.costs import replicaset_costs
 
-__all__ = ["DELETING_CONTROLLERS", "all_costs", "workload_costs"]
+__all__ = ["DELETING_CONTROLLERS", "all_costs", "costs_json", "render_costs_text", "workload_costs"]
 
 # Controllers whose scale-down ranks pods by ActivePodsWithRanks (the pod-deletion-cost
 # annotation): the ReplicaSet controller runs ReplicationControllers too.
@@ -70,3 +70,30 @@ def all_costs(state: ClusterState, settings: Settings) -> dict[Workload, dict[st
         if costs:
             out[workload] = costs
     return out
+
+
+def costs_json(every: Mapping[Workload, Mapping[str, int]]) -> dict[str, int]:
+    """The `deletionCosts` key of `audit -o json`: "ns/pod" -> cost, sorted by pod."""
+    return dict(sorted((pod, cost) for costs in every.values() for pod, cost in costs.items()))
+
+
+# Pods named per workload in the text, the first to go.
+_FIRST_SHOWN = 3
+
+
+def render_costs_text(every: Mapping[Workload, Mapping[str, int]]) -> str:
+    """One line per workload: its pods with costs, how many distinct costs, and the
+    first pods its ReplicaSet would delete (lowest cost; ties by name)."""
+    if not every:
+        return "deletion costs: no ReplicaSet-owned workload with topologySpreadConstraints\n"
+    lines = ["deletion costs (controller.kubernetes.io/pod-deletion-cost, lowest goes first):"]
+    for workload, costs in every.items():
+        first = sorted(costs, key=lambda key: (costs[key], key))[:_FIRST_SHOWN]
+        names = ", ".join(key.partition("/")[2] for key in first)
+        more = ", ..." if len(costs) > len(first) else ""
+        pods, distinct = len(costs), len(set(costs.values()))
+        lines.append(
+            f"  {workload}: {pods} pod{'' if pods == 1 else 's'}, {distinct} distinct "
+            f"cost{'' if distinct == 1 else 's'}; first to go: {names}{more}"
+        )
+    return "\n".join(lines) + "\n"

@@ -482,7 +482,17 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
             body.append(f"<details><summary><h2>{head}</h2></summary>{cards}</details>")
         else:
             body.append(f"<h2>{head}</h2>{cards}")
+    if "deletionCosts" in doc:
+        body.append(_deletion_costs(doc))
     return _page("topospread audit", body)
+
+
+def _deletion_costs(doc: Mapping[str, Any]) -> str:
+    """`audit --deletion-costs`: the pods, lowest cost (first deleted) first."""
+    costs = {str(k): _int(v) for k, v in _dict(doc.get("deletionCosts")).items()}
+    ordered = sorted(costs, key=lambda key: (costs[key], key))
+    rows = [f"{k} {costs[k]}" for k in ordered]
+    return f"<h2>Deletion costs</h2>{_names(rows, 'pod', open_up_to=0)}"
 
 
 # ---- simulate ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
+from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, Snapshot, is_terminating
 
 __all__ = [
@@ -135,9 +136,10 @@ _POD_META = (
     "deletionTimestamp",
     "creationTimestamp",
 )
-# The annotations a controller's deletion order reads (ActivePodsWithRanks).
-_POD_ANNOTATIONS = ("controller.kubernetes.io/pod-deletion-cost",)
 _CONTAINER = ("name", "image", "resources", "ports", "restartPolicy")
+# The annotations kept: a pod's deletion cost and the keeper's mark (audit/keeper.py
+# decides from them which pods need a write without reading every pod again).
+_ANNOTATIONS = (COST_ANNOTATION, MARK_ANNOTATION)
 
 
 def _containers(value: Any) -> Any:
@@ -159,10 +161,9 @@ def _light_meta(pod: RawObj, shared: Any = None) -> RawObj:
     whose objects are taken instead of this pod's equal ones (they are never edited)."""
     meta = meta_of(pod)
     out = {k: meta[k] for k in _POD_META if k in meta}
-    annotations = as_dict(meta.get("annotations"))
-    kept = {k: annotations[k] for k in _POD_ANNOTATIONS if k in annotations}
-    if kept:
-        out["annotations"] = kept
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and any(k in annotations for k in _ANNOTATIONS):
+        out["annotations"] = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
     for k in ("namespace", "creationTimestamp"):
         if isinstance(out.get(k), str):
             out[k] = sys.intern(out[k])
@@ -245,7 +246,8 @@ def _kept_status(status: RawObj) -> RawObj | None:
 
 
 def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> RawObj:
-    """A pod as the audit keeps it: its metadata's identity, labels and owners, its
+    """A pod as the audit keeps it: its metadata's identity, labels and owners (and its
+    deletion-cost annotations), its
     spec without what no scheduler plugin reads (env, probes, commands, mounts), its
     phase and Ready condition. `spec`: that trimmed spec when already at hand (shared by
     the replicas of one controller), without nodeName. A 150,000-pod cluster's full pods

@@ -4,6 +4,7 @@
     metrics.observe_run(report, seconds=1.2, at=time.time())   # after each audit
     metrics.count_error("read")                                 # a run that failed
     metrics.observe_reports(outcome)                            # after a PolicyReport sync
+    metrics.observe_costs(outcome)                              # after a keeper pass
     metrics.exposition()                                        # the /metrics text
 
 Cardinality is bounded by what the cluster holds, never by time: violations by
@@ -20,15 +21,24 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from webhook.audit.keeper import KeeperOutcome
     from webhook.audit.policyreports import SyncOutcome
     from webhook.audit.report import AuditReport
 
-__all__ = ["ERROR_STAGES", "REPORT_OPERATIONS", "AuditMetrics", "skew_labels"]
+__all__ = [
+    "COST_RESULTS",
+    "ERROR_STAGES",
+    "REPORT_OPERATIONS",
+    "AuditMetrics",
+    "skew_labels",
+]
 
 # Where a run can fail: reading the cluster, or evaluating what was read.
 ERROR_STAGES = ("read", "audit")
 # What the PolicyReport writer does (list: reading our reports back).
 REPORT_OPERATIONS = ("list", "create", "update", "delete")
+# The deletion-cost keeper's results per pod (keeper.RESULTS).
+COST_RESULTS = ("written", "unchanged", "left_alone", "conflict", "gone", "throttled", "error")
 
 SkewKey = tuple[str, str, str]
 
@@ -51,7 +61,11 @@ class AuditMetrics:
     """The collectors of the periodic audit, in a registry of their own."""
 
     def __init__(
-        self, *, policy_reports: bool = False, report_apis: tuple[str, ...] = ("wgpolicyk8s",)
+        self,
+        *,
+        policy_reports: bool = False,
+        report_apis: tuple[str, ...] = ("wgpolicyk8s",),
+        deletion_costs: bool = False,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -135,6 +149,18 @@ class AuditMetrics:
                 "0 when it is not installed (only with audit.reports openreports or both).",
                 registry=r,
             )
+        # Only registered with audit.deletionCosts.enabled.
+        self.cost_writes: Counter | None = None
+        if deletion_costs:
+            self.cost_writes = Counter(
+                "topospread_deletion_cost_writes",
+                "Pods the deletion-cost keeper planned to write, by result (written, "
+                "unchanged, left_alone, conflict, gone, throttled, error).",
+                ["result"],
+                registry=r,
+            )
+            for result in COST_RESULTS:
+                self.cost_writes.labels(result)
         # Every label set starts at 0, so a rate() has a start and the series exist.
         for stage in ERROR_STAGES:
             self.errors.labels(stage)
@@ -195,6 +221,14 @@ class AuditMetrics:
                 self.report_writes.labels(op).inc(count)
         for op, _ns, _message in outcome.errors:
             self.report_errors.labels(op if op in REPORT_OPERATIONS else "list").inc()
+
+    def observe_costs(self, outcome: KeeperOutcome) -> None:
+        """Record what a deletion-cost keeper pass did."""
+        if self.cost_writes is None:
+            return
+        for result, keys in outcome.results.items():
+            if keys:
+                self.cost_writes.labels(result).inc(len(keys))
 
     def exposition(self) -> bytes:
         """The text /metrics serves."""

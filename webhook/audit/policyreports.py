@@ -21,9 +21,10 @@ list filtered by the label; another owner's `topospread` report is left alone an
 the conflict counted. A result that did not change keeps its timestamp, and a report
 whose results did not change is not written at all.
 
-This module holds the only write verbs (POST, PUT, DELETE) of the package: every
-write of topospread goes through `PolicyReportWriter._call`, and a test reads every
-other module's source to keep it so. Requests are raw JSON over the urllib3 pool of
+This module holds the only write verbs (POST, PUT, DELETE) of the package but the
+deletion-cost keeper's PATCH (keeper.py): every other write of topospread goes
+through `PolicyReportWriter._call`, and a test reads every module's source to keep
+it so. Requests are raw JSON over the urllib3 pool of
 the kubernetes client's ApiClient (auth from its Configuration), as lister.py reads;
 no client model class is ever built.
 

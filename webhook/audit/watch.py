@@ -33,6 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from webhook.api.kube import RawObj
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState
+from webhook.audit.keeper import CostKeeper
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import SyncOutcome, desired_results
 from webhook.audit.report import AuditReport
@@ -73,6 +74,7 @@ class AuditLoop:
         writer: ReportSink | Sequence[ReportSink] | None = None,
         *,
         on_report: Callable[[AuditReport, float], None] | None = None,
+        keeper: CostKeeper | None = None,
         interval: float | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.monotonic,
@@ -87,6 +89,7 @@ class AuditLoop:
         else:
             self.writers = [writer]
         self.on_report = on_report
+        self.keeper = keeper
         self.interval = settings.audit.interval_seconds if interval is None else interval
         self.include_soft = settings.audit.include_soft
         self._clock = clock
@@ -127,6 +130,8 @@ class AuditLoop:
         )
         for writer in self.writers:
             self._write(writer, report, state, now)
+        if self.keeper is not None:
+            self._keep_costs(self.keeper, state)
         if self.on_report is not None:
             try:
                 self.on_report(report, now)
@@ -156,6 +161,14 @@ class AuditLoop:
                 len(outcome.updated),
                 len(outcome.deleted),
             )
+
+    def _keep_costs(self, keeper: CostKeeper, state: ClusterState) -> None:
+        try:
+            outcome = keeper.sync(state, self.settings)
+        except Exception:  # a bug: the audit and its metrics stand
+            log.exception("keeping the deletion costs failed")
+            return
+        self.metrics.observe_costs(outcome)
 
     def run(self, stop: threading.Event) -> None:
         """Audit now and every `interval` seconds (start to start) until `stop` is set."""

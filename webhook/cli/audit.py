@@ -30,8 +30,10 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
+from webhook.audit.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
+from webhook.audit.keeper import CostKeeper
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
@@ -174,13 +176,23 @@ def cli_audit(args: argparse.Namespace) -> int:
             if workloads is None:
                 raise
             raise InputError(str(exc)) from exc
+        # --deletion-costs: of the cluster as read (the costs a keeper would write now).
+        costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
     if args.output == "json":
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        doc = report.to_json()
+        if costs is not None:
+            doc["deletionCosts"] = costs_json(costs)
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.output == "html":
-        sys.stdout.write(audit_page(report.to_json(), generated=utc_now()))
+        doc = report.to_json()
+        if costs is not None:
+            doc["deletionCosts"] = costs_json(costs)
+        sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
+        if costs is not None:
+            sys.stdout.write(render_costs_text(costs))
     return report.exit_code
 
 
@@ -254,6 +266,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     writers = []
+    keeper: CostKeeper | None = None
     if args.snapshot:
         path: str = args.snapshot
 
@@ -262,6 +275,8 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
 
         if settings.audit.policy_reports:
             log.warning("audit.policyReports is on but --snapshot has no cluster to write to")
+        if settings.audit.deletion_costs.enabled:
+            log.warning("audit.deletionCosts is on but --snapshot has no cluster to write to")
     else:
         from webhook.cluster.lister import connect
 
@@ -276,8 +291,12 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
             return _read_live(conn, stop)
 
         writers = [PolicyReportWriter(conn, APIS[name]) for name in settings.audit.report_apis]
+        if settings.audit.deletion_costs.enabled:
+            keeper = CostKeeper(conn, settings.audit.deletion_costs, stop=stop)
     metrics = AuditMetrics(
-        policy_reports=bool(writers), report_apis=tuple(w.api.name for w in writers)
+        policy_reports=bool(writers),
+        report_apis=tuple(w.api.name for w in writers),
+        deletion_costs=keeper is not None,
     )
     page = LatestReport() if settings.audit.report else None
     try:
@@ -288,7 +307,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     log.info("serving %s on %s", paths, args.metrics_bind)
     try:
         on_report = page.update if page is not None else None
-        AuditLoop(read, settings, metrics, writers, on_report=on_report).run(stop)
+        AuditLoop(read, settings, metrics, writers, on_report=on_report, keeper=keeper).run(stop)
     finally:
         server.stop()
     log.info("stopped")

@@ -232,6 +232,13 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         help="the controllers' clock for --scale and --rollout (RFC 3339; default: now)",
     )
     p.add_argument(
+        "--deletion-costs",
+        action="store_true",
+        help="also the controller.kubernetes.io/pod-deletion-cost each pod of a "
+        "ReplicaSet-owned workload should carry so that scale-downs keep its spread "
+        "(JSON deletionCosts; docs/deletion-costs.md)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         choices=["text", "json", "html"],

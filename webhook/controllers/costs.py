@@ -80,6 +80,7 @@ from webhook.scheduler.placement import spread_eligible_nodes, spread_pre_filter
 __all__ = [
     "COST_ANNOTATION",
     "INT32_MAX",
+    "MARK_ANNOTATION",
     "Counted",
     "costs_from_levels",
     "counted_constraints",
@@ -89,6 +90,8 @@ __all__ = [
 ]
 
 COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+# The cost topospread's keeper wrote last: a cost equal to it is ours to change.
+MARK_ANNOTATION = "topospread.io/deletion-cost"
 INT32_MAX = 2**31 - 1
 # Bits of the 31 a cost has (it stays >= 0) given to each constraint's level.
 _BITS = 31
