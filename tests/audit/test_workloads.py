@@ -395,3 +395,38 @@ def test_cli_text_says_whether_the_spread_holds(
     assert "scale Deployment shop/web: 9 -> 3" in out
     assert "the spread no longer holds: [0] skew 3 > maxSkew 1" in out
     assert "shop/web-6f7c9d-x4k2p (node-a1)" in out
+
+
+def test_html_shows_the_change_escaped() -> None:
+    """The page's section lists the pods with their nodes, the steps and the stall, every
+    string from the cluster escaped."""
+    from webhook.audit.html import audit_page
+
+    doc = {
+        "workloads": [],
+        "violations": 0,
+        "pending": ["shop/<b>x</b>"],
+        "pendingReasons": {},
+        "scaleUp": {},
+        "workloadChanges": [
+            {
+                "workload": "Deployment shop/<script>",
+                "from": 9,
+                "to": 3,
+                "deleted": [{"pod": "shop/<i>p</i>", "node": "n<1>"}],
+                "created": [{"pod": "shop/new", "node": None}],
+            }
+        ],
+        "steps": [
+            {"newReplicas": 3, "oldReplicas": 9, "created": [], "deleted": [], "pending": []}
+        ],
+        "stalled": {"reason": "<pending>", "pending": []},
+        "withDeletionCosts": {"Deployment shop/<script>": [{"skew": 0, "violated": False}]},
+    }
+    page = audit_page(doc)
+    assert "<script>" not in page and "<i>p</i>" not in page
+    assert "Deployment shop/&lt;script&gt;" in page
+    assert "shop/&lt;i&gt;p&lt;/i&gt; (n&lt;1&gt;)" in page
+    assert "shop/new (pending)" in page
+    assert "stalled: &lt;pending&gt;" in page
+    assert "with deletion costs:" in page
