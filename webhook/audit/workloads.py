@@ -592,9 +592,10 @@ def _scale(cluster: _Cluster, scales: Sequence[tuple[Target, int]]) -> WhatIf:
 # ---- rollout -------------------------------------------------------------------------------
 
 
-def template_hash(template: RawObj) -> str:
-    """A stable 10-character name for a template (see the CAVEAT)."""
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).digest()
+def template_hash(template: RawObj, revision: str = "") -> str:
+    """A stable 10-character name for a template and a revision (see the CAVEAT)."""
+    text = json.dumps([template, revision], sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).digest()
     alphabet = "bcdfghjklmnpqrstvwxz2456789"
     return "".join(alphabet[b % len(alphabet)] for b in digest[:10])
 
@@ -639,7 +640,6 @@ def _new_template(cluster: _Cluster, target: Target, file: RawObj | None) -> Raw
         "spec": copy.deepcopy(
             spec(unbound(model)) if model.get("kind") == "Pod" else as_dict(model.get("spec"))
         ),
-        "revision": "next",
     }
 
 
@@ -658,8 +658,8 @@ def _rollout(
     template = _new_template(cluster, target, file)
     if separate:
         template, _ = separated(template)
-    digest = template_hash(template)
-    template.pop("revision", None)
+    # Without FILE the template is the running one: the revision tells the new apart.
+    digest = template_hash(template, "" if file is not None else "next revision")
     new_name = f"{target.name}-{digest}"
     labels = {**as_dict(meta(template).get("labels")), TEMPLATE_HASH: digest}
     model = {
