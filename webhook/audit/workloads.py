@@ -198,6 +198,8 @@ def known_workloads(state: ClusterState, namespace: str) -> list[str]:
 
 def check_target(state: ClusterState, target: Target) -> None:
     """ValueError naming the namespace's workloads when `target` is not one of them."""
+    if (target.kind, target.namespace, target.name) in state.owners:
+        return
     known = known_workloads(state, target.namespace)
     if target.flag not in known:
         listed = ", ".join(known) if known else "none"
@@ -233,7 +235,12 @@ class _Cluster:
         self.settings = settings
         self.now = now
         self.work = state.snapshot.copy()
-        self.alive: dict[str, RawObj] = {pod_key(p): p for p in state.running}
+        self.alive: dict[str, RawObj] = {}
+        # (namespace, controller kind, controller name) -> its live pods by key: what
+        # each controller syncs against, without a scan of every pod.
+        self.by_owner: dict[tuple[str, str, str], dict[str, RawObj]] = {}
+        for p in state.running:
+            self._add(pod_key(p), p)
         self.replacer = Replacer(self.work, settings, self._placed, residents=state.running)
         self.deleted: list[tuple[str, str]] = []
         self.created: list[str] = []
@@ -251,16 +258,25 @@ class _Cluster:
                 "spec": {**spec(obj), "replicas": replicas},
             }
 
+    @staticmethod
+    def _owner_key(pod: RawObj) -> tuple[str, str, str] | None:
+        ref = controller_of(pod)
+        if ref is None:
+            return None
+        return (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))
+
+    def _add(self, key: str, pod: RawObj) -> None:
+        self.alive[key] = pod
+        owner = self._owner_key(pod)
+        if owner is not None:
+            self.by_owner.setdefault(owner, {})[key] = pod
+
     def _placed(self, key: str, bound: RawObj) -> None:
-        self.alive[key] = bound
+        self._add(key, bound)
 
     def pods_of(self, kind: str, namespace: str, name: str) -> list[RawObj]:
         """The live pods `kind/name` controls (bound ones first as read, then new ones)."""
-        return [
-            p
-            for p in self.alive.values()
-            if pod_namespace(p) == namespace and _owned_by(p, kind, name)
-        ]
+        return list(self.by_owner.get((namespace, kind, name), {}).values())
 
     def pending_of(self, kind: str, namespace: str, name: str) -> list[str]:
         return [
@@ -277,6 +293,9 @@ class _Cluster:
                 continue
             self.displaced[key] = self.state.workload_of(pod)
             del self.alive[key]
+            owner = self._owner_key(pod)
+            if owner is not None:
+                self.by_owner.get(owner, {}).pop(key, None)
             node = str(spec(pod).get("nodeName") or "")
             if node:
                 self.work.delete({"kind": "Pod", "metadata": meta(pod)})
@@ -402,17 +421,14 @@ def _replica_sets_of(cluster: _Cluster, target: Target) -> list[tuple[str, RawOb
             and _owned_by(obj, "Deployment", target.name)
         ):
             out[name] = obj
-    for pod in state.running:
-        ref = controller_of(pod)
-        if (
-            ref is not None
-            and ref.get("kind") == "ReplicaSet"
-            and pod_namespace(pod) == target.namespace
-            and state.workload_of(pod) == Workload(target.namespace, "Deployment", target.name)
-        ):
-            out.setdefault(
-                str(ref["name"]), {"kind": "ReplicaSet", "metadata": {"name": ref["name"]}}
-            )
+    # ReplicaSets known only from their pods' references (an owner chain the state
+    # reads to this Deployment).
+    top = Workload(target.namespace, "Deployment", target.name)
+    for (ns, kind, name), pods in cluster.by_owner.items():
+        if kind != "ReplicaSet" or ns != target.namespace or name in out or not pods:
+            continue
+        if state.workload_of(next(iter(pods.values()))) == top:
+            out[name] = {"kind": "ReplicaSet", "metadata": {"name": name}}
     return sorted(out.items())
 
 
@@ -535,9 +551,9 @@ def _scale_statefulset(cluster: _Cluster, target: Target, want: int) -> None:
 
 def _current(cluster: _Cluster, target: Target) -> int:
     owner = cluster.owners.get((target.kind, target.namespace, target.name))
-    w = Workload(target.namespace, target.kind, target.name)
-    running = sum(1 for p in cluster.state.running if cluster.state.workload_of(p) == w)
     if target.kind == "Deployment":
+        rss = _replica_sets_of(cluster, target)
+        running = sum(len(cluster.pods_of("ReplicaSet", target.namespace, n)) for n, _ in rss)
         return _replicas(owner, running)
     direct = len(cluster.pods_of(target.kind, target.namespace, target.name))
     return _replicas(owner, direct)
@@ -697,14 +713,7 @@ def _rollout(
     steps: list[RawObj] = []
 
     def related() -> list[RawObj]:
-        names = {*olds, new_name}
-        return [
-            p
-            for p in cluster.alive.values()
-            if pod_namespace(p) == ns
-            and (controller_of(p) or {}).get("name") in names
-            and (controller_of(p) or {}).get("kind") == "ReplicaSet"
-        ]
+        return [p for name in (*olds, new_name) for p in cluster.pods_of("ReplicaSet", ns, name)]
 
     def sync_new() -> tuple[list[tuple[str, str]], list[str]]:
         pods = cluster.pods_of("ReplicaSet", ns, new_name)
