@@ -430,3 +430,31 @@ def test_html_shows_the_change_escaped() -> None:
     assert "shop/new (pending)" in page
     assert "stalled: &lt;pending&gt;" in page
     assert "with deletion costs:" in page
+
+
+def test_cli_rollout_from_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """FILE supplies the new template, strategy and replicas: Recreate to 6 replicas."""
+    file = json.loads(json.dumps(json.loads(EXAMPLE.read_text())["items"][6]))
+    file["spec"]["replicas"] = 6
+    file["spec"]["strategy"] = {"type": "Recreate"}
+    path = tmp_path / "web-v2.json"
+    path.write_text(json.dumps(file))
+    code, out, _ = run(
+        ["--rollout", f"deploy/shop/web={path}", "--now", "2026-11-27T12:00:00Z", "-o", "json"],
+        capsys,
+    )
+    doc = json.loads(out)
+    (change,) = doc["workloadChanges"]
+    assert (change["from"], change["to"]) == (9, 6)
+    assert len(change["deleted"]) == 9 and len(change["created"]) == 6
+    assert [len(s["deleted"]) for s in doc["steps"]] == [9, 0]
+    assert code == (1 if doc["violations"] else 0)
+
+
+def test_cli_rollout_file_without_a_deployment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(make_pod().obj()))
+    code, out, err = run(["--rollout", f"deploy/shop/web={path}"], capsys)
+    assert code == 2 and out == "" and "holds no Deployment" in err
