@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
+.PHONY: run test lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -64,6 +64,10 @@ bench-audit: $(STAMP)
 # bench-audit with `audit -o html` timed against `-o json` in the same runs.
 bench-report: $(STAMP)
 	$(PY) bench/bench_audit.py --html
+
+# bench-audit's cluster: `audit --deletion-costs` timed against the audit in the same runs.
+bench-costs: $(STAMP)
+	$(PY) bench/bench_audit.py --only audit --costs
 
 # docs/report.png, the README's picture: the demo snapshot's audit page (with --plan),
 # rendered by the headless Chromium the browser tests use.

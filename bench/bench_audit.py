@@ -1,7 +1,7 @@
 """Benchmark of `topospread audit` on a large cluster (a script, not a test).
 
     .venv/bin/python bench/bench_audit.py [--nodes 5000] [--deployments 500] [--pods 150000]
-                                          [--runs 3] [--html]
+                                          [--runs 3] [--html] [--costs]
 
 Generates NODES nodes in 3 zones and DEPLOYMENTS Deployments, each with a ReplicaSet
 owning PODS / DEPLOYMENTS pods placed on nodes at random; half of the apps carry a
@@ -26,8 +26,14 @@ With --html (`make bench-report`) each run also times
   soft-html  `... -o html`                                5,000 domains each)
 
 and reports html/audit and soft-html/soft-json per run (target 1.2) and the size of
-each page (target 5 MB). Finally it applies the plan's moves to the snapshot and audits
-the result: a complete plan must leave 0 violations (exit 1 otherwise).
+each page (target 5 MB). With --costs (`make bench-costs`) each run also times
+
+  costs      `audit --snapshot F --deletion-costs -o json` (the costs of every pod of
+             every constrained Deployment, docs/deletion-costs.md)
+
+and reports costs/audit per run (target 1.5) and checks that every pod of a constrained
+Deployment got a cost (exit 1 otherwise). Finally it applies the plan's moves to the
+snapshot and audits the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
 
 from __future__ import annotations
@@ -244,6 +250,7 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
     parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
     parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
+    parser.add_argument("--costs", action="store_true", help="also time --deletion-costs")
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -275,13 +282,18 @@ def main() -> int:
         commands["html"] = ["audit", "--snapshot", str(snap), "-o", "html"]
         commands["soft-json"] = [*soft, "json"]
         commands["soft-html"] = [*soft, "html"]
+    if args.costs:
+        commands.setdefault("audit", ["audit", "--snapshot", str(snap), "-o", "json"])
+        commands["costs"] = ["audit", "--snapshot", str(snap), "--deletion-costs", "-o", "json"]
     sizes: dict[str, int] = {}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
-    ratios: dict[str, list[float]] = {k: [] for k in commands if k != "simulate"}
+    # costs is compared with audit (below), not with simulate.
+    ratios: dict[str, list[float]] = {k: [] for k in commands if k not in ("simulate", "costs")}
     drills: dict[str, dict[str, Any]] = {}
     loads = []
     plan_doc: dict[str, Any] = {}
+    costs_doc: dict[str, Any] = {}
     audit_doc: dict[str, Any] = {}
     for i in range(args.runs):
         loads.append(os.getloadavg()[0])
@@ -290,6 +302,8 @@ def main() -> int:
             sizes[name] = len(out.encode())
             if name in ("html", "soft-json", "soft-html"):
                 pass
+            elif name == "costs":
+                costs_doc = json.loads(out)
             elif name != "simulate":
                 doc = json.loads(out)
                 if name == "plan":
@@ -319,7 +333,13 @@ def main() -> int:
     )
     for name in commands:
         print(f"{name:>9}: median {med[name]:.2f} s, peak RSS {max(rss[name]):.0f} MiB")
-    target = {"audit": 1.5, "plan": 4.0, "without": 15.0, "unreachable": 15.0, "drain": 3.0}
+    target = {
+        "audit": 1.5,
+        "plan": 4.0,
+        "without": 15.0,
+        "unreachable": 15.0,
+        "drain": 3.0,
+    }
     for name, values in ratios.items():
         print(
             f"{name}/simulate: median ratio {statistics.median(values):.2f} "
@@ -334,13 +354,33 @@ def main() -> int:
                 f"{sizes[page] / 2**20:.2f} MiB, document {sizes[doc] / 2**20:.2f} MiB "
                 f"(target <= 5 MB)"
             )
-    print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
+    if args.costs:
+        each = [c / a for c, a in zip(walls["costs"], walls["audit"], strict=True)]
+        print(
+            f"costs/audit: median ratio {statistics.median(each):.2f} (runs: "
+            f"{', '.join(f'{r:.2f}' for r in each)}; target <= 1.5)"
+        )
+        print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
     for name, doc in drills.items():
         print(
             f"{name}: {len(doc.get('pending', []))} pending, "
             f"{len(doc.get('notRecreated', []))} not recreated, "
             f"{len(doc.get('blocked', {}))} blocked, {doc.get('violations')} violations after"
         )
+    if args.costs:
+        costs = costs_doc.get("deletionCosts", {})
+        per = args.pods // args.deployments
+        constrained = {
+            f"ns-{d % 50}/app-{d}-7d4b9c-{p:05d}"
+            for d in range(0, args.deployments, 2)
+            for p in range(per)
+        }
+        print(f"costs: {len(costs)} pods with a cost, {len(set(costs.values()))} distinct")
+        if set(costs) != constrained:
+            print(
+                f"FAIL: {len(constrained ^ set(costs))} constrained pods without a cost (or extra)"
+            )
+            return 1
     if "plan" not in commands:
         return 0
 

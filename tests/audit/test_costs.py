@@ -287,3 +287,16 @@ def test_cli_without_the_flag_has_no_costs(capsys: Any) -> None:
 def test_html_escapes_pod_names() -> None:
     page = audit_page({"workloads": [], "deletionCosts": {"ns/<b>x</b>": 1}})
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_the_docs_example_is_real_output(capsys: Any) -> None:
+    """docs/deletion-costs.md shows what the command prints on its example snapshot."""
+    doc = (paths.ROOT / "docs" / "deletion-costs.md").read_text()
+    command = "$ topospread audit --snapshot docs/examples/scale-down.json --deletion-costs\n"
+    shown = doc.split(command, 1)[1].split("```", 1)[0]
+    _, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--deletion-costs")
+    assert shown == out
+    json_block = doc.split(command.replace("\n", " -o json\n"), 1)[1].split("```", 1)[0]
+    costs_text = "{" + json_block.split('"deletionCosts": {', 1)[1].split("}", 1)[0] + "}"
+    _, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--deletion-costs", "-o", "json")
+    assert json.loads(costs_text) == json.loads(out)["deletionCosts"]

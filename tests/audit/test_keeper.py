@@ -418,3 +418,28 @@ def test_config_errors(section: Any, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         settings_from_dict({"audit": {"deletionCosts": section}})
     assert str(err.value).startswith(message)
+
+
+def test_watch_flag_turns_the_keeper_on() -> None:
+    """`audit --watch --deletion-costs` (what the install renders) enables the keeper as
+    audit.deletionCosts.enabled does; the config's other keys stay."""
+    from webhook.cli.audit import _watch_settings
+    from webhook.cli.main import build_parser
+
+    base = settings_from_dict({"audit": {"deletionCosts": {"qps": 2, "namespaces": ["shop"]}}})
+    args = build_parser().parse_args(["audit", "--watch", "--in-cluster", "--deletion-costs"])
+    got = _watch_settings(args, base).audit.deletion_costs
+    assert got == DeletionCostSettings(True, ("shop",), 2.0)
+    plain = build_parser().parse_args(["audit", "--watch", "--in-cluster"])
+    assert _watch_settings(plain, base).audit.deletion_costs.enabled is False
+
+
+def test_one_log_line_per_pass(
+    server: FakeApiServer, conn: Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    load(server, *NODES, *workload_pods(["a1", "b1", "c1"]))
+    with caplog.at_level("INFO", logger="topospread.audit.keeper"):
+        keeper_pass(conn)
+    lines = [r.getMessage() for r in caplog.records if r.name == "topospread.audit.keeper"]
+    assert len(lines) == 1
+    assert lines[0].startswith("deletion costs: 3 written of 3 planned (0 already right")

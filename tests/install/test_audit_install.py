@@ -256,6 +256,7 @@ def test_helm_audit_defaults_are_the_manifests_defaults() -> None:
         "reports": d.audit_reports,
         "report": d.audit_report,
         "includeSoft": d.audit_include_soft,
+        "deletionCosts": d.audit_deletion_costs,
         "resources": d.audit_resources,
     }
 

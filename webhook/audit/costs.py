@@ -13,9 +13,10 @@ revision counts alone, as the scheduler counts it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
-from webhook.api.kube import RawObj, pod_namespace
+from webhook.api.kube import RawObj, pod_namespace, spec
 from webhook.audit.inventory import ClusterState, Workload, controller_of
 from webhook.config import Settings
 from webhook.controllers.costs import replicaset_costs
@@ -32,25 +33,34 @@ _GroupKey = tuple[str, str, str]
 def _groups(
     state: ClusterState, pods: Iterable[RawObj], only: Workload | None = None
 ) -> dict[Workload, dict[_GroupKey, list[RawObj]]]:
-    out: dict[Workload, dict[_GroupKey, list[RawObj]]] = {}
+    by_controller: dict[_GroupKey, list[RawObj]] = {}
     for pod in pods:
+        if not spec(pod).get("topologySpreadConstraints"):
+            continue  # no costs for it (a ReplicaSet's pods share one template)
         ref = controller_of(pod)
         if ref is None or ref.get("kind") not in DELETING_CONTROLLERS:
             continue
-        workload = state.workload_of(pod)
-        if only is not None and workload != only:
-            continue
         key = (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))
-        out.setdefault(workload, {}).setdefault(key, []).append(pod)
+        by_controller.setdefault(key, []).append(pod)
+    out: dict[Workload, dict[_GroupKey, list[RawObj]]] = {}
+    for key, members in by_controller.items():
+        workload = state.workload_of(members[0])  # the same for every pod of its controller
+        if only is None or workload == only:
+            out.setdefault(workload, {})[key] = members
     return out
 
 
 def _costs(
-    state: ClusterState, groups: dict[_GroupKey, list[RawObj]], settings: Settings
+    state: ClusterState,
+    groups: dict[_GroupKey, list[RawObj]],
+    settings: Settings,
+    eligible: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     out: dict[str, int] = {}
     for key in sorted(groups):
-        out.update(replicaset_costs(groups[key], state.snapshot, settings.spread))
+        out.update(
+            replicaset_costs(groups[key], state.snapshot, settings.spread, eligible_cache=eligible)
+        )
     return dict(sorted(out.items()))
 
 
@@ -62,11 +72,19 @@ def workload_costs(state: ClusterState, workload: Workload, settings: Settings) 
     return _costs(state, groups, settings)
 
 
-def all_costs(state: ClusterState, settings: Settings) -> dict[Workload, dict[str, int]]:
-    """workload_costs for every workload that has costs, sorted by workload."""
+def all_costs(
+    state: ClusterState, settings: Settings, *, namespaces: Collection[str] | None = None
+) -> dict[Workload, dict[str, int]]:
+    """workload_costs for every workload that has costs (in `namespaces` only, when
+    given), sorted by workload."""
     out: dict[Workload, dict[str, int]] = {}
-    for workload, groups in sorted(_groups(state, state.running).items()):
-        costs = _costs(state, groups, settings)
+    eligible: dict[str, Any] = {}  # nodes do not change during the call
+    pods: Iterable[RawObj] = state.running
+    if namespaces is not None:
+        wanted = set(namespaces)
+        pods = [p for p in state.running if pod_namespace(p) in wanted]
+    for workload, groups in sorted(_groups(state, pods).items()):
+        costs = _costs(state, groups, settings, eligible)
         if costs:
             out[workload] = costs
     return out

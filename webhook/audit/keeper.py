@@ -275,9 +275,9 @@ class CostKeeper:
         the API server's answers."""
         started = self._timer()
         outcome = KeeperOutcome()
-        writes, foreign = plan_writes(
-            state, _merged(all_costs(state, settings)), self.config.namespaces
-        )
+        namespaces = self.config.namespaces
+        costs = _merged(all_costs(state, settings, namespaces=namespaces))
+        writes, foreign = plan_writes(state, costs, namespaces)
         if limit is None:
             interval = settings.audit.interval_seconds
             limit = max(1, int(self.config.qps * interval / 2)) if interval > 0 else len(writes)
@@ -307,18 +307,18 @@ class CostKeeper:
                 break
         seconds = self._timer() - started
         log.info(
-            "deletion costs: %d to write, %d written, %d unchanged, %d left alone (%d "
-            "set by someone else), %d conflicts, %d gone, %d errors, %d for the next "
-            "pass (%.1f s)%s",
-            outcome.planned,
+            "deletion costs: %d written of %d planned (%d already right, %d set by someone "
+            "else meanwhile, %d conflicts, %d gone, %d errors), %d for the next pass, %d "
+            "pods carry someone else's cost (%.1f s)%s",
             outcome.count("written"),
+            outcome.planned,
             outcome.count("unchanged"),
             outcome.count("left_alone"),
-            foreign_count,
             outcome.count("conflict"),
             outcome.count("gone"),
             outcome.count("error") + outcome.count("throttled"),
             outcome.deferred,
+            foreign_count,
             seconds,
             f"; ended: {ended}" if ended else "",
         )

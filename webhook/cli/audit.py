@@ -226,6 +226,11 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
             include_soft=audit.include_soft or args.include_soft,
             reports=getattr(args, "reports", None) or audit.reports,
             report=audit.report or getattr(args, "report", False),
+            # --deletion-costs with --watch: keep them (the RBAC the install gave).
+            deletion_costs=replace(
+                audit.deletion_costs,
+                enabled=audit.deletion_costs.enabled or getattr(args, "deletion_costs", False),
+            ),
         ),
     )
 

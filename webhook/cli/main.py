@@ -498,6 +498,12 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "--cert-manager", action="store_true", help="let cert-manager issue and inject the CA"
     )
     p.add_argument("--image", metavar="IMAGE", help="container image (default topospread:VERSION)")
+    p.add_argument(
+        "--deletion-costs",
+        action="store_true",
+        help="also the audit Deployment with the deletion-cost keeper: get and patch on pods "
+        "(docs/deletion-costs.md)",
+    )
 
     # ---- version
     p = add("version", _version, "Print the version.", "example:\n  {prog} version\n")

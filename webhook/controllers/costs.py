@@ -66,6 +66,7 @@ inputs (a ReplicaSet's pods come from one template).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -104,8 +105,9 @@ class Counted:
     """One constraint as it counts one ReplicaSet's pods.
 
     domain_of: pod key -> its domain, for the ReplicaSet's pods the constraint counts
-    (absent: not counted); floors: every eligible domain -> the matching pods there
-    that the ReplicaSet cannot delete (other workloads', other ReplicaSets').
+    (absent: not counted); floors: eligible domain -> the matching pods there that the
+    ReplicaSet cannot delete (other workloads', other ReplicaSets'), at least for every
+    domain of domain_of (absent: 0).
     """
 
     topology_key: str
@@ -133,12 +135,15 @@ def _ready(pod: RawObj) -> bool:
 def stack_order(pods: Iterable[RawObj]) -> list[str]:
     """The pods' keys from the bottom of a stack (kept longest) to its top (deleted
     first): Ready before not Ready, then older first (creationTimestamp, then name)."""
+    return _stack([(_key(p), p) for p in pods])
 
-    def rank(pod: RawObj) -> tuple[int, str, str]:
-        created = meta(pod).get("creationTimestamp")
-        return (0 if _ready(pod) else 1, created if isinstance(created, str) else "", _key(pod))
 
-    return [_key(p) for p in sorted(pods, key=rank)]
+def _stack(keyed: Iterable[tuple[str, RawObj]]) -> list[str]:
+    def rank(kp: tuple[str, RawObj]) -> tuple[int, str, str]:
+        created = meta(kp[1]).get("creationTimestamp")
+        return (0 if _ready(kp[1]) else 1, created if isinstance(created, str) else "", kp[0])
+
+    return [key for key, _ in sorted(keyed, key=rank)]
 
 
 def levels(order: Sequence[str], counted: Counted) -> dict[str, int | None]:
@@ -191,15 +196,46 @@ def _constraints(pod: RawObj, action: str) -> list[RawObj]:
     return [c for c in raw if isinstance(c, dict) and c.get("whenUnsatisfiable") == action]
 
 
+def _eligibility_key(asked: RawObj) -> str:
+    """What decides the nodes a constraint group includes: the constraints but their
+    selectors, and the pod's node inclusion inputs (not its labels or namespace)."""
+    s = spec(asked)
+    constraints = [
+        {k: v for k, v in c.items() if k not in ("labelSelector", "matchLabelKeys")}
+        for c in s.get("topologySpreadConstraints") or []
+        if isinstance(c, dict)
+    ]
+    affinity = as_dict(as_dict(s.get("affinity")).get("nodeAffinity"))
+    return json.dumps(
+        [
+            constraints,
+            s.get("nodeSelector"),
+            affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+            s.get("tolerations"),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
 def _counted(
-    pods: Sequence[RawObj], asked: RawObj, snapshot: Snapshot, args: SpreadArgs
+    pods: Sequence[tuple[str, RawObj]],
+    asked: RawObj,
+    snapshot: Snapshot,
+    args: SpreadArgs,
+    eligible_cache: dict[str, Any] | None,
 ) -> list[Counted] | None:
-    """The constraints of `asked` (all DoNotSchedule), each counting `pods`; None when
-    the scheduler cannot read them (its PreFilter error)."""
+    """The constraints of `asked` (all DoNotSchedule), each counting `pods` ((key, pod)
+    pairs); None when the scheduler cannot read them (its PreFilter error)."""
     state = spread_pre_filter(asked, snapshot, args)
     if isinstance(state, Status):
         return None
-    eligible = spread_eligible_nodes(asked, snapshot, args)
+    cache_key = _eligibility_key(asked) if eligible_cache is not None else ""
+    eligible = eligible_cache.get(cache_key) if eligible_cache is not None else None
+    if eligible is None:
+        eligible = spread_eligible_nodes(asked, snapshot, args)
+        if eligible_cache is not None:
+            eligible_cache[cache_key] = eligible
     if isinstance(eligible, Status):
         return None
     namespace = pod_namespace(asked)
@@ -209,33 +245,53 @@ def _counted(
         counts = state.tp_value_to_match_num[j]
         domain_of: dict[str, str] = {}
         ours: dict[str, int] = {}
-        for pod in pods:
+        # A ReplicaSet's pods share their labels' object (inventory): match it once.
+        matched: dict[int, bool] = {}
+        for key, pod in pods:
             node = spec(pod).get("nodeName")
             domain = node_domain.get(node) if isinstance(node, str) else None
-            if (
-                domain is None
-                or domain not in counts
-                or c.counts_nothing
-                or pod_namespace(pod) != namespace
-                or not c.matches(pod_labels(pod))
-            ):
+            if domain is None or domain not in counts or c.counts_nothing:
                 continue
-            domain_of[_key(pod)] = domain
+            labels = meta(pod).get("labels")
+            hit = matched.get(id(labels))
+            if hit is None:
+                hit = matched[id(labels)] = pod_namespace(pod) == namespace and c.matches(
+                    pod_labels(pod)
+                )
+            if not hit:
+                continue
+            domain_of[key] = domain
             ours[domain] = ours.get(domain, 0) + 1
-        floors = {d: max(0, n - ours.get(d, 0)) for d, n in counts.items()}
+        # Only the domains holding its pods: a hostname constraint has thousands.
+        floors = {d: max(0, counts[d] - n) for d, n in ours.items()}
         out.append(Counted(c.topology_key, domain_of, floors))
     return out
 
 
 def counted_constraints(
-    pods: Sequence[RawObj], snapshot: Snapshot, args: SpreadArgs = _DEFAULT_ARGS
+    pods: Sequence[RawObj],
+    snapshot: Snapshot,
+    args: SpreadArgs = _DEFAULT_ARGS,
+    *,
+    eligible_cache: dict[str, Any] | None = None,
 ) -> list[Counted]:
     """The constraints of the ReplicaSet's oldest pod in priority order (DoNotSchedule,
     then ScheduleAnyway, each in spec order), each counting `pods` as the scheduler
-    counts for one more such pod. A group the scheduler cannot read is left out."""
-    if not pods:
+    counts for one more such pod. A group the scheduler cannot read is left out.
+    `eligible_cache`: a dict kept across calls on one snapshot (the eligible nodes of
+    equal node inclusion inputs are asked once)."""
+    return _counted_constraints([(_key(p), p) for p in pods], snapshot, args, eligible_cache)
+
+
+def _counted_constraints(
+    keyed: Sequence[tuple[str, RawObj]],
+    snapshot: Snapshot,
+    args: SpreadArgs,
+    eligible_cache: dict[str, Any] | None,
+) -> list[Counted]:
+    if not keyed:
         return []
-    first = min(pods, key=lambda p: (str(meta(p).get("creationTimestamp") or ""), _key(p)))
+    first = min(keyed, key=lambda kp: (str(meta(kp[1]).get("creationTimestamp") or ""), kp[0]))[1]
     out: list[Counted] = []
     for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
         picked = _constraints(first, action)
@@ -250,19 +306,25 @@ def counted_constraints(
                 ],
             },
         }
-        group = _counted(pods, asked, snapshot, args)
+        group = _counted(keyed, asked, snapshot, args, eligible_cache)
         if group is not None:
             out.extend(group)
     return out
 
 
 def replicaset_costs(
-    pods: Sequence[RawObj], snapshot: Snapshot, args: SpreadArgs = _DEFAULT_ARGS
+    pods: Sequence[RawObj],
+    snapshot: Snapshot,
+    args: SpreadArgs = _DEFAULT_ARGS,
+    *,
+    eligible_cache: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     """The deletion cost of each of one ReplicaSet's running pods (see the module
-    docstring); {} when its pods carry no topologySpreadConstraints."""
-    counted = counted_constraints(pods, snapshot, args)
+    docstring); {} when its pods carry no topologySpreadConstraints. `eligible_cache`:
+    as counted_constraints'."""
+    keyed = [(_key(p), p) for p in pods]
+    counted = _counted_constraints(keyed, snapshot, args, eligible_cache)
     if not counted:
         return {}
-    order = stack_order(pods)
+    order = _stack(keyed)
     return costs_from_levels([levels(order, c) for c in counted])

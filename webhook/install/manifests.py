@@ -18,7 +18,9 @@ adds the PolicyReport verbs to that role and `--policy-reports` to the command;
 instead (or as well) and adds `--reports`; `audit_report=True` adds `--report` (the
 HTML page /report on the metrics port, no RBAC). The kustomize tree has them as
 audit/, audit-policyreports/, audit-openreports/ and audit-report/
-(docs/audit-server.md).
+(docs/audit-server.md). `audit_deletion_costs=True` adds get and patch on pods and
+`--deletion-costs` (the deletion-cost keeper, docs/deletion-costs.md): overlay
+audit-deletion-costs/, Helm value audit.deletionCosts, `manifests --deletion-costs`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import base64
 import copy
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -154,6 +156,8 @@ POLICY_REPORT_RULE: RawObj = {
     "resources": ["policyreports"],
     "verbs": ["get", "list", "create", "update", "delete"],
 }
+# Exactly what webhook.audit.keeper sends: GET of one pod, then PATCH of its annotations.
+DELETION_COST_RULE: RawObj = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}
 # The same verbs on openreports.io/v1alpha1 Reports (audit.reports openreports or both).
 OPEN_REPORT_RULE: RawObj = {
     "apiGroups": ["openreports.io"],
@@ -210,6 +214,8 @@ class Install:
     # audit.report: serve the HTML page /report on the metrics port.
     audit_report: bool = False
     audit_include_soft: bool = False
+    # The deletion-cost keeper (audit.deletionCosts): get and patch on pods.
+    audit_deletion_costs: bool = False
     audit_interval_seconds: int = AUDIT_INTERVAL_SECONDS
     audit_resources: RawObj = field(default_factory=lambda: copy.deepcopy(AUDIT_RESOURCES))
 
@@ -294,6 +300,8 @@ def audit_command(opt: Install) -> list[str]:
             command.extend(["--reports", opt.audit_reports])
     if opt.audit_report:
         command.append("--report")
+    if opt.audit_deletion_costs:
+        command.append("--deletion-costs")
     return command
 
 
@@ -303,6 +311,8 @@ def audit_objects(opt: Install) -> list[RawObj]:
     rules = copy.deepcopy(AUDIT_ROLE_RULES)
     if opt.audit_policy_reports:
         rules.extend(copy.deepcopy(REPORT_RULES[opt.audit_reports]))
+    if opt.audit_deletion_costs:
+        rules.append(copy.deepcopy(DELETION_COST_RULE))
     selector = {"app.kubernetes.io/name": AUDIT_NAME}
     container: RawObj = {
         "name": "audit",
@@ -866,6 +876,16 @@ def kustomize_files(root: str = "deploy/kustomize") -> dict[str, str]:
     out["audit-report/kustomization.yaml"] = header + _kustomization(
         {"resources": ["../audit"], "patches": [_audit_command_patch("--report")]}
     )
+    # audit-deletion-costs/: get and patch on pods, `--deletion-costs` (the keeper).
+    out["audit-deletion-costs/kustomization.yaml"] = header + _kustomization(
+        {
+            "resources": ["../audit"],
+            "patches": [
+                _audit_patch("ClusterRole", [("/rules/-", copy.deepcopy(DELETION_COST_RULE))]),
+                _audit_command_patch("--deletion-costs"),
+            ],
+        }
+    )
     return out
 
 
@@ -938,21 +958,25 @@ def cli_manifests(args: argparse.Namespace) -> int:
     cert_manager = bool(getattr(args, "cert_manager", False))
     if sum(x is not None and x is not False for x in (cert_dir, ca_file, cert_manager)) != 1:
         raise InputError("give exactly one of --cert-dir DIR, --ca-bundle FILE, --cert-manager")
+    # --deletion-costs: the audit Deployment with the deletion-cost keeper and its RBAC.
+    keeper = bool(getattr(args, "deletion_costs", False))
     opt = Install(
         namespace=namespace,
         image=getattr(args, "image", None) or DEFAULT_IMAGE,
         cert_manager=cert_manager,
+        audit=keeper,
+        audit_deletion_costs=keeper,
     )
     if cert_dir is not None:
         d = Path(cert_dir)
         tls = {n: _read(d / n) for n in (TLS_CERT, TLS_KEY, CA_CERT)}
         _certificate(tls[CA_CERT], d / CA_CERT)
         _check_serving_names(_certificate(tls[TLS_CERT], d / TLS_CERT), d / TLS_CERT, namespace)
-        opt = Install(namespace=namespace, image=opt.image, ca_bundle=tls[CA_CERT], tls=tls)
+        opt = replace(opt, ca_bundle=tls[CA_CERT], tls=tls)
     elif ca_file is not None:
         pem = _read(Path(ca_file))
         _certificate(pem, Path(ca_file))
-        opt = Install(namespace=namespace, image=opt.image, ca_bundle=pem)
+        opt = replace(opt, ca_bundle=pem)
     sys.stdout.write(to_yaml(render(opt)))
     return 0
 
