@@ -358,7 +358,10 @@ def test_cli_rollout_json(capsys: pytest.CaptureFixture[str]) -> None:
             ["--scale", "deploy/shop/nope=3"],
             "the workloads of namespace 'shop': deployment/shop/web, replicaset/shop/web-6f7c9d",
         ),
-        (["--scale", "deploy/shop/web=-1"], "N must be a whole number"),
+        (
+            ["--scale", "deploy/shop/web=-1"],
+            "got '-1'; the workloads of namespace 'shop': deployment/shop/web",
+        ),
         (["--scale", "job/shop/web=1"], "unknown kind"),
         (["--rollout", "sts/shop/web"], "a rollout is a Deployment's"),
         (["--now", "tomorrow", "--scale", "deploy/shop/web=1"], "--now"),

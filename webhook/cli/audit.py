@@ -43,6 +43,7 @@ from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
 from webhook.audit.workloads import (
     WorkloadRequest,
     check_target,
+    known_workloads,
     parse_rollout,
     parse_scale,
 )
@@ -119,15 +120,38 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
         now = parsed
         if not scales and rollout is None:
             raise InputError("--now is the controllers' clock: give it with --scale or --rollout")
+    flag, value = ("--rollout", rollout) if rollout is not None else ("--scale", "")
     try:
         if rollout is not None:
             target, path = parse_rollout(rollout)
             return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
+        for value in scales:
+            parse_scale(value)
         if scales:
             return WorkloadRequest(scales=[parse_scale(s) for s in scales], now=now)
     except ValueError as exc:
-        raise InputError(f"--{'rollout' if rollout is not None else 'scale'}: {exc}") from exc
+        parts = value.split("/")
+        namespace = parts[1] if len(parts) >= 3 and parts[1] else None
+        raise BadWorkload(f"{flag}: {exc}", namespace) from exc
     return None
+
+
+class BadWorkload(InputError):
+    """A malformed --scale or --rollout value; `namespace`: the namespace it names, if
+    it names one (the usage error then lists that namespace's workloads)."""
+
+    def __init__(self, message: str, namespace: str | None) -> None:
+        super().__init__(message)
+        self.namespace = namespace
+
+
+def _with_workloads_of(exc: BadWorkload, args: argparse.Namespace) -> InputError:
+    """The usage error naming the workloads of the namespace the bad value names."""
+    if exc.namespace is None:
+        return exc
+    known = known_workloads(read_state(args, sys.stderr), exc.namespace)
+    listed = ", ".join(known) if known else "none"
+    return InputError(f"{exc}; the workloads of namespace {exc.namespace!r}: {listed}")
 
 
 def _deployment_file(path: str | None) -> RawObj | None:
@@ -158,7 +182,10 @@ def cli_audit(args: argparse.Namespace) -> int:
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)
     drill = _drill(args)
-    workloads = _workload_request(args)
+    try:
+        workloads = _workload_request(args)
+    except BadWorkload as exc:
+        raise _with_workloads_of(exc, args) from exc
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
         if workloads is not None:
