@@ -8,7 +8,9 @@ TestNewRSNewReplicas, TestMaxUnavailable.
 Differences from upstream's assertions: reconcileOldReplicaSets' table carries an
 expected old size that upstream's loop never checks; here it is checked.
 GetProportion and getReplicaSetFraction have no table of their own upstream; TestScale
-exercises them, and a few boundary cases follow.
+exercises them, and a few boundary cases follow. TestScale's "failed rs update" case
+(an update that fails on a fake client) is checked by the sizes it expects; no update
+fails here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from webhook.controllers.deployment import (
     RECREATE,
@@ -499,3 +503,49 @@ def test_recreate_scales_every_old_replica_set_to_zero() -> None:
     assert scale_down_old_replica_sets_for_recreate(old, DeploymentSpec(3, RECREATE))
     assert [r.replicas for r in old] == [0, 0]
     assert not scale_down_old_replica_sets_for_recreate(old, DeploymentSpec(3, RECREATE))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    replicas=st.integers(min_value=0, max_value=40),
+    surge=st.one_of(
+        st.integers(min_value=0, max_value=10), st.sampled_from(["0%", "10%", "25%", "50%", "100%"])
+    ),
+    unavailable=st.one_of(
+        st.integers(min_value=0, max_value=10), st.sampled_from(["0%", "10%", "25%", "50%", "100%"])
+    ),
+    old_sizes=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=3),
+)
+def test_a_rolling_update_stays_within_its_fenceposts_and_completes(
+    replicas: int, surge: IntOrPercent, unavailable: IntOrPercent, old_sizes: list[int]
+) -> None:
+    """Played sync after sync with every pod available as soon as it exists: no step
+    exceeds replicas + maxSurge pods once the old ones fit under it, none drops below
+    replicas - maxUnavailable available pods once reached, and the rollout ends with
+    the new ReplicaSet at full size and every old one at 0."""
+    d = DeploymentSpec(replicas, ROLLING, surge, unavailable)
+    olds = [
+        ReplicaSetState(f"old-{i}", n, n, datetime(2026, 1, i + 1, tzinfo=UTC))
+        for i, n in enumerate(old_sizes)
+    ]
+    new = ReplicaSetState("new", 0, 0, datetime(2026, 2, 1, tzinfo=UTC))
+    most = replicas + max_surge(d)
+    least = replicas - max_unavailable(d)
+    total = sum(old_sizes)
+    for _ in range(200):
+        everything = [*olds, new]
+        if reconcile_new_replica_set(everything, new, d):
+            new.available = new.replicas
+        elif not reconcile_old_replica_sets(everything, [o for o in olds if o.replicas], new, d):
+            break
+        for o in olds:
+            o.available = min(o.available, o.replicas)
+        now_total = new.replicas + sum(o.replicas for o in olds)
+        if total <= most:
+            assert now_total <= most
+        available = new.available + sum(o.available for o in olds)
+        if sum(old_sizes) >= least:
+            assert available >= min(least, sum(old_sizes))
+        total = now_total
+    assert new.replicas == replicas
+    assert all(o.replicas == 0 for o in olds)
