@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load fuzz audit lock certs \
+.PHONY: run test lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -91,6 +91,11 @@ bench-preempt: $(STAMP)
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py
+
+# The workload drills (--scale, --rollout) on the audit benchmark's cluster
+# (docs/workloads.md).
+bench-workloads: $(STAMP)
+	$(PY) bench/bench_workloads.py
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/test_fuzz.py

@@ -407,7 +407,10 @@ def test_an_ipv6_metrics_bind_is_read() -> None:
     ("argv", "message"),
     [
         (["--plan"], "--plan and the drills (--without-nodes, "),
-        (["--without-nodes", "zone=a"], "--unreachable-nodes, --drain-nodes) are for a one-shot"),
+        (["--without-nodes", "zone=a"], "--drain-nodes, --scale, --rollout) are for a one-shot"),
+        (["--scale", "deploy/shop/web=1"], "are for a one-shot audit"),
+        (["--rollout", "deploy/shop/web"], "are for a one-shot audit"),
+        (["--now", "2026-11-27T12:00:00Z"], "are for a one-shot audit"),
         (["--unreachable-nodes", "zone=a"], "are for a one-shot audit"),
         (["--drain-nodes", "zone=a"], "are for a one-shot audit"),
         (["--snapshot", "-"], "give a file"),

@@ -484,7 +484,77 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
             body.append(f"<h2>{head}</h2>{cards}")
     if "deletionCosts" in doc:
         body.append(_deletion_costs(doc))
+    if "workloadChanges" in doc:
+        # Right under the header: what the drill changed comes before what it left.
+        body.insert(4, _workload_changes(doc))
     return _page("topospread audit", body)
+
+
+def _verdict(entries: Any) -> str:
+    held = not any(_dict(e).get("violated") is True for e in _list(entries))
+    skew = max((_int(_dict(e).get("skew")) for e in _list(entries)), default=0)
+    word = '<span class="good">holds</span>' if held else '<span class="bad">violated</span>'
+    return f"{word} (largest skew {skew})"
+
+
+def _workload_changes(doc: Mapping[str, Any]) -> str:
+    """The workload drills (--scale, --rollout): per changed workload the pods deleted
+    and created with their nodes, the comparisons, and a rollout's steps and stall."""
+    rollout = "steps" in doc
+    out = [f"<h2>{'Rollout' if rollout else 'Scale'}</h2>"]
+    costs = _dict(doc.get("withDeletionCosts"))
+    revisions = _dict(doc.get("withSeparateRevisions"))
+    for raw in _list(doc.get("workloadChanges")):
+        change = _dict(raw)
+        name = str(change.get("workload", ""))
+        out.append(
+            f'<section class="workload-change"><h3><code>{_e(name)}</code>: '
+            f"{_int(change.get('from'))} → {_int(change.get('to'))}</h3>"
+        )
+        for key, what in (("deleted", "deleted"), ("created", "created")):
+            rows = [
+                f"{_dict(e).get('pod', '')} ({_dict(e).get('node') or 'pending'})"
+                for e in _list(change.get(key))
+            ]
+            if rows:
+                out.append(f"<p>{_n(len(rows), 'pod')} {what}</p>{_names(rows, 'pod')}")
+        if name in costs:
+            out.append(f"<p>with deletion costs: {_verdict(costs[name])}</p>")
+        if name in revisions:
+            entry = _dict(revisions[name])
+            stalls = ", stalls" if entry.get("stalled") is True else ""
+            out.append(
+                "<p>with <code>pod-template-hash</code> in matchLabelKeys: "
+                f"{_verdict(entry.get('constraints'))}{stalls}</p>"
+            )
+        out.append("</section>")
+    if rollout:
+        table = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{v}</td>"
+                for v in (
+                    i + 1,
+                    _int(_dict(st).get("newReplicas")),
+                    _int(_dict(st).get("oldReplicas")),
+                    len(_list(_dict(st).get("created"))),
+                    len(_list(_dict(st).get("deleted"))),
+                    len(_list(_dict(st).get("pending"))),
+                )
+            )
+            + "</tr>"
+            for i, st in enumerate(_list(doc.get("steps"))[:ROWS])
+        )
+        out.append(
+            '<div class="table"><table><thead><tr><th>step</th><th>new</th><th>old</th>'
+            "<th>created</th><th>deleted</th><th>pending</th></tr></thead>"
+            f"<tbody>{table}</tbody></table></div>"
+        )
+        stalled = doc.get("stalled")
+        if isinstance(stalled, dict):
+            out.append(f'<p class="bad">stalled: {_e(stalled.get("reason", ""))}</p>')
+    return "".join(out)
+
 
 
 def _deletion_costs(doc: Mapping[str, Any]) -> str:

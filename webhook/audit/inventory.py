@@ -130,6 +130,7 @@ def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:
 _POD_META = (
     "name",
     "namespace",
+    "uid",
     "labels",
     "ownerReferences",
     "deletionTimestamp",
@@ -197,6 +198,28 @@ def _ready_status(status: RawObj) -> str | None:
     return None
 
 
+def _restart_counts(status: RawObj) -> tuple[RawObj, ...]:
+    """The container statuses' names and restart counts, those that restarted only
+    (what a controller's deletion order reads)."""
+    out: list[RawObj] = []
+    for field_name in ("containerStatuses", "initContainerStatuses"):
+        statuses = status.get(field_name)
+        for c in statuses if isinstance(statuses, list) else ():
+            n = c.get("restartCount") if isinstance(c, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                out.append({"field": field_name, "name": c.get("name"), "restartCount": n})
+    return tuple(out)
+
+
+def _ready_since(status: RawObj) -> str | None:
+    conditions = status.get("conditions")
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True":
+            since = c.get("lastTransitionTime")
+            return since if isinstance(since, str) else None
+    return None
+
+
 def _kept_status(status: RawObj) -> RawObj | None:
     phase = status.get("phase")
     ready = _ready_status(status)
@@ -204,13 +227,25 @@ def _kept_status(status: RawObj) -> RawObj | None:
         return None
     if phase is not None and not isinstance(phase, str):
         return {"phase": phase}  # malformed: kept as read, never shared
+    since = _ready_since(status)
+    restarts = _restart_counts(status)
     key = (phase, ready)
-    kept = _STATUSES.get(key)
+    kept = _STATUSES.get(key) if since is None and not restarts else None
     if kept is None:
         kept = {} if phase is None else {"phase": sys.intern(phase)}
         if ready is not None:
-            kept["conditions"] = [{"type": "Ready", "status": ready}]
-        _STATUSES[key] = kept
+            condition: RawObj = {"type": "Ready", "status": ready}
+            if since is not None:
+                # What a controller's deletion order reads: such a status is the pod's
+                # own, not shared.
+                condition["lastTransitionTime"] = since
+            kept["conditions"] = [condition]
+        for r in restarts:
+            kept.setdefault(r["field"], []).append(
+                {"name": r["name"], "restartCount": r["restartCount"]}
+            )
+        if since is None and not restarts:
+            _STATUSES[key] = kept
     return kept
 
 
@@ -237,19 +272,49 @@ def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> 
     return out
 
 
+# What the workload drills read of a controller besides its scale: the Deployment
+# controller's strategy and template, a ReplicaSet's age and revision annotations, a
+# StatefulSet's template and ordinals (webhook/audit/workloads.py).
+_OWNER_SPEC = {
+    "Deployment": ("strategy", "template", "minReadySeconds"),
+    "StatefulSet": ("template", "ordinals", "podManagementPolicy"),
+    "ReplicaSet": ("template",),
+    "ReplicationController": ("template",),
+}
+_OWNER_ANNOTATIONS = (
+    "deployment.kubernetes.io/revision",
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+)
+
+
 def _owner_view(obj: RawObj) -> RawObj:
     """An owner's identity, its owner references and its scale (spec.replicas: what the
-    disruption controller reads as a controller's expected pods)."""
+    disruption controller reads as a controller's expected pods); for the workload
+    controllers, what their drills read (_OWNER_SPEC)."""
     meta = meta_of(obj)
     out: RawObj = {
         "kind": obj.get("kind"),
         "metadata": {
-            k: meta[k] for k in ("name", "namespace", "uid", "ownerReferences") if k in meta
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "ownerReferences", "creationTimestamp")
+            if k in meta
         },
     }
-    replicas = as_dict(obj.get("spec")).get("replicas")
+    annotations = as_dict(meta.get("annotations"))
+    kept = {k: annotations[k] for k in _OWNER_ANNOTATIONS if k in annotations}
+    if kept:
+        out["metadata"]["annotations"] = kept
+    full = as_dict(obj.get("spec"))
+    owner_spec: RawObj = {}
+    replicas = full.get("replicas")
     if isinstance(replicas, int) and not isinstance(replicas, bool):
-        out["spec"] = {"replicas": replicas}
+        owner_spec["replicas"] = replicas
+    for k in _OWNER_SPEC.get(str(obj.get("kind")), ()):
+        if k in full:
+            owner_spec[k] = full[k]
+    if owner_spec:
+        out["spec"] = owner_spec
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from webhook.audit.drills import HonorComparison
 from webhook.audit.plan import Plan
 from webhook.audit.spread import ConstraintSpread, WorkloadSpread
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, WhatIf
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, WORKLOAD, WhatIf
 from webhook.scheduler.scaleup import Diagnosis
 
 __all__ = ["BAR_WIDTH", "AuditReport", "render_text", "scale_up_json", "scale_up_text"]
@@ -51,13 +51,16 @@ class AuditReport:
     """spreads: every audited workload; plan: with --plan; drill: with a drill (then
     `spreads` are of the state after it); before: the spreads before the drill;
     honor: after an outage, per workload with pending pods, those pods placed again
-    with nodeTaintsPolicy: Honor."""
+    with nodeTaintsPolicy: Honor; deletion_costs, separate_revisions: a workload
+    drill's comparisons (`withDeletionCosts`, `withSeparateRevisions`)."""
 
     spreads: list[WorkloadSpread]
     plan: Plan | None = None
     drill: WhatIf | None = None
     before: list[WorkloadSpread] | None = None
     honor: dict[str, HonorComparison] | None = None
+    deletion_costs: dict[str, list[Any]] | None = None
+    separate_revisions: dict[str, Any] | None = None
 
     def before_domains(self) -> dict[str, dict[str, int]]:
         """entry_key -> the entry's domains before the drill (the first such entry)."""
@@ -97,6 +100,11 @@ class AuditReport:
                 out["removedNodes"] = list(drill.removed)
             elif drill.kind == UNREACHABLE:
                 out["unreachableNodes"] = list(drill.removed)
+            elif drill.kind == WORKLOAD:
+                out["workloadChanges"] = drill.workload_changes
+                if drill.steps is not None:
+                    out["steps"] = drill.steps
+                    out["stalled"] = drill.stalled
             else:
                 out["drainedNodes"] = list(drill.drained)
                 out["blocked"] = dict(drill.blocked)
@@ -110,6 +118,10 @@ class AuditReport:
             out["scaleUp"] = scale_up_json(drill.pending, drill.scale_up)
             if self.honor is not None:
                 out["withHonor"] = {w: h.to_json() for w, h in self.honor.items()}
+            if self.deletion_costs is not None:
+                out["withDeletionCosts"] = self.deletion_costs
+            if self.separate_revisions is not None:
+                out["withSeparateRevisions"] = self.separate_revisions
         return out
 
 
@@ -244,9 +256,71 @@ def _drill_head(drill: WhatIf) -> list[str]:
     ]
 
 
+def _pod_list(entries: list[Any]) -> str:
+    shown = [f"{e['pod']} ({e['node'] or 'pending'})" for e in entries[:NAMED_PENDING]]
+    more = len(entries) - NAMED_PENDING
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _workload_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
+    """A workload drill: per changed workload what went and came, its constraints'
+    domains before -> after, and whether its spread still holds."""
+    out: list[str] = []
+    after: dict[str, list[ConstraintSpread]] = {
+        str(w.workload): w.constraints for w in report.spreads
+    }
+    before = {str(w.workload): w for w in report.before or ()}
+    verb = "rollout" if drill.steps is not None else "scale"
+    for change in drill.workload_changes:
+        name = change["workload"]
+        if out:
+            out.append("")
+        out.append(paint(f"{verb} {name}: {change['from']} -> {change['to']}", "bold"))
+        if change["deleted"]:
+            out.append(f"  deleted {len(change['deleted'])}: {_pod_list(change['deleted'])}")
+        if change["created"]:
+            out.append(f"  created {len(change['created'])}: {_pod_list(change['created'])}")
+        now = {entry_key(name, c): dict(c.domains) for c in after.get(name, [])}
+        was = before.get(name)
+        for c in was.constraints if was is not None else after.get(name, []):
+            out.extend(_drill_entry(c, now.get(entry_key(name, c)), paint))
+        broken = [c for c in after.get(name, []) if c.violated]
+        if broken:
+            worst = ", ".join(f"[{c.index}] skew {c.skew} > maxSkew {c.max_skew}" for c in broken)
+            out.append(f"  {paint('the spread no longer holds', 'red')}: {worst}")
+        elif after.get(name):
+            out.append(f"  {paint('the spread still holds', 'green')}")
+        else:
+            out.append("  no constraint of this workload is checked")
+        for label, doc in (("with deletion costs", report.deletion_costs),):
+            entries = (doc or {}).get(name)
+            if entries is not None:
+                worst_skew = max((e["skew"] for e in entries), default=0)
+                held = not any(e["violated"] for e in entries)
+                out.append(
+                    f"  {label}: {'holds' if held else 'violated'} (largest skew {worst_skew})"
+                )
+        revisions = (report.separate_revisions or {}).get(name)
+        if revisions is not None:
+            entries = revisions["constraints"]
+            held = not any(e["violated"] for e in entries)
+            out.append(
+                f"  with pod-template-hash in matchLabelKeys: {'holds' if held else 'violated'}"
+                + (", stalls" if revisions["stalled"] else "")
+            )
+    if drill.steps is not None:
+        out.append(f"  {len(drill.steps)} step(s)")
+        if drill.stalled is not None:
+            out.append(f"  {paint('stalled', 'red')}: {drill.stalled['reason']}")
+    return out
+
+
 def _drill_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
-    out = _drill_head(drill)
-    out.append("")
+    if drill.kind == WORKLOAD:
+        out = _workload_text(report, drill, paint)
+    else:
+        out = _drill_head(drill)
+        out.append("")
     after: dict[str, dict[str, int]] = {}
     for w in report.spreads:
         for c in w.constraints:
@@ -256,7 +330,7 @@ def _drill_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
         down[str(workload)] = down.get(str(workload), 0) + 1
     for w in report.before or ():
         name = str(w.workload)
-        if name not in down or not w.constraints:
+        if drill.kind == WORKLOAD or name not in down or not w.constraints:
             continue
         out.append(paint(name, "bold") + f"  ({down[name]} pod(s) down)")
         for c in w.constraints:

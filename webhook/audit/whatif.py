@@ -48,6 +48,7 @@ from webhook.scheduler.placement import Placement, not_scheduled, selected_node,
 from webhook.scheduler.scaleup import Diagnosis, Pending, diagnose, node_groups
 
 __all__ = [
+    "WORKLOAD",
     "Replacer",
     "WhatIf",
     "diagnose_pending",
@@ -60,6 +61,8 @@ __all__ = [
 WITHOUT = "without"
 UNREACHABLE = "unreachable"
 DRAIN = "drain"
+# The workload drills (--scale, --rollout: webhook/audit/workloads.py).
+WORKLOAD = "workload"
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,9 @@ class WhatIf:
     as created (what a comparison re-places); not_scheduled: pod -> why this
     scheduler does not place it (placement.NotScheduled.text()); preempted: the pods
     preemptions evicted, in order; scale_up: whether a new node of some group would
-    take each pending pod (diagnose_pending).
+    take each pending pod (diagnose_pending); workload_changes, steps, stalled: the
+    workload drills' own report (workloads.py: `workloadChanges`, `steps`, `stalled`,
+    as JSON).
     """
 
     removed: list[str]
@@ -98,6 +103,9 @@ class WhatIf:
     not_scheduled: dict[str, str] = field(default_factory=dict)
     preempted: list[str] = field(default_factory=list)
     scale_up: Diagnosis | None = None
+    workload_changes: list[RawObj] = field(default_factory=list)
+    steps: list[RawObj] | None = None
+    stalled: RawObj | None = None
 
 
 def diagnose_pending(
@@ -319,6 +327,17 @@ class Replacer:
                     self._placed(item)
                     self._wake(bound)
         self.submit(sorted(back, key=lambda kv: queue_order(kv[1])))
+
+    def retry(self) -> None:
+        """Try every waiting pod again, in queue order: pods left the cluster and freed
+        room (kube-scheduler moves its unschedulable pods back on a pod delete)."""
+        self._failed.clear()
+        for item in list(self.waiting.values()):
+            if item.seq in self.waiting:
+                bound = self._try(item)
+                if bound is not None:
+                    self._placed(item)
+                    self._wake(bound)
 
     def _try(self, item: _Waiting) -> RawObj | None:
         twin = self._failed.get(item.signature)

@@ -1,5 +1,5 @@
 """`topospread audit`: the spread of what already runs, a plan that fixes it, the
-drills (nodes deleted, unreachable, drained).
+drills (nodes deleted, unreachable, drained; a workload scaled or rolled out).
 
 Reads a snapshot file (`--snapshot`, which also holds the workloads: Deployments,
 DaemonSets, Jobs, CronJobs besides what `simulate` reads), a kubeconfig context
@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
@@ -40,10 +41,18 @@ from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
 from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
+from webhook.audit.workloads import (
+    WorkloadRequest,
+    check_target,
+    known_workloads,
+    parse_rollout,
+    parse_scale,
+)
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
-from webhook.cluster.files import scan_list
+from webhook.cluster.files import load_objects, scan_list
 from webhook.config import RebalanceSettings, Settings, load_settings
+from webhook.controllers.gotime import parse_time
 from webhook.errors import ConfigError, InputError
 from webhook.server.logs import dict_config, level_from_env
 
@@ -117,27 +126,117 @@ def _only_with(args: argparse.Namespace) -> None:
             raise InputError(f"{names}: only with --{mode}")
 
 
+def _workload_flags(args: argparse.Namespace) -> tuple[list[str], str | None, str | None]:
+    return (
+        list(getattr(args, "scale", None) or []),
+        getattr(args, "rollout", None),
+        getattr(args, "now", None),
+    )
+
+
+def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
+    """The workload drill the flags ask for, its values parsed (not yet checked against
+    the cluster); InputError if malformed."""
+    scales, rollout, now_text = _workload_flags(args)
+    now = datetime.now(UTC)
+    if now_text is not None:
+        parsed = parse_time(now_text)
+        if parsed is None:
+            raise InputError(f"--now: {now_text!r} is not an RFC 3339 time (2026-01-02T15:04:05Z)")
+        now = parsed
+        if not scales and rollout is None:
+            raise InputError("--now is the controllers' clock: give it with --scale or --rollout")
+    flag, value = ("--rollout", rollout) if rollout is not None else ("--scale", "")
+    try:
+        if rollout is not None:
+            target, path = parse_rollout(rollout)
+            return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
+        for value in scales:
+            parse_scale(value)
+        if scales:
+            return WorkloadRequest(scales=[parse_scale(s) for s in scales], now=now)
+    except ValueError as exc:
+        parts = value.split("/")
+        namespace = parts[1] if len(parts) >= 3 and parts[1] else None
+        raise BadWorkload(f"{flag}: {exc}", namespace) from exc
+    return None
+
+
+class BadWorkload(InputError):
+    """A malformed --scale or --rollout value; `namespace`: the namespace it names, if
+    it names one (the usage error then lists that namespace's workloads)."""
+
+    def __init__(self, message: str, namespace: str | None) -> None:
+        super().__init__(message)
+        self.namespace = namespace
+
+
+def _with_workloads_of(exc: BadWorkload, args: argparse.Namespace) -> InputError:
+    """The usage error naming the workloads of the namespace the bad value names."""
+    if exc.namespace is None:
+        return exc
+    known = known_workloads(read_state(args, sys.stderr), exc.namespace)
+    listed = ", ".join(known) if known else "none"
+    return InputError(f"{exc}; the workloads of namespace {exc.namespace!r}: {listed}")
+
+
+def _deployment_file(path: str | None) -> RawObj | None:
+    """The Deployment in FILE (the only one, or the first of several documents)."""
+    if path is None:
+        return None
+    objects = [o for o in load_objects(path) if isinstance(o, dict)]
+    found = [o for o in objects if o.get("kind") == "Deployment"]
+    if not found:
+        raise InputError(f"--rollout: {path} holds no Deployment")
+    return found[0]
+
+
+def _check_workloads(state: ClusterState, request: WorkloadRequest) -> None:
+    targets = (
+        [request.rollout[0]] if request.rollout is not None else [t for t, _ in request.scales]
+    )
+    flag = "--rollout" if request.rollout is not None else "--scale"
+    for target in targets:
+        try:
+            check_target(state, target)
+        except ValueError as exc:
+            raise InputError(f"{flag}: {exc}") from exc
+
+
 def cli_audit(args: argparse.Namespace) -> int:
     _only_with(args)
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
         return cli_audit_watch(args, settings)
     if getattr(args, "apply", False):
-        if _drill(args) is not None:
+        scales, rollout, _ = _workload_flags(args)
+        if _drill(args) is not None or scales or rollout is not None:
             raise InputError("--apply carries out the plan of the current state: no drill with it")
         from webhook.cli.apply import cli_audit_apply
 
         return cli_audit_apply(args, settings)
     drill = _drill(args)
+    try:
+        workloads = _workload_request(args)
+    except BadWorkload as exc:
+        raise _with_workloads_of(exc, args) from exc
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
-        report = run_audit(
-            state,
-            settings,
-            include_soft=args.include_soft,
-            plan=args.plan,
-            drill=drill,
-        )
+        if workloads is not None:
+            _check_workloads(state, workloads)
+        try:
+            report = run_audit(
+                state,
+                settings,
+                include_soft=args.include_soft,
+                plan=args.plan,
+                drill=drill,
+                workloads=workloads,
+            )
+        except ValueError as exc:
+            if workloads is None:
+                raise
+            raise InputError(str(exc)) from exc
         # --deletion-costs: of the cluster as read (the costs a keeper would write now).
         costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
     if args.output == "json":
@@ -168,10 +267,17 @@ def _watch_settings(args: argparse.Namespace, settings: Settings) -> Settings:
             "--watch audits the current state: --apply is for a one-shot audit "
             "(the audit Deployment carries out plans with audit.rebalance.enabled)"
         )
-    if args.plan or any(getattr(args, attr, None) is not None for attr in DRILL_FLAGS):
+    scales, rollout, now = _workload_flags(args)
+    if (
+        args.plan
+        or any(getattr(args, attr, None) is not None for attr in DRILL_FLAGS)
+        or scales
+        or rollout is not None
+        or now is not None
+    ):
         raise InputError(
             "--watch audits the current state: --plan and the drills (--without-nodes, "
-            "--unreachable-nodes, --drain-nodes) are for a one-shot audit"
+            "--unreachable-nodes, --drain-nodes, --scale, --rollout) are for a one-shot audit"
         )
     audit = settings.audit
     interval = args.interval_seconds

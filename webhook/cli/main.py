@@ -135,6 +135,8 @@ examples:
   {prog} audit --without-nodes topology.kubernetes.io/zone=eu-west-1a
   {prog} audit --unreachable-nodes topology.kubernetes.io/zone=eu-west-1a   an outage
   {prog} audit --drain-nodes kubernetes.io/hostname=node-a1                can it go?
+  {prog} audit --scale deploy/shop/web=3                 which pods a scale-down leaves
+  {prog} audit --rollout deployment/shop/web=web-v2.yaml  a rollout, step by step
   kubectl get nodes,pods,services,replicasets,statefulsets,replicationcontrollers,\\
 deployments,daemonsets,jobs,cronjobs,pv,pvc,storageclasses,csinodes,\\
 poddisruptionbudgets,priorityclasses -A -o json > c.json
@@ -216,6 +218,25 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         metavar="SELECTOR",
         help="kubectl drain these nodes: cordon, evict through the Eviction API as "
         "PodDisruptionBudgets allow, replacements placed before each next eviction",
+    )
+    drills.add_argument(
+        "--scale",
+        metavar="KIND/NAMESPACE/NAME=N",
+        action="append",
+        help="scale a deployment, replicaset, statefulset or replicationcontroller (deploy, "
+        "rs, sts, rc) to N: the pods its controller deletes, the new ones placed (repeatable)",
+    )
+    drills.add_argument(
+        "--rollout",
+        metavar="deployment/NAMESPACE/NAME[=FILE]",
+        help="roll a Deployment out step by step, as its controller does (FILE: the "
+        "Deployment with the new template, strategy and replicas; default: a new revision "
+        "of the same template)",
+    )
+    p.add_argument(
+        "--now",
+        metavar="TIME",
+        help="the controllers' clock for --scale and --rollout (RFC 3339; default: now)",
     )
     p.add_argument(
         "--deletion-costs",
