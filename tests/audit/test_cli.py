@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests import paths
-from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
 from webhook.cli.main import main
 
 RawObj = dict[str, Any]
@@ -324,3 +324,32 @@ def test_one_drill_per_run(capsys: Any) -> None:
     with pytest.raises(SystemExit) as exc:
         run(capsys, "--snapshot", OUTAGE, "--drain-nodes", "a=b", "--unreachable-nodes", "a=b")
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "selector, present",
+    [
+        (f"{ZONE}=eu-west-1a", f"{ZONE}: zone-a, zone-b, zone-c"),
+        (f"{ZONE} in (eu-west-1a,eu-west-1b)", f"{ZONE}: zone-a, zone-b, zone-c"),
+        ("pool=spot", "no node has the label pool"),
+        (f"pool=spot,{ZONE}=zone-a", f"no node has the label pool; {ZONE}: zone-a, zone-b, zone-c"),
+        (f"!{HOSTNAME}", f"{HOSTNAME}: node-a1, node-a2, node-b1, node-b2, node-c1, node-c2"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--without-nodes", "--unreachable-nodes", "--drain-nodes"])
+def test_a_drill_selector_that_matches_no_node_is_a_usage_error(
+    flag: str, selector: str, present: str, capsys: Any
+) -> None:
+    code, out, err = run(capsys, "--snapshot", OUTAGE, flag, selector, "-o", "json")
+    assert (code, out) == (2, "")
+    assert f"{flag}: no node matches {selector} ({present})\n" in err
+    assert "Traceback" not in err
+
+
+def test_the_values_named_for_an_unmatched_selector_are_capped(tmp_path: Path, capsys: Any) -> None:
+    nodes = [node(f"n{i:02}", "zone-a") for i in range(25)]
+    path = snapshot(tmp_path, nodes)
+    code, _, err = run(capsys, "--snapshot", path, "--drain-nodes", f"{HOSTNAME}=elsewhere")
+    shown = ", ".join(f"n{i:02}" for i in range(20))
+    assert code == 2
+    assert f"no node matches {HOSTNAME}=elsewhere ({HOSTNAME}: {shown} and 5 more)\n" in err

@@ -36,7 +36,7 @@ from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, matching_nodes
 from webhook.cli.common import colour, paint
 from webhook.cli.simulate import without_cyclic_gc
 from webhook.cluster.files import scan_list
@@ -76,6 +76,15 @@ DRILL_FLAGS = {
 }
 
 
+def _drill_text(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The drill flag given (`--drain-nodes`) and its selector as typed."""
+    for attr in DRILL_FLAGS:
+        text = getattr(args, attr, None)
+        if text is not None:
+            return f"--{attr.replace('_', '-')}", text
+    return None
+
+
 def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
     """The drill the flags ask for, with its node selector parsed; InputError if bad."""
     for attr, name in DRILL_FLAGS.items():
@@ -89,6 +98,36 @@ def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
     return None
 
 
+# Values of a label key named when a drill's selector matches no node (a hostname key has
+# one per node).
+VALUES_SHOWN = 20
+
+
+def _selector_keys(selector: RawObj) -> list[str]:
+    """The label keys a parsed selector reads, in the order written."""
+    keys = list(selector.get("matchLabels") or {})
+    keys += [e["key"] for e in selector.get("matchExpressions") or () if e["key"] not in keys]
+    return keys
+
+
+def _require_nodes(state: ClusterState, drill: tuple[str, RawObj], flag: str, text: str) -> None:
+    """InputError when the drill's selector matches no node: a drill of nothing would
+    report an unchanged cluster, which reads like a cluster that survives the drill.
+    The error names the values each of the selector's keys has on the nodes."""
+    if matching_nodes(state.snapshot, drill[1]):
+        return
+    labels = [info.labels for info in state.snapshot.nodes.values()]
+    present = []
+    for key in _selector_keys(drill[1]):
+        values = sorted({str(lab[key]) or '""' for lab in labels if key in lab})
+        shown = ", ".join(values[:VALUES_SHOWN])
+        if len(values) > VALUES_SHOWN:
+            shown += f" and {len(values) - VALUES_SHOWN:,} more"
+        present.append(f"{key}: {shown}" if values else f"no node has the label {key}")
+    where = f" ({'; '.join(present)})" if present else ""
+    raise InputError(f"{flag}: no node matches {text}{where}")
+
+
 def cli_audit(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, args.scheduler_config)
     if getattr(args, "watch", False):
@@ -96,6 +135,9 @@ def cli_audit(args: argparse.Namespace) -> int:
     drill = _drill(args)
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
+        given = _drill_text(args)
+        if drill is not None and given is not None:
+            _require_nodes(state, drill, *given)
         report = run_audit(
             state,
             settings,
