@@ -281,7 +281,11 @@ def test_the_zone_outage_leaves_two_pending_with_the_default_policy(capsys: Any)
     assert doc["unreachableNodes"] == ["node-a1", "node-a2"]
     assert doc["pending"] == ["shop/web-6f7c-a1", "shop/web-6f7c-a2"]
     assert doc["notRecreated"] == ["shop/db-0"]
-    assert doc["withHonor"] == {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2}}
+    honor = {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2, "changed": True}}
+    assert doc["withHonor"] == honor
+    assert doc["notRecreatedReason"] == (
+        "StatefulSet pods wait for their Terminating predecessor; bare pods have no controller"
+    )
     web = next(w for w in doc["workloads"] if w["name"] == "web")
     assert web["constraints"][0]["before"] == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
     assert web["constraints"][0]["domains"] == {"zone-a": 0, "zone-b": 2, "zone-c": 2}
