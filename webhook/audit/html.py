@@ -448,14 +448,19 @@ def _drill(doc: Mapping[str, Any]) -> str:
     preempted = _list(doc.get("preempted"))
     if preempted:
         head = f"{_n(len(preempted), 'pod')} preempted by higher-priority replacements"
-        out.append(f"<h3>{head}</h3>")
-        out.append(_names(preempted, "pod"))
+        out.append(
+            f'<section class="preempted" data-pods="{len(preempted)}"><h3>{head}</h3>'
+            f'{_names(preempted, "pod")}</section>'
+        )
     if "notRecreated" in doc:
         down = _list(doc.get("notRecreated"))
-        out.append(f"<h2>{_n(len(down), 'pod')} down and not coming back</h2>")
-        if down and doc.get("notRecreatedReason"):
-            out.append(f'<p class="not-recreated-reason">{_e(doc["notRecreatedReason"])}</p>')
-        out.append(_names(down, "pod"))
+        why = doc.get("notRecreatedReason") if down else None
+        out.append(
+            f'<section class="not-recreated" data-pods="{len(down)}">'
+            f"<h2>{_n(len(down), 'pod')} down and not coming back</h2>"
+            + (f'<p class="not-recreated-reason">{_e(why)}</p>' if why else "")
+            + f'{_names(down, "pod")}</section>'
+        )
     out.append(_honor(doc))
     return "".join(out)
 
