@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -44,11 +44,26 @@ browser:
 	    echo "no chromium (and no apt-get as root to install it): the browser tests will skip" >&2; \
 	  fi; }
 
+# The suite on every core (pytest-xdist, one test file per worker at a time so that a
+# module's server or browser starts once; `make test PYTEST_FLAGS=` runs it in one
+# process). ruff, mypy and bandit run beside it; -Otarget prints each one's output
+# whole when it ends, and make fails when any of them does.
+PYTEST_FLAGS ?= -n auto --dist loadfile
+
 test: $(STAMP) browser
+	@$(MAKE) --no-print-directory -j4 -Otarget test-ruff test-mypy test-bandit test-pytest
+
+test-ruff: $(STAMP)
 	$(VENV)/bin/ruff check webhook tests bench
+
+test-mypy: $(STAMP)
 	$(VENV)/bin/mypy
+
+test-bandit: $(STAMP)
 	$(VENV)/bin/bandit -q -r webhook bench/bench_load.py -b bandit-baseline.json
-	$(PY) -m pytest -q
+
+test-pytest: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_FLAGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check webhook tests bench
@@ -98,7 +113,7 @@ bench-workloads: $(STAMP)
 	$(PY) bench/bench_workloads.py
 
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/test_fuzz.py
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/server/test_fuzz.py
 
 # bandit against the reviewed findings in bandit-baseline.json, then pip-audit on the
 # pinned runtime dependencies; --strict fails when a package could not be checked.

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests import paths
-from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
 from webhook.cli.main import main
 
 RawObj = dict[str, Any]
@@ -281,7 +281,11 @@ def test_the_zone_outage_leaves_two_pending_with_the_default_policy(capsys: Any)
     assert doc["unreachableNodes"] == ["node-a1", "node-a2"]
     assert doc["pending"] == ["shop/web-6f7c-a1", "shop/web-6f7c-a2"]
     assert doc["notRecreated"] == ["shop/db-0"]
-    assert doc["withHonor"] == {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2}}
+    honor = {"Deployment shop/web": {"pending": 2, "placedWithHonor": 2, "changed": True}}
+    assert doc["withHonor"] == honor
+    assert doc["notRecreatedReason"] == (
+        "StatefulSet pods wait for their Terminating predecessor; bare pods have no controller"
+    )
     web = next(w for w in doc["workloads"] if w["name"] == "web")
     assert web["constraints"][0]["before"] == {"zone-a": 2, "zone-b": 2, "zone-c": 2}
     assert web["constraints"][0]["domains"] == {"zone-a": 0, "zone-b": 2, "zone-c": 2}
@@ -324,3 +328,32 @@ def test_one_drill_per_run(capsys: Any) -> None:
     with pytest.raises(SystemExit) as exc:
         run(capsys, "--snapshot", OUTAGE, "--drain-nodes", "a=b", "--unreachable-nodes", "a=b")
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "selector, present",
+    [
+        (f"{ZONE}=eu-west-1a", f"{ZONE}: zone-a, zone-b, zone-c"),
+        (f"{ZONE} in (eu-west-1a,eu-west-1b)", f"{ZONE}: zone-a, zone-b, zone-c"),
+        ("pool=spot", "no node has the label pool"),
+        (f"pool=spot,{ZONE}=zone-a", f"no node has the label pool; {ZONE}: zone-a, zone-b, zone-c"),
+        (f"!{HOSTNAME}", f"{HOSTNAME}: node-a1, node-a2, node-b1, node-b2, node-c1, node-c2"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--without-nodes", "--unreachable-nodes", "--drain-nodes"])
+def test_a_drill_selector_that_matches_no_node_is_a_usage_error(
+    flag: str, selector: str, present: str, capsys: Any
+) -> None:
+    code, out, err = run(capsys, "--snapshot", OUTAGE, flag, selector, "-o", "json")
+    assert (code, out) == (2, "")
+    assert f"{flag}: no node matches {selector} ({present})\n" in err
+    assert "Traceback" not in err
+
+
+def test_the_values_named_for_an_unmatched_selector_are_capped(tmp_path: Path, capsys: Any) -> None:
+    nodes = [node(f"n{i:02}", "zone-a") for i in range(25)]
+    path = snapshot(tmp_path, nodes)
+    code, _, err = run(capsys, "--snapshot", path, "--drain-nodes", f"{HOSTNAME}=elsewhere")
+    shown = ", ".join(f"n{i:02}" for i in range(20))
+    assert code == 2
+    assert f"no node matches {HOSTNAME}=elsewhere ({HOSTNAME}: {shown} and 5 more)\n" in err

@@ -405,7 +405,8 @@ def test_json_of_the_outage_drill() -> None:
     [entry] = doc["workloads"][0]["constraints"]
     assert entry["before"] == {"a": 2, "b": 2, "c": 2}
     assert entry["domains"] == {"a": 0, "b": 2, "c": 2}
-    assert doc["withHonor"] == {"ReplicaSet default/web": {"pending": 2, "placedWithHonor": 2}}
+    honor = {"ReplicaSet default/web": {"pending": 2, "placedWithHonor": 2, "changed": True}}
+    assert doc["withHonor"] == honor
     assert "drainedNodes" not in doc and "removedNodes" not in doc
 
 

@@ -168,7 +168,7 @@ def test_drill_groups_pending_pods_by_reason_with_the_scale_up_diagnosis() -> No
     groups = {s.find_all("h3")[0].text(): s for s in root.find_all("section", cls="reason")}
     expected: dict[str, list[str]] = {}
     for pod in doc["pending"]:
-        key = "; ".join(doc["pendingReasons"][pod])
+        key = "; ".join(f"{n} {r}" for r, n in sorted(doc["pendingReasons"][pod].items()))
         expected.setdefault(key, []).append(pod)
     assert set(groups) == set(expected)
     for key, pods in expected.items():
@@ -177,9 +177,9 @@ def test_drill_groups_pending_pods_by_reason_with_the_scale_up_diagnosis() -> No
         assert [li.find_all("code")[0].text() for li in section.find_all("li")] == pods
         helped = sum(1 for p in pods if doc["scaleUp"][p])
         assert f"{helped} of {len(pods)} would fit on a new node" in section.text()
-    db = groups["Insufficient memory"].text()
+    db = groups["4 Insufficient memory"].text()
     assert "fits on a new node of group m6i.xlarge in zone eu-west-1c" in db
-    spread = groups["node(s) didn't match pod topology spread constraints"].text()
+    spread = groups["4 node(s) didn't match pod topology spread constraints"].text()
     assert "no new node would help" in spread
 
 
@@ -429,5 +429,6 @@ def test_a_real_drill_groups_its_pending_pods_by_reason(tmp_path: Path) -> None:
     }
     expected: dict[str, list[str]] = {}
     for pod in doc["pending"]:
-        expected.setdefault("; ".join(doc["pendingReasons"][pod]), []).append(pod)
+        reasons = sorted(doc["pendingReasons"][pod].items())
+        expected.setdefault("; ".join(f"{n} {r}" for r, n in reasons), []).append(pod)
     assert shown == expected

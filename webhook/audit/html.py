@@ -9,8 +9,9 @@ is present, and a document saved by CI renders the same way later. Keys read whe
 present: audit `workloads` (per constraint `domains`, and `before` from a drill),
 `violations`, `plan`, `planComplete`, `planReasons`, `removedNodes`,
 `unreachableNodes`, `drainedNodes`, `pending`, `pendingReasons`, `scaleUp`,
-`notRecreated`, `blocked`, `error`; simulate `nodes`, `selectedNode`, `tiedNodes`,
-`placements`, `distribution`, `preemption`, `scaleUp`, `error`.
+`scaleUpReasons`, `scaleUpSummary`, `notScheduled`, `preempted`, `notRecreated`,
+`notRecreatedReason`, `blocked`, `withHonor`, `error`; simulate `nodes`, `selectedNode`,
+`tiedNodes`, `placements`, `distribution`, `preemption`, `scaleUp`, `error`.
 
 One file, inline CSS and SVG, no script and no external asset (a Content-Security-Policy
 meta says so to the browser too), light and dark (prefers-color-scheme), printable,
@@ -331,15 +332,23 @@ def _scale_up_text(options: Any) -> str:
     return f'<span class="good">fits on a new node of {where}{more}</span>'
 
 
+def _reasons_key(reasons: Any) -> str:
+    """A pending pod's reasons as the text groups them: `N reason` by reason, `; `-joined."""
+    counts = _counts(reasons)
+    return "; ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no node"
+
+
 def _pending(doc: Mapping[str, Any]) -> str:
+    """The pending pods grouped by their reasons, as the text groups them; under each
+    group its pods (each with where a new node would take it) and the distinct
+    scale-up sentences of its pods (`scaleUpReasons`); then the scale-up summary."""
     pending = [str(p) for p in _list(doc.get("pending"))]
     reasons = _dict(doc.get("pendingReasons"))
     scale_up = _dict(doc.get("scaleUp"))
+    why = _dict(doc.get("scaleUpReasons"))
     groups: dict[str, list[str]] = {}
     for pod in pending:
-        # Grouped by the reasons themselves; how many nodes gave each varies by pod.
-        key = "; ".join(_counts(reasons.get(pod))) or "no node"
-        groups.setdefault(key, []).append(pod)
+        groups.setdefault(_reasons_key(reasons.get(pod)), []).append(pod)
     out = [f"<h2>{_n(len(pending), 'pending pod')}</h2>"]
     for key, pods in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         rows = "".join(
@@ -355,11 +364,51 @@ def _pending(doc: Mapping[str, Any]) -> str:
         inner = f'<ul class="list">{rows}</ul>'
         if len(pods) > ROWS_SHOWN:
             inner = f"<details><summary>the pods</summary>{inner}</details>"
+        # Twins pending for the same reasons mostly share one sentence: each said once.
+        lines = dict.fromkeys(str(why[p]) for p in pods if p in why)
+        said = "".join(f'<p class="scale-up-reason">{_e(line)}</p>' for line in lines)
         out.append(
             f'<section class="reason" data-pods="{len(pods)}"><h3>{_e(key)}</h3>'
-            f'<p class="mute">{_n(len(pods), "pod")}{diagnosis}</p>{inner}</section>'
+            f'<p class="mute">{_n(len(pods), "pod")}{diagnosis}</p>{inner}{said}</section>'
         )
+    out.extend(
+        f'<p class="scale-up-summary">{_e(line)}</p>'
+        for line in _list(doc.get("scaleUpSummary"))
+    )
     return "".join(out)
+
+
+# What the text says of each workload `withHonor` holds (report.py, render_text).
+HONOR_RECOVERS = "recovers"
+HONOR_UNCHANGED = "no change (no constraint leaves tainted nodes in its domains)"
+HONOR_STUCK = "would not recover (what is left is capacity, or minDomains / ScheduleAnyway)"
+
+
+def _honor(doc: Mapping[str, Any]) -> str:
+    """After an outage, whether nodeTaintsPolicy: Honor would place each workload's
+    pending pods (`withHonor`), in the text's words."""
+    honor = _dict(doc.get("withHonor"))
+    if not honor:
+        return ""
+    rows = []
+    for workload, raw in honor.items():
+        h = _dict(raw)
+        pending, placed = _int(h.get("pending")), _int(h.get("placedWithHonor"))
+        changed = h.get("changed", True) is not False
+        if not changed:
+            verdict, cls = HONOR_UNCHANGED, "mute"
+        elif placed == pending:
+            verdict, cls = HONOR_RECOVERS, "good"
+        else:
+            verdict, cls = HONOR_STUCK, "bad"
+        rows.append(
+            f'<li data-workload="{_e(workload)}"><code>{_e(workload)}</code>: '
+            f'<span class="{cls}">{verdict}</span>, {placed:,} of {pending:,} pending placed</li>'
+        )
+    return (
+        "<h3>With nodeTaintsPolicy: Honor on their DoNotSchedule constraints</h3>"
+        f'<ul class="list honor">{"".join(rows)}</ul>'
+    )
 
 
 def _drill(doc: Mapping[str, Any]) -> str:
@@ -386,10 +435,33 @@ def _drill(doc: Mapping[str, Any]) -> str:
         )
     if "pending" in doc:
         out.append(_pending(doc))
+    not_scheduled = _dict(doc.get("notScheduled"))
+    if not_scheduled:
+        rows = "".join(
+            f"<li><code>{_e(p)}</code>: {_e(why)}</li>"
+            for p, why in list(not_scheduled.items())[:NAMES_SHOWN]
+        )
+        out.append(
+            f"<h3>{_n(len(not_scheduled), 'pod')} this scheduler does not place</h3>"
+            f'<ul class="list not-scheduled">{rows}</ul>'
+        )
+    preempted = _list(doc.get("preempted"))
+    if preempted:
+        head = f"{_n(len(preempted), 'pod')} preempted by higher-priority replacements"
+        out.append(
+            f'<section class="preempted" data-pods="{len(preempted)}"><h3>{head}</h3>'
+            f'{_names(preempted, "pod")}</section>'
+        )
     if "notRecreated" in doc:
         down = _list(doc.get("notRecreated"))
-        out.append(f"<h2>{_n(len(down), 'pod')} down and not coming back</h2>")
-        out.append(_names(down, "pod"))
+        why = doc.get("notRecreatedReason") if down else None
+        out.append(
+            f'<section class="not-recreated" data-pods="{len(down)}">'
+            f"<h2>{_n(len(down), 'pod')} down and not coming back</h2>"
+            + (f'<p class="not-recreated-reason">{_e(why)}</p>' if why else "")
+            + f'{_names(down, "pod")}</section>'
+        )
+    out.append(_honor(doc))
     return "".join(out)
 
 

@@ -25,7 +25,15 @@ from webhook.audit.spread import ConstraintSpread, WorkloadSpread
 from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, WORKLOAD, WhatIf
 from webhook.scheduler.scaleup import Diagnosis
 
-__all__ = ["BAR_WIDTH", "AuditReport", "render_text", "scale_up_json", "scale_up_text"]
+__all__ = [
+    "BAR_WIDTH",
+    "AuditReport",
+    "not_recreated_reason",
+    "render_text",
+    "scale_up_json",
+    "scale_up_lines",
+    "scale_up_text",
+]
 
 BAR_WIDTH = 30
 
@@ -115,9 +123,19 @@ class AuditReport:
                 out["notScheduled"] = dict(drill.not_scheduled)
             if drill.preempted:
                 out["preempted"] = list(drill.preempted)
+            if drill.not_recreated:
+                out["notRecreatedReason"] = not_recreated_reason(drill.kind)
             out["scaleUp"] = scale_up_json(drill.pending, drill.scale_up)
+            if drill.scale_up is not None and drill.pending:
+                verdicts = drill.scale_up.verdicts
+                out["scaleUpReasons"] = {
+                    p: verdicts[p].line() for p in drill.pending if p in verdicts
+                }
+                out["scaleUpSummary"] = scale_up_lines(drill.scale_up)
             if self.honor is not None:
-                out["withHonor"] = {w: h.to_json() for w, h in self.honor.items()}
+                out["withHonor"] = {
+                    w: {**h.to_json(), "changed": h.changed} for w, h in self.honor.items()
+                }
             if self.deletion_costs is not None:
                 out["withDeletionCosts"] = self.deletion_costs
             if self.separate_revisions is not None:
@@ -132,17 +150,29 @@ def scale_up_json(pending: list[str], diagnosis: Diagnosis | None) -> dict[str, 
     return {p: found.get(p, []) for p in pending}
 
 
+def scale_up_lines(diagnosis: Diagnosis) -> list[str]:
+    """The sentences closing a drill's scale-up diagnosis (`scaleUpSummary`): the nodes
+    in no group, when some are, and the summary."""
+    ungrouped = diagnosis.groups.ungrouped_line()
+    return [*([ungrouped] if ungrouped else []), diagnosis.summary()]
+
+
 def scale_up_text(pending: list[str], diagnosis: Diagnosis | None, paint: Paint) -> list[str]:
     """The text of a drill's scale-up diagnosis: the nodes in no group, and the summary
     line (each pod's own line is printed under it by render_text)."""
     if diagnosis is None or not pending:
         return []
-    out = []
-    ungrouped = diagnosis.groups.ungrouped_line()
-    if ungrouped:
-        out.append(f"  {ungrouped}")
-    out.append(f"  {paint(diagnosis.summary(), 'bold')}")
-    return out
+    *notes, summary = scale_up_lines(diagnosis)
+    return [*(f"  {n}" for n in notes), f"  {paint(summary, 'bold')}"]
+
+
+def not_recreated_reason(kind: str) -> str:
+    """Why a drill's `notRecreated` pods stay down (`notRecreatedReason`)."""
+    if kind == UNREACHABLE:
+        return (
+            "StatefulSet pods wait for their Terminating predecessor; bare pods have no controller"
+        )
+    return "bare pods: no controller recreates them"
 
 
 Paint = Callable[[str, str], str]
@@ -350,11 +380,7 @@ def _drill_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
         out.append(f"  {len(drill.preempted)} preempted by higher-priority replacements:")
         out.append(f"    {_named(drill.preempted)}")
     if drill.not_recreated:
-        what = (
-            "StatefulSet pods wait for their Terminating predecessor; bare pods have no controller"
-            if drill.kind == UNREACHABLE
-            else "bare pods: no controller recreates them"
-        )
+        what = not_recreated_reason(drill.kind)
         out.append(f"  {len(drill.not_recreated)} not recreated ({what}):")
         out.append(f"    {_named(drill.not_recreated)}")
     for pod, budget in drill.blocked.items():

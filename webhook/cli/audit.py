@@ -40,7 +40,7 @@ from webhook.audit.policyreports import APIS, PolicyReportWriter
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
+from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, matching_nodes
 from webhook.audit.workloads import (
     WorkloadRequest,
     check_target,
@@ -86,6 +86,15 @@ DRILL_FLAGS = {
     "unreachable_nodes": UNREACHABLE,
     "drain_nodes": DRAIN,
 }
+
+
+def _drill_text(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The drill flag given (`--drain-nodes`) and its selector as typed."""
+    for attr in DRILL_FLAGS:
+        text = getattr(args, attr, None)
+        if text is not None:
+            return f"--{attr.replace('_', '-')}", text
+    return None
 
 
 def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
@@ -203,6 +212,36 @@ def _check_workloads(state: ClusterState, request: WorkloadRequest) -> None:
             raise InputError(f"{flag}: {exc}") from exc
 
 
+# Values of a label key named when a drill's selector matches no node (a hostname key has
+# one per node).
+VALUES_SHOWN = 20
+
+
+def _selector_keys(selector: RawObj) -> list[str]:
+    """The label keys a parsed selector reads, in the order written."""
+    keys = list(selector.get("matchLabels") or {})
+    keys += [e["key"] for e in selector.get("matchExpressions") or () if e["key"] not in keys]
+    return keys
+
+
+def _require_nodes(state: ClusterState, drill: tuple[str, RawObj], flag: str, text: str) -> None:
+    """InputError when the drill's selector matches no node: a drill of nothing would
+    report an unchanged cluster, which reads like a cluster that survives the drill.
+    The error names the values each of the selector's keys has on the nodes."""
+    if matching_nodes(state.snapshot, drill[1]):
+        return
+    labels = [info.labels for info in state.snapshot.nodes.values()]
+    present = []
+    for key in _selector_keys(drill[1]):
+        values = sorted({str(lab[key]) or '""' for lab in labels if key in lab})
+        shown = ", ".join(values[:VALUES_SHOWN])
+        if len(values) > VALUES_SHOWN:
+            shown += f" and {len(values) - VALUES_SHOWN:,} more"
+        present.append(f"{key}: {shown}" if values else f"no node has the label {key}")
+    where = f" ({'; '.join(present)})" if present else ""
+    raise InputError(f"{flag}: no node matches {text}{where}")
+
+
 def cli_audit(args: argparse.Namespace) -> int:
     _only_with(args)
     settings = load_settings(args.config, args.scheduler_config)
@@ -222,6 +261,9 @@ def cli_audit(args: argparse.Namespace) -> int:
         raise _with_workloads_of(exc, args) from exc
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
+        given = _drill_text(args)
+        if drill is not None and given is not None:
+            _require_nodes(state, drill, *given)
         if workloads is not None:
             _check_workloads(state, workloads)
         try:
