@@ -94,12 +94,20 @@ def anchors(path: Path) -> frozenset[str]:
     return frozenset(out)
 
 
+WORKLOAD_FLAGS = ("--scale", "--rollout")
+
+
 def _path_words(span: str) -> list[str]:
     """The repository paths a code span or command names."""
     out = []
     # In a kubectl command `deploy/NAME` is a Deployment, not a folder.
     kubectl = "kubectl" in span.split()
+    previous = ""
     for word in span.split():
+        # The value of a workload drill is KIND/NAMESPACE/NAME, not a folder.
+        after_drill, previous = previous in WORKLOAD_FLAGS, word
+        if after_drill:
+            continue
         word = word.strip("'\"(),;")
         word = re.split(r"::|:(?=\d)", word)[0]
         if word.endswith("..."):
@@ -214,6 +222,11 @@ def test_slug_is_githubs_anchor(heading: str, anchor: str) -> None:
         ("`tests/builders.py:40` and `webhook/cli/...`", ["path tests/builders.py"]),
         ("`[docs](nowhere.md)` is code, not a link", []),
         ("`kubectl -n ts logs deploy/topospread`", []),
+        ("`--scale deploy/shop/web=3`", []),
+        (
+            "`topospread audit --rollout deploy/shop/web --snapshot deploy/x.json`",
+            ["path deploy/x.json"],
+        ),
         ("`kubectl apply -k deploy/kustomize/base`", ["path deploy/kustomize/base"]),
         (
             "as webhook/audit/html.py, or webhook/cli/.",
