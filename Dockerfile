@@ -1,24 +1,24 @@
 # syntax=docker/dockerfile:1
 # topospread: the admission webhook image.
 #   make image                       (podman or buildah, the base from Debian's archive)
-#   docker build --build-arg VERSION=0.1.0 -t topospread:0.1.0 .
+#   docker build --build-arg VERSION=0.1.0 -t REGISTRY/topospread:0.1.0 .
 # Two stages: the first installs the project into a virtualenv, the second copies only
 # that virtualenv onto a clean Python base (no compiler, no pip, no sources).
 #
 # PYTHON_IMAGE: any Debian-like image whose `python` is CPython 3.11+ with the venv
 # module: the official python:3.11-slim-bookworm (default), or the base `make image`
 # makes from Debian's archive with mmdebstrap (docs/install.md).
-# VERSION: the project's version (webhook/__init__.py); the build stops when it differs
-# from the version of what was installed, so the label cannot lie.
-# PIP_CERT: a CA bundle for pip inside the build, for a network whose TLS is re-signed
-# by a proxy; a path the build can read (podman build --volume FILE:PATH:ro). Only the
-# build stage sees it.
+# VERSION: the project's version (webhook/__init__.py), for the version label; `make
+# image` passes it. The build stops when it differs from the version of what was
+# installed, so the label cannot lie; without it the label is empty.
+# The secret `pip-ca` (optional): a CA bundle pip trusts inside the build, for a network
+# whose TLS a proxy re-signs (`--secret id=pip-ca,src=FILE`, docker and podman alike).
+# A secret is mounted for the one RUN that installs: it is in no layer and no history.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ARG VERSION
-ARG PIP_CERT=""
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -29,18 +29,18 @@ COPY webhook ./webhook
 # Runtime dependencies exactly as pinned, each checked against its hash
 # (requirements.lock, `make lock`), then the project itself without resolving again.
 # Wheels only: the base has no compiler, and the final image must not need one.
-# An empty PIP_CERT would be read by pip as a bundle named "": unset it instead.
-RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi \
+RUN --mount=type=secret,id=pip-ca,required=false \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
     && /opt/topospread/bin/pip install --only-binary=:all: --require-hashes --no-deps \
         -r requirements.lock \
     && /opt/topospread/bin/pip install --no-deps . \
-    && /opt/topospread/bin/python -m compileall -q /opt/topospread/lib \
+    && /opt/topospread/bin/python -m compileall -q -j 0 /opt/topospread/lib \
     && installed="$(/opt/topospread/bin/python -c \
         'from importlib.metadata import version; print(version("topospread"))')" \
-    && if [ "$installed" != "$VERSION" ]; then \
+    && if [ -n "$VERSION" ] && [ "$installed" != "$VERSION" ]; then \
         echo "build argument VERSION='$VERSION' but the project installed is $installed" >&2; \
         exit 1; fi \
-    && /opt/topospread/bin/pip uninstall -q -y pip setuptools wheel \
+    && /opt/topospread/bin/pip uninstall -q -y pip setuptools \
     && mkdir -p /rootfs/etc/topospread/certs
 
 FROM ${PYTHON_IMAGE}

@@ -119,10 +119,10 @@ DEBIAN_SECURITY ?= http://deb.debian.org/debian-security
 BASE_TAR := $(IMAGE_DIR)/base-$(DEBIAN_SUITE).tar
 BASE_IMAGE := localhost/topospread-base:$(DEBIAN_SUITE)
 # pip inside the build trusts the CA bundle pip trusts here (PIP_CERT, else pip's own
-# `global.cert`): a network whose TLS a proxy re-signs. Mounted read-only into the build.
+# `global.cert`): a network whose TLS a proxy re-signs. Given as a build secret.
 PIP_CA ?= $(or $(PIP_CERT),$(shell $(PYTHON) -m pip config get global.cert 2>/dev/null))
-IMAGE_CA_ARGS := $(if $(wildcard $(PIP_CA)),--volume $(abspath $(PIP_CA)):/run/topospread-build/ca.pem:ro \
-	--build-arg PIP_CERT=/run/topospread-build/ca.pem)
+comma := ,
+IMAGE_CA_ARGS := $(if $(wildcard $(PIP_CA)),--secret id=pip-ca$(comma)src=$(abspath $(PIP_CA)))
 IMAGE_TOOLS := podman buildah mmdebstrap uidmap fuse-overlayfs
 IMAGE_BUILD_FLAGS ?= --isolation chroot
 
@@ -177,7 +177,7 @@ image-base: image-tools
 # Builds the image, then serves from it (tests/image/: TLS, reviews, metrics, SIGTERM,
 # user, read-only root, no compiler or pip, size); not part of `make test`.
 test-image: image $(STAMP)
-	TOPOSPREAD_IMAGE=$(IMAGE) $(PY) -m pytest -q -p no:cacheprovider tests/image
+	TOPOSPREAD_IMAGE=$(IMAGE) $(PY) -m pytest -q -s -p no:cacheprovider tests/image
 
 # The sdist and the wheel in dist/, checked by twine.
 dist: $(STAMP)
