@@ -123,13 +123,13 @@ BASE_IMAGE := localhost/topospread-base:$(DEBIAN_SUITE)
 PIP_CA ?= $(or $(PIP_CERT),$(shell $(PYTHON) -m pip config get global.cert 2>/dev/null))
 comma := ,
 IMAGE_CA_ARGS := $(if $(wildcard $(PIP_CA)),--secret id=pip-ca$(comma)src=$(abspath $(PIP_CA)))
-IMAGE_TOOLS := podman buildah mmdebstrap uidmap fuse-overlayfs
+IMAGE_TOOLS := podman buildah mmdebstrap uidmap fuse-overlayfs eatmydata
 IMAGE_BUILD_FLAGS ?= --isolation chroot
 
 # podman, buildah and mmdebstrap from apt-get when missing (as `browser` installs
 # chromium); unlike the browser tests, the image cannot be tested without them: fail.
 image-tools:
-	@missing=""; for tool in podman buildah mmdebstrap newuidmap fuse-overlayfs unshare chroot; do \
+	@missing=""; for tool in podman buildah mmdebstrap newuidmap fuse-overlayfs eatmydata unshare chroot; do \
 	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -148,7 +148,7 @@ image-tools:
 $(BASE_TAR): | image-tools
 	@mkdir -p $(IMAGE_DIR)
 	mmdebstrap --variant=minbase --include=python3,python3-venv,python-is-python3,ca-certificates \
-	  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+	  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata \
 	  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
 	  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
 	  --dpkgopt='path-exclude=/usr/share/info/*' \

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.image.imagefs import ChrootRunner, ImageConfig, Runner, podman, runner_for
+from tests.image.imagefs import ImageConfig, Runner, image_root, runner_for
 
 collect_ignore_glob = [] if os.environ.get("TOPOSPREAD_IMAGE") else ["test_*.py"]
 
@@ -28,9 +28,6 @@ def image(runner: Runner) -> ImageConfig:
 
 @pytest.fixture(scope="session")
 def root(runner: Runner) -> Iterator[Path]:
-    """The image's root filesystem, as `podman image mount` shows it (read-only)."""
-    if isinstance(runner, ChrootRunner):
-        yield runner.root
-        return
-    yield Path(podman("image", "mount", runner.image.ref).strip())
-    podman("image", "unmount", runner.image.ref, check=False)
+    """The image's files (imagefs.image_root)."""
+    with image_root(runner) as path:
+        yield path

@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -230,6 +231,26 @@ def runtime_works(ref: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0
+
+
+@contextmanager
+def image_root(runner: Runner) -> Iterator[Path]:
+    """The image's files: the chroot way's read-only mount, or, with a runtime (where a
+    rootless podman cannot mount images), an unpacked `podman export` of a container."""
+    if isinstance(runner, ChrootRunner):
+        yield runner.root
+        return
+    container = podman("create", runner.image.ref).strip()
+    try:
+        with tempfile.TemporaryDirectory(prefix="topospread-image-") as tmp:
+            export = subprocess.Popen(["podman", "export", container], stdout=subprocess.PIPE)
+            subprocess.run(["tar", "-x", "-C", tmp, "--no-same-owner", "--exclude=dev/*"],
+                           stdin=export.stdout, check=True)
+            if export.wait() != 0:
+                raise RuntimeError(f"podman export {container} failed")
+            yield Path(tmp)
+    finally:
+        podman("rm", container, check=False)
 
 
 @contextmanager

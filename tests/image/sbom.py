@@ -2,10 +2,11 @@
 
 The image's own interpreter (/opt/topospread/bin/python, run from the image as
 `make test-image` runs it) says which directories are on its sys.path; cyclonedx-py's
-`environment` command then reads the distributions' metadata in those directories
-of the mounted image. cyclonedx-py asks an interpreter for sys.path by running it:
-it is given a stand-in that prints the image's sys.path, mapped onto the mount, since
-the image's interpreter cannot run outside the image.
+`environment` command then reads the distributions' metadata in those directories of
+the image's files (the mounted image, or an exported copy). cyclonedx-py asks an
+interpreter for its sys.path by running it: it is given a stand-in that prints the
+image's sys.path mapped onto those files, since the image's interpreter cannot run
+outside the image.
 
     python -m tests.image.sbom IMAGE OUT.json
 """
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.image.imagefs import ChrootRunner, Runner, podman, runner_for
+from tests.image.imagefs import Runner, image_root, runner_for
 
 SYS_PATH = "import json, sys; print(json.dumps(sys.path))"
 
@@ -33,10 +34,7 @@ def image_sys_path(runner: Runner) -> list[str]:
 def sbom(ref: str, out: Path) -> int:
     with runner_for(ref) as runner:
         entries = image_sys_path(runner)
-        mounted = isinstance(runner, ChrootRunner)
-        root = runner.root if isinstance(runner, ChrootRunner) else Path(
-            podman("image", "mount", ref).strip())
-        try:
+        with image_root(runner) as root:
             on_host = [str(root / p.lstrip("/")) for p in entries if p.startswith("/")]
             with tempfile.TemporaryDirectory() as tmp:
                 python = Path(tmp) / "python"
@@ -46,9 +44,6 @@ def sbom(ref: str, out: Path) -> int:
                        "--mc-type", "application", "--output-reproducible",
                        "--output-format", "JSON", "--output-file", str(out), str(python)]
                 done = subprocess.run(cmd, check=False)
-        finally:
-            if not mounted:
-                podman("image", "unmount", ref, check=False)
     if done.returncode != 0:
         return done.returncode
     components = json.loads(out.read_text()).get("components", [])
