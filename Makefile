@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
-	clean browser report-screenshot
+	clean browser report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -127,6 +127,97 @@ lock: $(STAMP)
 	$(PY) -m pip install -q pip-tools
 	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
 	  --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
+
+# ---- The image and the package as users get them (docs/install.md) ----------------------
+# One version, webhook/__init__.py: the wheel's metadata, `--version`, the image's label.
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' webhook/__init__.py)
+IMAGE ?= localhost/topospread:$(VERSION)
+IMAGE_DIR := build/image
+# The base image: empty means one made from Debian's archive by mmdebstrap (bookworm
+# minbase with Python 3.11), cached as a tarball in $(IMAGE_DIR); or name one, e.g.
+# PYTHON_IMAGE=docker.io/library/python:3.11-slim-bookworm where a registry is reachable.
+PYTHON_IMAGE ?=
+DEBIAN_SUITE := bookworm
+DEBIAN_MIRROR ?= http://deb.debian.org/debian
+DEBIAN_SECURITY ?= http://deb.debian.org/debian-security
+BASE_TAR := $(IMAGE_DIR)/base-$(DEBIAN_SUITE).tar
+BASE_IMAGE := localhost/topospread-base:$(DEBIAN_SUITE)
+# pip inside the build trusts the CA bundle pip trusts here (PIP_CERT, else pip's own
+# `global.cert`): a network whose TLS a proxy re-signs. Given as a build secret.
+PIP_CA ?= $(or $(PIP_CERT),$(shell $(PYTHON) -m pip config get global.cert 2>/dev/null))
+comma := ,
+IMAGE_CA_ARGS := $(if $(wildcard $(PIP_CA)),--secret id=pip-ca$(comma)src=$(abspath $(PIP_CA)))
+IMAGE_TOOLS := podman buildah mmdebstrap uidmap fuse-overlayfs eatmydata
+IMAGE_BUILD_FLAGS ?= --isolation chroot
+
+# podman, buildah and mmdebstrap from apt-get when missing (as `browser` installs
+# chromium); unlike the browser tests, the image cannot be tested without them: fail.
+image-tools:
+	@missing=""; for tool in podman buildah mmdebstrap newuidmap fuse-overlayfs eatmydata unshare chroot; do \
+	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing for the image (apt-get: $(IMAGE_TOOLS))"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q --no-install-recommends $(IMAGE_TOOLS) >/dev/null 2>&1 \
+	    || { apt-get update -q >/dev/null 2>&1 \
+	         && apt-get install -y -q --no-install-recommends $(IMAGE_TOOLS) >/dev/null; } \
+	    || { echo "FAILED: could not install $(IMAGE_TOOLS): the image cannot be built" >&2; exit 1; }; \
+	  else \
+	    echo "FAILED: missing$$missing (install $(IMAGE_TOOLS)): the image cannot be built" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(BASE_TAR): | image-tools
+	@mkdir -p $(IMAGE_DIR)
+	mmdebstrap --variant=minbase --include=python3,python3-venv,python-is-python3,ca-certificates \
+	  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata \
+	  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+	  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+	  --dpkgopt='path-exclude=/usr/share/info/*' \
+	  --format=tar $(DEBIAN_SUITE) $@.tmp \
+	  "deb $(DEBIAN_MIRROR) $(DEBIAN_SUITE) main" "deb $(DEBIAN_MIRROR) $(DEBIAN_SUITE)-updates main" \
+	  "deb $(DEBIAN_SECURITY) $(DEBIAN_SUITE)-security main"
+	@mv $@.tmp $@
+
+# The base is imported from the tarball when podman's store lacks it; the store keeps it
+# across checkouts. `make image-base` makes both again (Debian's updates).
+image: image-tools
+	@[ -n "$(PYTHON_IMAGE)" ] || podman image exists $(BASE_IMAGE) || { \
+	  $(MAKE) --no-print-directory $(BASE_TAR) && \
+	  podman import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+	    --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' $(BASE_TAR) $(BASE_IMAGE) >/dev/null; }
+	podman build $(IMAGE_BUILD_FLAGS) $(IMAGE_CA_ARGS) \
+	  --build-arg PYTHON_IMAGE=$(or $(PYTHON_IMAGE),$(BASE_IMAGE)) --build-arg VERSION=$(VERSION) \
+	  -t $(IMAGE) .
+	@podman image inspect --format '$(IMAGE): {{.Size}} bytes, version {{index .Config.Labels "org.opencontainers.image.version"}}' $(IMAGE)
+
+image-base: image-tools
+	rm -f $(BASE_TAR)
+	podman rmi --force $(BASE_IMAGE) >/dev/null 2>&1 || true
+	$(MAKE) --no-print-directory image
+
+# Builds the image, then serves from it (tests/image/: TLS, reviews, metrics, SIGTERM,
+# user, read-only root, no compiler or pip, size); not part of `make test`.
+test-image: image $(STAMP)
+	TOPOSPREAD_IMAGE=$(IMAGE) $(PY) -m pytest -q -s -p no:cacheprovider tests/image
+
+# The sdist and the wheel in dist/, checked by twine.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+
+# The wheel installed into a fresh virtualenv outside the checkout, its commands run.
+test-dist: $(STAMP)
+	TOPOSPREAD_DIST=1 $(PY) -m pytest -q -p no:cacheprovider tests/wheel
+
+# CycloneDX JSON of the image's virtualenv, read from the image's own filesystem:
+# the distributions on the sys.path of the image's /opt/topospread/bin/python.
+sbom: image $(STAMP)
+	$(PY) -m pip install -q 'cyclonedx-bom>=4'
+	$(PY) -m tests.image.sbom $(IMAGE) $(IMAGE_DIR)/sbom.cdx.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis
