@@ -230,17 +230,25 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str = "") -> b
     return value
 
 
+def _section(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any] | None:
+    """A settings mapping at `where` (None when absent), its keys among `known`: an
+    unknown key is refused (a typo would otherwise silently keep a default)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {value!r}")
+    unknown = sorted(str(k) for k in value if k not in known)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(known)})")
+    return value
+
+
 def _audit(raw: Mapping[str, Any]) -> AuditSettings:
     """The `audit` key, every value checked; an unknown key is refused (a typo would
     otherwise silently keep a default)."""
-    section = raw.get("audit")
+    section = _section(raw.get("audit"), "audit", _AUDIT_KEYS)
     if section is None:
         return AuditSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"audit: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _AUDIT_KEYS)
-    if unknown:
-        raise ConfigError(f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})")
     interval = section.get("intervalSeconds", AUDIT_DEFAULT_INTERVAL)
     if interval is None:
         interval = AUDIT_DEFAULT_INTERVAL
@@ -263,22 +271,15 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
         rebalance=_rebalance(section),
-        deletion_costs=_deletion_costs(section.get("deletionCosts")),
+        deletion_costs=_deletion_costs(section),
     )
 
 
 def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
     """audit.rebalance, every value checked, unknown keys refused (as _audit)."""
-    section = audit.get("rebalance")
+    section = _section(audit.get("rebalance"), "audit.rebalance", _REBALANCE_KEYS)
     if section is None:
         return RebalanceSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"audit.rebalance: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _REBALANCE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"audit.rebalance.{unknown[0]}: unknown key (known: {', '.join(_REBALANCE_KEYS)})"
-        )
     most = section.get("maxEvictionsPerRun")
     if most is None:
         most = 1
@@ -306,17 +307,12 @@ def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
     )
 
 
-def _deletion_costs(section: Any) -> DeletionCostSettings:
+def _deletion_costs(audit: Mapping[str, Any]) -> DeletionCostSettings:
     """audit.deletionCosts, every value checked, unknown keys refused."""
     where = "audit.deletionCosts"
+    section = _section(audit.get("deletionCosts"), where, _DELETION_COST_KEYS)
     if section is None:
         return DeletionCostSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"{where}: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _DELETION_COST_KEYS)
-    if unknown:
-        known = ", ".join(_DELETION_COST_KEYS)
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {known})")
     namespaces = section.get("namespaces")
     if namespaces is not None:
         if not isinstance(namespaces, list) or not all(
