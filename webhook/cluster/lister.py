@@ -35,6 +35,7 @@ __all__ = [
     "AUDIT_RESOURCES",
     "ClusterError",
     "Connection",
+    "StatusLine",
     "connect",
     "list_objects",
     "list_snapshot",
@@ -159,8 +160,9 @@ def server_version(conn: Connection) -> tuple[int, int] | None:
     return parse_server_version(conn.get_json("/version"))
 
 
-class _Progress:
-    """`listing pods: 1500` redrawn in place on a terminal; silent elsewhere."""
+class StatusLine:
+    """One line redrawn in place on a terminal (`listing pods: 1500`, what an apply step
+    waits for); silent elsewhere."""
 
     def __init__(self, stream: TextIO | None) -> None:
         isatty = getattr(stream, "isatty", None)
@@ -186,7 +188,7 @@ def list_objects(
 ) -> Iterator[RawObj]:
     """Every object of every resource, page by page (limit/continue), kind and
     apiVersion filled in; ClusterError when a list fails."""
-    bar = _Progress(progress)
+    bar = StatusLine(progress)
     try:
         for resource in resources:
             query: dict[str, Any] = {"limit": page_size}
