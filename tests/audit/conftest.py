@@ -1,0 +1,25 @@
+"""Fixtures of the audit tests that talk to a cluster: the fake API server and a
+connection to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_live import kubeconfig
+from tests.fake_apiserver import FakeApiServer
+from webhook.cluster.lister import Connection, connect
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    fake = FakeApiServer().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def conn(server: FakeApiServer, tmp_path: Path) -> Connection:
+    return connect(kubeconfig=kubeconfig(tmp_path, server.url), timeout=5)
