@@ -1,5 +1,5 @@
-"""Fixtures of the audit tests that talk to a cluster: the fake API server and a
-connection to it."""
+"""Fixtures shared by the audit tests: the fake API server and a connection to it, and
+a headless browser (one per module) for the pages."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import Browser, BrowserMissing
 from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import FakeApiServer
 from webhook.cluster.lister import Connection, connect
@@ -23,3 +24,13 @@ def server() -> Iterator[FakeApiServer]:
 @pytest.fixture
 def conn(server: FakeApiServer, tmp_path: Path) -> Connection:
     return connect(kubeconfig=kubeconfig(tmp_path, server.url), timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    try:
+        b = Browser.start()
+    except BrowserMissing as exc:
+        pytest.skip(f"no browser: {exc}")
+    with b:
+        yield b
