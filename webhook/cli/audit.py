@@ -160,10 +160,11 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
         if rollout is not None:
             target, path = parse_rollout(rollout)
             return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
+        parsed_scales = []
         for value in scales:
-            parse_scale(value)
-        if scales:
-            return WorkloadRequest(scales=[parse_scale(s) for s in scales], now=now)
+            parsed_scales.append(parse_scale(value))
+        if parsed_scales:
+            return WorkloadRequest(scales=parsed_scales, now=now)
     except ValueError as exc:
         parts = value.split("/")
         namespace = parts[1] if len(parts) >= 3 and parts[1] else None
