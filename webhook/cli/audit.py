@@ -282,16 +282,14 @@ def cli_audit(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from exc
         # --deletion-costs: of the cluster as read (the costs a keeper would write now).
         costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
-    if args.output == "json":
+    if args.output in ("json", "html"):
         doc = report.to_json()
         if costs is not None:
             doc["deletionCosts"] = costs_json(costs)
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
-    elif args.output == "html":
-        doc = report.to_json()
-        if costs is not None:
-            doc["deletionCosts"] = costs_json(costs)
-        sys.stdout.write(audit_page(doc, generated=utc_now()))
+        if args.output == "json":
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
