@@ -57,7 +57,11 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.names import is_dns1123_label, validate_label_name, validate_label_selector
+from webhook.api.names import (
+    namespace_names_problem,
+    validate_label_name,
+    validate_label_selector,
+)
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from webhook.scheduler.config.profiles import (
@@ -294,12 +298,9 @@ def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
         raise ConfigError(
             f"audit.rebalance.namespaces: must be a list of namespace names, got {namespaces!r}"
         )
-    for ns in namespaces:
-        problems = is_dns1123_label(ns) if isinstance(ns, str) else ["not a string"]
-        if problems:
-            raise ConfigError(
-                f"audit.rebalance.namespaces: {ns!r} is not a namespace name: {problems[0]}"
-            )
+    problem = namespace_names_problem(namespaces, "audit.rebalance.namespaces")
+    if problem is not None:
+        raise ConfigError(problem)
     return RebalanceSettings(
         enabled=_bool(section, "enabled", False, "audit.rebalance."),
         max_evictions_per_run=most,
@@ -315,8 +316,9 @@ def _deletion_costs(audit: Mapping[str, Any]) -> DeletionCostSettings:
         return DeletionCostSettings()
     namespaces = section.get("namespaces")
     if namespaces is not None:
-        if not isinstance(namespaces, list) or not all(
-            isinstance(n, str) and not is_dns1123_label(n) for n in namespaces
+        if (
+            not isinstance(namespaces, list)
+            or namespace_names_problem(namespaces, f"{where}.namespaces") is not None
         ):
             raise ConfigError(
                 f"{where}.namespaces: must be a list of namespace names, got {namespaces!r}"

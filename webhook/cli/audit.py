@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
-from webhook.api.names import is_dns1123_label
+from webhook.api.names import namespace_names_problem
 from webhook.audit.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
@@ -353,12 +353,9 @@ def _rebalance_settings(args: argparse.Namespace, config: RebalanceSettings) -> 
     namespaces = config.namespaces
     if text is not None:
         namespaces = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        for ns in namespaces:
-            problems = is_dns1123_label(ns)
-            if problems:
-                raise InputError(
-                    f"--rebalance-namespaces: {ns!r} is not a namespace name: {problems[0]}"
-                )
+        problem = namespace_names_problem(namespaces, "--rebalance-namespaces")
+        if problem is not None:
+            raise InputError(problem)
     return RebalanceSettings(
         enabled=config.enabled or bool(getattr(args, "rebalance", False)),
         max_evictions_per_run=config.max_evictions_per_run if most is None else most,
