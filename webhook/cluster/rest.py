@@ -3,7 +3,8 @@ Connection's ApiClient: the headers (auth from the client's Configuration), the
 timeouts, no retries, and the one error for a server that did not answer at all.
 Every request the project sends outside the informer's streaming reads goes through
 send(): lister.Connection.get_json, the PolicyReport writer, the deletion-cost
-keeper and the Eviction writer.
+keeper and the Eviction writer; the informer builds its headers with
+request_headers().
 
     reply = send(conn, "PATCH", path, patch, content_type=MERGE_PATCH)
     reply.status, reply.json(), reply.retry_after
@@ -24,7 +25,7 @@ from webhook.errors import TopospreadError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from kubernetes.client import ApiClient
 
-__all__ = ["ClusterError", "Reply", "Unreachable", "send"]
+__all__ = ["ClusterError", "Reply", "Unreachable", "request_headers", "send"]
 
 
 class ClusterError(TopospreadError):
@@ -73,6 +74,16 @@ class Reply:
             return None
 
 
+def request_headers(api: ApiClient) -> dict[str, str]:
+    """Accept JSON, our User-Agent, and the auth headers of the client's Configuration
+    (its bearer token)."""
+    headers = {"Accept": "application/json", "User-Agent": "topospread"}
+    for setting in api.configuration.auth_settings().values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
+
+
 def send(
     conn: Connection,
     method: str,
@@ -86,10 +97,7 @@ def send(
     when given; Unreachable when nothing answered (connect timeout at most 10 s, read
     timeout conn.timeout)."""
     api = conn.api
-    headers = {"Accept": "application/json", "User-Agent": "topospread"}
-    for setting in api.configuration.auth_settings().values():
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[setting["key"]] = setting["value"]
+    headers = request_headers(api)
     data = None
     if body is not None:
         headers["Content-Type"] = content_type
