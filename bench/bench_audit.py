@@ -217,6 +217,28 @@ def write_cluster(path: Path, nodes: int, deployments: int, pods: int, seed: int
     return str(pod_file)
 
 
+def add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    """The generated cluster's size and seed, the runs, and --keep (bench_workloads.py
+    takes the same)."""
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--deployments", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+
+
+def make_cluster(args: argparse.Namespace, prefix: str) -> tuple[Path, str, float]:
+    """The cluster of `args` written as cluster.json in --keep DIR (or a new temporary
+    folder named from `prefix`): (its path, the pod file simulate places, seconds)."""
+    work = Path(args.keep or tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    snap = work / "cluster.json"
+    t0 = time.perf_counter()
+    pod = write_cluster(snap, args.nodes, args.deployments, args.pods, args.seed)
+    return snap, pod, time.perf_counter() - t0
+
+
 def run(argv: list[str]) -> tuple[float, float, str, int]:
     """(wall seconds, peak RSS MiB, stdout, exit code) of one `python -m webhook` process."""
     with tempfile.TemporaryFile() as out:
@@ -246,25 +268,17 @@ def apply_moves(src: Path, dst: Path, moves: list[dict[str, str]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--deployments", type=int, default=500)
-    parser.add_argument("--pods", type=int, default=150_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    add_cluster_args(parser)
     parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
     parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
     parser.add_argument("--costs", action="store_true", help="also time --deletion-costs")
     args = parser.parse_args()
 
-    work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    snap = work / "cluster.json"
-    t0 = time.perf_counter()
-    pod = write_cluster(snap, args.nodes, args.deployments, args.pods, args.seed)
+    snap, pod, seconds = make_cluster(args, "topospread-audit-bench-")
+    work = snap.parent
     print(
         f"cluster: {args.nodes} nodes, {args.deployments} Deployments, {args.pods} pods "
-        f"({snap.stat().st_size / 2**20:.0f} MiB) written in {time.perf_counter() - t0:.1f} s"
+        f"({snap.stat().st_size / 2**20:.0f} MiB) written in {seconds:.1f} s"
     )
 
     zone_a = f"{ZONE}=zone-a"

@@ -25,34 +25,22 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
-import time
-from pathlib import Path
 
-from bench_audit import run, write_cluster
+from bench_audit import add_cluster_args, make_cluster, run
 
 NOW = "2026-11-27T12:00:00Z"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--deployments", type=int, default=500)
-    parser.add_argument("--pods", type=int, default=150_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    add_cluster_args(parser)
     args = parser.parse_args()
 
-    work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-workloads-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    snap = work / "cluster.json"
-    t0 = time.perf_counter()
-    pod = write_cluster(snap, args.nodes, args.deployments, args.pods, args.seed)
+    snap, pod, seconds = make_cluster(args, "topospread-workloads-bench-")
     per = args.pods // args.deployments
     print(
         f"cluster: {args.nodes} nodes, {args.deployments} Deployments of {per} pods "
-        f"({snap.stat().st_size / 2**20:.0f} MiB) written in {time.perf_counter() - t0:.1f} s"
+        f"({snap.stat().st_size / 2**20:.0f} MiB) written in {seconds:.1f} s"
     )
     target = "deploy/ns-0/app-0"
     commands = {

@@ -1,4 +1,5 @@
-"""A real `topospread serve` on loopback for the shutdown and metrics tests.
+"""A real `topospread serve` on loopback for the shutdown and metrics tests, and the
+handle on the image's server in tests/image.
 
 The server runs as a child process (gunicorn, gthread workers, TLS with a CA made in a
 temporary directory, the demo snapshot); its stderr goes to a file, never a pipe, so a
@@ -46,10 +47,16 @@ class LiveServer:
         )
 
     def request(
-        self, method: str, path: str, body: Any = None, *, raw: bytes | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        timeout: float = 10.0,
     ) -> tuple[int, dict[str, str], bytes]:
         """One request on a fresh connection: status, headers (lower-case names), body."""
-        conn = self.connection()
+        conn = self.connection(timeout)
         try:
             data = raw if raw is not None else (
                 json.dumps(body).encode() if body is not None else None

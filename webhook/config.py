@@ -57,7 +57,11 @@ from typing import Any, Literal, cast
 import yaml
 
 from webhook.api.kube import RawObj, spec
-from webhook.api.names import is_dns1123_label, validate_label_name, validate_label_selector
+from webhook.api.names import (
+    namespace_names_problem,
+    validate_label_name,
+    validate_label_selector,
+)
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from webhook.scheduler.config.profiles import (
@@ -230,17 +234,25 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str = "") -> b
     return value
 
 
+def _section(value: Any, where: str, known: tuple[str, ...]) -> dict[str, Any] | None:
+    """A settings mapping at `where` (None when absent), its keys among `known`: an
+    unknown key is refused (a typo would otherwise silently keep a default)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {value!r}")
+    unknown = sorted(str(k) for k in value if k not in known)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(known)})")
+    return value
+
+
 def _audit(raw: Mapping[str, Any]) -> AuditSettings:
     """The `audit` key, every value checked; an unknown key is refused (a typo would
     otherwise silently keep a default)."""
-    section = raw.get("audit")
+    section = _section(raw.get("audit"), "audit", _AUDIT_KEYS)
     if section is None:
         return AuditSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"audit: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _AUDIT_KEYS)
-    if unknown:
-        raise ConfigError(f"audit.{unknown[0]}: unknown key (known: {', '.join(_AUDIT_KEYS)})")
     interval = section.get("intervalSeconds", AUDIT_DEFAULT_INTERVAL)
     if interval is None:
         interval = AUDIT_DEFAULT_INTERVAL
@@ -263,22 +275,15 @@ def _audit(raw: Mapping[str, Any]) -> AuditSettings:
         reports=str(reports),
         report=_bool(section, "report", False, "audit."),
         rebalance=_rebalance(section),
-        deletion_costs=_deletion_costs(section.get("deletionCosts")),
+        deletion_costs=_deletion_costs(section),
     )
 
 
 def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
     """audit.rebalance, every value checked, unknown keys refused (as _audit)."""
-    section = audit.get("rebalance")
+    section = _section(audit.get("rebalance"), "audit.rebalance", _REBALANCE_KEYS)
     if section is None:
         return RebalanceSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"audit.rebalance: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _REBALANCE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"audit.rebalance.{unknown[0]}: unknown key (known: {', '.join(_REBALANCE_KEYS)})"
-        )
     most = section.get("maxEvictionsPerRun")
     if most is None:
         most = 1
@@ -293,12 +298,9 @@ def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
         raise ConfigError(
             f"audit.rebalance.namespaces: must be a list of namespace names, got {namespaces!r}"
         )
-    for ns in namespaces:
-        problems = is_dns1123_label(ns) if isinstance(ns, str) else ["not a string"]
-        if problems:
-            raise ConfigError(
-                f"audit.rebalance.namespaces: {ns!r} is not a namespace name: {problems[0]}"
-            )
+    problem = namespace_names_problem(namespaces, "audit.rebalance.namespaces")
+    if problem is not None:
+        raise ConfigError(problem)
     return RebalanceSettings(
         enabled=_bool(section, "enabled", False, "audit.rebalance."),
         max_evictions_per_run=most,
@@ -306,21 +308,17 @@ def _rebalance(audit: Mapping[str, Any]) -> RebalanceSettings:
     )
 
 
-def _deletion_costs(section: Any) -> DeletionCostSettings:
+def _deletion_costs(audit: Mapping[str, Any]) -> DeletionCostSettings:
     """audit.deletionCosts, every value checked, unknown keys refused."""
     where = "audit.deletionCosts"
+    section = _section(audit.get("deletionCosts"), where, _DELETION_COST_KEYS)
     if section is None:
         return DeletionCostSettings()
-    if not isinstance(section, dict):
-        raise ConfigError(f"{where}: must be a mapping, got {section!r}")
-    unknown = sorted(str(k) for k in section if k not in _DELETION_COST_KEYS)
-    if unknown:
-        known = ", ".join(_DELETION_COST_KEYS)
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {known})")
     namespaces = section.get("namespaces")
     if namespaces is not None:
-        if not isinstance(namespaces, list) or not all(
-            isinstance(n, str) and not is_dns1123_label(n) for n in namespaces
+        if (
+            not isinstance(namespaces, list)
+            or namespace_names_problem(namespaces, f"{where}.namespaces") is not None
         ):
             raise ConfigError(
                 f"{where}.namespaces: must be a list of namespace names, got {namespaces!r}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -345,13 +344,6 @@ class FakeTime:
     def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
         self.now += seconds
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
 
 
 def load(server: FakeApiServer, objects: list[RawObj]) -> None:

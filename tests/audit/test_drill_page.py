@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 
 from tests import paths
 from tests.audit.reports import cli
-from tests.browser import Browser, BrowserMissing, Page
+from tests.browser import Browser, Page
 from tests.builders import ZONE
 
 OUTAGE = str(paths.ROOT / "docs" / "examples" / "zone-outage.json")
@@ -170,16 +169,6 @@ def page_statements(page: Page, named: Statements) -> Statements:
         pod, _, why = line.partition(": ")
         out.not_scheduled[pod] = why
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    try:
-        b = Browser.start()
-    except BrowserMissing as exc:
-        pytest.skip(f"no browser: {exc}")
-    with b:
-        yield b
 
 
 def _run(args: list[str]) -> tuple[str, dict[str, Any], str]:

@@ -5,7 +5,6 @@ installs it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,10 @@ from tests.audit.reports import (
     payload_cluster,
     write_snapshot,
 )
-from tests.browser import Browser, BrowserMissing, Page
+from tests.browser import Browser, Page
 from webhook.audit.html import ROWS_SHOWN, audit_page
 
 NARROW = 320
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    try:
-        b = Browser.start()
-    except BrowserMissing as exc:
-        pytest.skip(f"no browser: {exc}")
-    with b:
-        yield b
 
 
 def load(browser: Browser, tmp_path: Path, html: str, width: int = 1024) -> Page:

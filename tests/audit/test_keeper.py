@@ -9,21 +9,19 @@ Legend: "a:4 b:2 c:3" is the count of the Deployment's pods per zone."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.audit.test_policyreports import read_from
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
-from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import FakeApiServer
-from webhook.audit.inventory import ClusterState, Collector
+from webhook.audit.inventory import ClusterState
 from webhook.audit.keeper import CostKeeper, decide, plan_writes
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.watch import AuditLoop
-from webhook.cluster.lister import AUDIT_RESOURCES, Connection, connect, list_objects
+from webhook.cluster.lister import Connection
 from webhook.config import DeletionCostSettings, Settings, settings_from_dict
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
 from webhook.errors import ConfigError
@@ -72,25 +70,6 @@ PLACED = ["a1", "a1", "c1", "b1", "c1", "a1", "b1", "c1", "a1"]
 
 def workload_pods(placed: list[str] = PLACED, start: int = 0) -> list[RawObj]:
     return [web(f"web-{start + i:02d}", n, start + i) for i, n in enumerate(placed)]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    s = FakeApiServer().start()
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def conn(server: FakeApiServer, tmp_path: Path) -> Connection:
-    return connect(kubeconfig=kubeconfig(tmp_path, server.url), timeout=5)
-
-
-def read_from(conn: Connection) -> ClusterState:
-    collector = Collector()
-    for obj in list_objects(conn, AUDIT_RESOURCES):
-        collector.add(obj)
-    return collector.state()
 
 
 def load(server: FakeApiServer, *objects: RawObj) -> None:

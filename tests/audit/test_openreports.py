@@ -16,11 +16,9 @@ from tests.audit.test_policyreports import (
     LIFECYCLE,
     WEB,
     cluster,
-    conn,
     converge,
     read_from,
     report_view,
-    server,
 )
 from tests.audit.test_policyreports import samples as metric_samples
 from tests.builders import ZONE
@@ -53,8 +51,6 @@ RESULT_FIELDS = {
 SUMMARY_FIELDS = {"pass", "fail", "warn", "error", "skip"}
 SEVERITIES = {"critical", "high", "low", "medium", "info"}
 RESULTS = {"pass", "fail", "warn", "error", "skip"}
-
-__all__ = ["conn", "server"]  # the fixtures, shared with test_policyreports.py
 
 
 def loop_for(conn: Connection, reports: str, metrics: AuditMetrics | None = None) -> AuditLoop:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests import paths
 from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector
-from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import FakeApiServer
-from webhook.audit.inventory import ClusterState, Collector, Workload
+from webhook.audit.inventory import ClusterState, Workload
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import (
     MANAGED_BY,
@@ -35,7 +32,7 @@ from webhook.audit.policyreports import (
 from webhook.audit.run import run_audit
 from webhook.audit.spread import ConstraintSpread
 from webhook.audit.watch import AuditLoop
-from webhook.cluster.lister import AUDIT_RESOURCES, Connection, connect, list_objects
+from webhook.cluster.lister import AUDIT_RESOURCES, Connection, list_objects
 from webhook.config import Settings
 
 RawObj = dict[str, Any]
@@ -120,23 +117,8 @@ def converge(server: FakeApiServer, objects: list[RawObj]) -> None:
             server.add(obj)
 
 
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
-def conn(server: FakeApiServer, tmp_path: Path) -> Connection:
-    return connect(kubeconfig=kubeconfig(tmp_path, server.url), timeout=5)
-
-
 def read_from(conn: Connection) -> ClusterState:
-    collector = Collector()
-    for obj in list_objects(conn, AUDIT_RESOURCES):
-        collector.add(obj)
-    return collector.state()
+    return ClusterState.from_objects(list_objects(conn, AUDIT_RESOURCES))
 
 
 def loop_for(conn: Connection, metrics: AuditMetrics | None = None) -> AuditLoop:

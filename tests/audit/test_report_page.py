@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.audit.test_policyreports import cluster, converge
-from tests.audit.test_watch import free_port, get, server, state_of, wait_for
+from tests.audit.test_watch import free_port, get, state_of, wait_for
 from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import OPEN_REPORT, POLICY_REPORT, FakeApiServer
 from tests.htmltree import parse
@@ -21,8 +21,6 @@ from webhook.audit.html import utc_now
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.watch import AuditLoop, LatestReport, MetricsServer
 from webhook.config import Settings
-
-__all__ = ["server"]  # the fixture, shared with test_watch.py
 
 AUDITED_AT = 1_790_000_000.0
 

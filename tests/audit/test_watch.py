@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -430,13 +430,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
     return port
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
 
 
 def test_watch_process_audits_writes_reports_and_stops_on_sigterm(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -14,10 +15,10 @@ from webhook.cli.main import main
 PAGE = ROOT / "docs" / "pending.md"
 
 
-def examples() -> list[tuple[str, str]]:
-    """(command line, the output shown under it) of each shell block of the page."""
+def examples(page: Path = PAGE) -> list[tuple[str, str]]:
+    """(command line, the output shown under it) of each shell block of `page`."""
     found: list[tuple[str, str]] = re.findall(
-        r"```\n\$ (topospread [^\n]+)\n(.*?)```", PAGE.read_text(), re.S
+        r"```\n\$ (topospread [^\n]+)\n(.*?)```", page.read_text(), re.S
     )
     return found
 

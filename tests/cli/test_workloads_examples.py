@@ -4,11 +4,11 @@ page names exist."""
 
 from __future__ import annotations
 
-import re
 import shlex
 
 import pytest
 
+from tests.cli.test_pending_examples import examples as page_examples
 from tests.paths import ROOT
 from webhook.cli.main import main
 
@@ -16,10 +16,7 @@ PAGE = ROOT / "docs" / "workloads.md"
 
 
 def examples() -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = re.findall(
-        r"```\n\$ (topospread [^\n]+)\n(.*?)```", PAGE.read_text(), re.S
-    )
-    return found
+    return page_examples(PAGE)
 
 
 def test_the_page_has_its_worked_examples() -> None:

@@ -65,6 +65,21 @@ def deletion_order(costs: Mapping[str, int], ties: Mapping[str, int]) -> list[st
     return sorted(costs, key=lambda key: (costs[key], ties[key]))
 
 
+def assert_least_skew_after_each_deletion(
+    counted: Counted, gone: Sequence[str], min_domains: int
+) -> None:
+    """For every k, deleting the first k pods of `gone` leaves `counted`'s constraint the
+    least skew any k of its pods can leave."""
+    ours: dict[str, int] = {}
+    for d in counted.domain_of.values():
+        ours[d] = ours.get(d, 0) + 1
+    for k in range(len(gone) + 1):
+        left = {d: f + ours.get(d, 0) for d, f in counted.floors.items()}
+        for key in gone[:k]:
+            left[counted.domain_of[key]] -= 1
+        assert skew(left, min_domains) == best_skew(counted.floors, ours, k, min_domains), k
+
+
 @st.composite
 def single_constraint(draw: st.DrawFn) -> tuple[Counted, list[str], dict[str, int], int]:
     """A constraint over 1-4 domains, each f+w, our pods in a drawn stack order, a drawn
@@ -89,15 +104,7 @@ def test_any_k_lowest_costs_leave_the_least_skew(
     counted, order, ties, min_domains = case
     costs = costs_from_levels([levels(order, counted)])
     assert all(0 <= c <= INT32_MAX for c in costs.values())
-    ours: dict[str, int] = {}
-    for d in counted.domain_of.values():
-        ours[d] = ours.get(d, 0) + 1
-    gone = deletion_order(costs, ties)
-    for k in range(len(gone) + 1):
-        left = {d: f + ours.get(d, 0) for d, f in counted.floors.items()}
-        for key in gone[:k]:
-            left[counted.domain_of[key]] -= 1
-        assert skew(left, min_domains) == best_skew(counted.floors, ours, k, min_domains), k
+    assert_least_skew_after_each_deletion(counted, deletion_order(costs, ties), min_domains)
 
 
 @st.composite
@@ -134,15 +141,7 @@ def test_the_first_constraint_keeps_its_guarantee_under_a_second(
     """With zone then hostname, the zone skew after any k deletions is the least possible."""
     (zone, host), order, ties = case
     costs = costs_from_levels([levels(order, zone), levels(order, host)])
-    ours: dict[str, int] = {}
-    for d in zone.domain_of.values():
-        ours[d] = ours.get(d, 0) + 1
-    gone = deletion_order(costs, ties)
-    for k in range(len(gone) + 1):
-        left = {d: f + ours.get(d, 0) for d, f in zone.floors.items()}
-        for key in gone[:k]:
-            left[zone.domain_of[key]] -= 1
-        assert skew(left, 1) == best_skew(zone.floors, ours, k, 1), k
+    assert_least_skew_after_each_deletion(zone, deletion_order(costs, ties), 1)
 
 
 def test_equal_levels_across_domains_share_a_cost_and_a_domain_never_ties() -> None:

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import base64
 import errno
-import http.client
 import json
 import re
 import shutil
-import socket
-import ssl
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +27,7 @@ import pytest
 from tests import paths
 from tests.builders import DNS, ZONE, make_pod, review, selector
 from tests.image.imagefs import ETC, ImageConfig, Runner
+from tests.live_server import LiveServer, free_port
 from webhook import __version__
 from webhook.install.certs import generate
 
@@ -43,40 +40,6 @@ DRAIN_SECONDS = 2.0
 STARTUP_SECONDS = 60.0
 USER = "65532:65532"
 COMPILERS = ("cc", "gcc", "c++", "g++", "cpp", "clang", "tcc", "ld", "as", "cc1", "cc1plus")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    port: int
-    ca: Path
-    log: Path
-
-    def connection(self, timeout: float = 10.0) -> http.client.HTTPSConnection:
-        context = ssl.create_default_context(cafile=str(self.ca))
-        return http.client.HTTPSConnection("127.0.0.1", self.port, context=context,
-                                           timeout=timeout)
-
-    def request(self, method: str, path: str, body: Any = None,
-                timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
-        conn = self.connection(timeout)
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            headers = {"Content-Type": "application/json"} if data is not None else {}
-            conn.request(method, path, body=data, headers=headers)
-            with conn.getresponse() as resp:
-                return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
 
 
 def etc_dir(tmp: Path) -> Path:
@@ -106,14 +69,14 @@ def serve_args(image: ImageConfig, runner: Runner, port: int) -> list[str]:
     return args
 
 
-def start(runner: Runner, tmp: Path) -> Server:
+def start(runner: Runner, tmp: Path) -> LiveServer:
     etc = etc_dir(tmp)
     port = free_port()
     log = tmp / "serve.log"
     with log.open("wb") as out:
         proc = runner.popen(serve_args(runner.image, runner, port), etc=etc, port=port,
                             stdout=out, stderr=subprocess.STDOUT)
-    srv = Server(proc, port, etc / "certs" / "ca.crt", log)
+    srv = LiveServer(proc, port, etc / "certs", log)
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         try:
@@ -127,14 +90,14 @@ def start(runner: Runner, tmp: Path) -> Server:
         time.sleep(0.2)
 
 
-def stop(srv: Server) -> None:
+def stop(srv: LiveServer) -> None:
     if srv.proc.poll() is None:
         srv.proc.kill()
         srv.proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
-def server(runner: Runner, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(runner: Runner, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     srv = start(runner, tmp_path_factory.mktemp("serve"))
     yield srv
     stop(srv)
@@ -219,12 +182,12 @@ def test_size(image: ImageConfig) -> None:
 # ---- serving ------------------------------------------------------------------------
 
 
-def test_health_and_readiness(server: Server) -> None:
+def test_health_and_readiness(server: LiveServer) -> None:
     assert server.request("GET", "/healthz")[0] == 200
     assert server.request("GET", "/readyz")[0] == 200
 
 
-def test_server_process_runs_as_image_user(server: Server, runner: Runner) -> None:
+def test_server_process_runs_as_image_user(server: LiveServer, runner: Runner) -> None:
     status = Path(f"/proc/{runner.pid_in_host(server.proc)}/status").read_text()
     uid = re.search(r"^Uid:\s+(\d+)\s+(\d+)", status, re.M)
     gid = re.search(r"^Gid:\s+(\d+)\s+(\d+)", status, re.M)
@@ -232,7 +195,7 @@ def test_server_process_runs_as_image_user(server: Server, runner: Runner) -> No
     assert (uid.groups(), gid.groups()) == (("65532", "65532"), ("65532", "65532"))
 
 
-def test_validate_denies_zero_max_skew(server: Server) -> None:
+def test_validate_denies_zero_max_skew(server: LiveServer) -> None:
     status, _, body = server.request("POST", "/validate", review(spread_pod(0), uid="u-0"))
     assert status == 200
     response = json.loads(body)["response"]
@@ -242,14 +205,14 @@ def test_validate_denies_zero_max_skew(server: Server) -> None:
             "must be greater than zero") in response["status"]["message"]
 
 
-def test_validate_allows_valid_pod(server: Server) -> None:
+def test_validate_allows_valid_pod(server: LiveServer) -> None:
     status, _, body = server.request("POST", "/validate", review(spread_pod(1), uid="u-1"))
     assert status == 200
     response = json.loads(body)["response"]
     assert (response["uid"], response["allowed"]) == ("u-1", True)
 
 
-def test_mutate_merges_match_label_keys(server: Server) -> None:
+def test_mutate_merges_match_label_keys(server: LiveServer) -> None:
     """No cluster version known: the v1.34 merge result, keys kept, selector extended."""
     pod = spread_pod(1, matchLabelKeys=["version"])
     pod["metadata"]["labels"]["version"] = "v2"
@@ -267,7 +230,7 @@ def test_mutate_merges_match_label_keys(server: Server) -> None:
     assert constraint["matchLabelKeys"] == ["version"]
 
 
-def test_malformed_review_is_400(server: Server) -> None:
+def test_malformed_review_is_400(server: LiveServer) -> None:
     conn = server.connection()
     try:
         conn.request("POST", "/validate", body=b"{not json",
@@ -278,7 +241,7 @@ def test_malformed_review_is_400(server: Server) -> None:
         conn.close()
 
 
-def test_metrics_count_the_reviews(server: Server) -> None:
+def test_metrics_count_the_reviews(server: LiveServer) -> None:
     server.request("POST", "/validate", review(spread_pod(1), uid="u-3"))
     status, headers, body = server.request("GET", "/metrics")
     assert status == 200
@@ -292,7 +255,7 @@ def test_metrics_count_the_reviews(server: Server) -> None:
 # ---- SIGTERM ------------------------------------------------------------------------
 
 
-def handshake(srv: Server) -> bool:
+def handshake(srv: LiveServer) -> bool:
     """Whether a new connection gets through TCP and TLS."""
     conn = srv.connection(timeout=3)
     try:

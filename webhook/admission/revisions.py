@@ -21,8 +21,8 @@ from typing import Any
 
 from webhook.admission.context import MutationContext
 from webhook.api.kube import RawObj
-from webhook.api.names import selector_keys, selector_selects, validate_label_selector
-from webhook.validation.advice import REVISION_LABEL
+from webhook.api.names import validate_label_selector
+from webhook.validation.advice import REVISION_LABEL, counts_revisions_together
 
 __all__ = ["deployment_pod", "separate_revisions"]
 
@@ -64,18 +64,13 @@ def _wants_key(constraint: Mapping[str, Any], labels: Mapping[str, str]) -> bool
     keys = constraint.get("matchLabelKeys")
     if keys is not None and not isinstance(keys, list):
         return False
-    if keys and REVISION_LABEL in keys:
-        return False
     selector = constraint.get("labelSelector")
     if not isinstance(selector, dict):
         return False
     if validate_label_selector(selector, ""):
         # A selector the API rejects is validation's to report; left as written.
         return False
-    label_keys, expr_keys = selector_keys(selector)
-    if REVISION_LABEL in label_keys or REVISION_LABEL in expr_keys:
-        return False
-    return selector_selects(selector, labels)
+    return counts_revisions_together(constraint, labels)
 
 
 def separate_revisions(pod: RawObj, ctx: MutationContext) -> list[str]:

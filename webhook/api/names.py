@@ -13,7 +13,7 @@ a JSON null reads as Go's zero value, exactly as kube-apiserver decodes it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.field import FieldError, JSONValue, forbidden, invalid, required
@@ -99,6 +99,16 @@ def is_dns1123_label(value: str) -> list[str]:
     if not _DNS1123_LABEL_RE.fullmatch(value):
         errs.append(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return errs
+
+
+def namespace_names_problem(names: Iterable[object], where: str) -> str | None:
+    """The first of `names` that is not a namespace name, said as `<where>: 'x' is not a
+    namespace name: <why>`; None when every one is."""
+    for ns in names:
+        problems = is_dns1123_label(ns) if isinstance(ns, str) else ["not a string"]
+        if problems:
+            return f"{where}: {ns!r} is not a namespace name: {problems[0]}"
+    return None
 
 
 def is_qualified_name(value: str) -> list[str]:

@@ -11,23 +11,20 @@ cluster, and it sends one verb, POST, to one kind of path: an Eviction, never a
 DELETE (a deletion would bypass PodDisruptionBudgets; the Eviction API applies them
 and answers 429 when one says no). Each eviction carries the pod's uid as a
 precondition, so a pod recreated under the same name (a StatefulSet's) is never
-evicted by a request meant for its predecessor (409). Requests are raw JSON over the
-urllib3 pool of the kubernetes client's ApiClient (auth from its Configuration), as
-lister.py reads; no client model class is built.
+evicted by a request meant for its predecessor (409). Requests are raw JSON sent by
+webhook/cluster/rest.py, as lister.py reads; no client model class is built.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import urllib3
 
 from webhook.api.kube import RawObj, as_dict
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.steps import Answer, eviction_answer
 from webhook.cluster.lister import AUDIT_RESOURCES, ClusterError, list_objects
+from webhook.cluster.rest import send
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.cluster.lister import Connection
@@ -85,33 +82,8 @@ class LiveCluster:
         return [dict(item, kind="Pod") for item in items if isinstance(item, dict)]
 
     def evict(self, namespace: str, name: str, uid: str | None) -> Answer:
-        """POST the pod's Eviction; the answer as steps.Answer (ClusterError when nothing
-        answered)."""
-        conn = self.conn
-        configuration = conn.api.configuration
-        headers = {
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-            "User-Agent": "topospread",
-        }
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
+        """POST the pod's Eviction; the answer as steps.Answer (rest.Unreachable, a
+        ClusterError, when nothing answered)."""
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
-        data = json.dumps(eviction_request(namespace, name, uid)).encode()
-        try:
-            response = conn.api.rest_client.pool_manager.request(
-                "POST",
-                conn.host + path,
-                body=data,
-                headers=headers,
-                retries=False,
-                timeout=urllib3.Timeout(connect=min(conn.timeout, 10.0), read=conn.timeout),
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ClusterError(f"POST {conn.host}{path}: {exc}") from exc
-        try:
-            parsed = json.loads(response.data) if response.data else None
-        except ValueError:
-            parsed = None
-        return eviction_answer(int(response.status), parsed, namespace)
+        reply = send(self.conn, "POST", path, eviction_request(namespace, name, uid))
+        return eviction_answer(reply.status, reply.json(), namespace)

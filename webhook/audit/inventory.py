@@ -34,6 +34,7 @@ __all__ = [
     "audit_view",
     "Workload",
     "controller_of",
+    "is_finished",
     "is_running",
     "movable",
     "pod_key",
@@ -119,10 +120,13 @@ def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:
     node = spec.get("nodeName")
     if not isinstance(node, str) or node not in nodes:
         return False
-    if is_terminating(pod):
-        return False
+    return not is_terminating(pod) and not is_finished(pod)
+
+
+def is_finished(pod: RawObj) -> bool:
+    """Its phase is Succeeded or Failed: it runs no more and no controller counts it."""
     phase = as_dict(pod.get("status")).get("phase")
-    return not (isinstance(phase, str) and phase in TERMINAL_PHASES)
+    return isinstance(phase, str) and phase in TERMINAL_PHASES
 
 
 # What an audit keeps of a pod: what spreads count and group by, and what the

@@ -31,7 +31,6 @@ This module and policyreports.py are the only ones with write verbs (PATCH here)
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -40,11 +39,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import urllib3
-
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
 from webhook.audit.costs import all_costs
 from webhook.audit.inventory import ClusterState, pod_key
+from webhook.cluster.rest import Unreachable, send
 from webhook.config import DeletionCostSettings, Settings
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
 
@@ -129,10 +127,6 @@ class KeeperOutcome:
         return len(self.results[result])
 
 
-class _Unreachable(Exception):
-    """The API server did not answer at all: the pass ends."""
-
-
 class _Throttled(Exception):
     """429 after the one retry: the pass ends."""
 
@@ -175,47 +169,16 @@ class CostKeeper:
         self._next_at = start + 1.0 / self.config.qps
 
     def _call(
-        self, method: str, path: str, body: Any = None, content_type: str | None = None
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> tuple[int, Any, float | None]:
         """(status, parsed JSON body or None, Retry-After seconds or None), paced;
-        _Unreachable when nothing answered."""
+        rest.Unreachable when nothing answered."""
         self._pace()
-        conn = self.conn
-        configuration = conn.api.configuration
-        headers = {"Accept": "application/json", "User-Agent": "topospread"}
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type or "application/json"
-            data = json.dumps(body).encode()
-        try:
-            response = conn.api.rest_client.pool_manager.request(
-                method,
-                conn.host + path,
-                body=data,
-                headers=headers,
-                retries=False,
-                timeout=urllib3.Timeout(connect=min(conn.timeout, 10.0), read=conn.timeout),
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _Unreachable(f"{method} {conn.host}{path}: {exc}") from exc
-        try:
-            parsed = json.loads(response.data) if response.data else None
-        except ValueError:
-            parsed = None
-        retry_after: float | None = None
-        raw = response.headers.get("Retry-After") if response.headers else None
-        if raw is not None:
-            try:
-                retry_after = max(0.0, float(raw))
-            except ValueError:
-                retry_after = None
-        return int(response.status), parsed, retry_after
+        reply = send(self.conn, method, path, body, content_type=content_type)
+        return reply.status, reply.json(), reply.retry_after
 
     def _request(
-        self, method: str, path: str, body: Any = None, content_type: str | None = None
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> tuple[int, Any]:
         """_call with the one retry of a 429 after its Retry-After; _Throttled after a
         second 429."""
@@ -299,7 +262,7 @@ class CostKeeper:
                 outcome.planned = i + 1
                 ended = "throttled (429)"
                 break
-            except _Unreachable as exc:
+            except Unreachable as exc:
                 outcome.add("error", key)
                 outcome.deferred += outcome.planned - i - 1
                 outcome.planned = i + 1

@@ -24,8 +24,7 @@ whose results did not change is not written at all.
 This module holds the only write verbs (POST, PUT, DELETE) of the package but the
 deletion-cost keeper's PATCH (keeper.py): every other write of topospread goes
 through `PolicyReportWriter._call`, and a test reads every module's source to keep
-it so. Requests are raw JSON over the urllib3 pool of
-the kubernetes client's ApiClient (auth from its Configuration), as lister.py reads;
+it so. Requests are raw JSON sent by webhook/cluster/rest.py, as lister.py reads;
 no client model class is ever built.
 
 No such API (404 on the collection: the CRD is not installed): one log line
@@ -42,15 +41,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
-
-import urllib3
 
 from webhook.api.constraint import DO_NOT_SCHEDULE
 from webhook.api.kube import RawObj, as_dict, meta
 from webhook.audit.inventory import ClusterState, Workload
 from webhook.audit.report import AuditReport
 from webhook.audit.spread import ConstraintSpread
+from webhook.cluster.rest import Unreachable, send
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.cluster.lister import Connection
@@ -301,33 +298,11 @@ class PolicyReportWriter:
         query: Mapping[str, str] | None = None,
     ) -> tuple[int, Any]:
         """(status, parsed JSON body or None); _Unreachable when nothing answered."""
-        conn = self.conn
-        configuration = conn.api.configuration
-        headers = {"Accept": "application/json", "User-Agent": "topospread"}
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        data = None
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            data = json.dumps(body).encode()
-        url = conn.host + path + ("?" + urlencode(query) if query else "")
         try:
-            response = conn.api.rest_client.pool_manager.request(
-                method,
-                url,
-                body=data,
-                headers=headers,
-                retries=False,
-                timeout=urllib3.Timeout(connect=min(conn.timeout, 10.0), read=conn.timeout),
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _Unreachable(_OPERATIONS[method], f"{method} {conn.host}{path}: {exc}") from exc
-        try:
-            parsed = json.loads(response.data) if response.data else None
-        except ValueError:
-            parsed = None
-        return int(response.status), parsed
+            reply = send(self.conn, method, path, body, query=query)
+        except Unreachable as exc:
+            raise _Unreachable(_OPERATIONS[method], str(exc)) from exc.__cause__
+        return reply.status, reply.json()
 
     def _collection(self, namespace: str | None = None) -> str:
         api = self.api

@@ -322,14 +322,14 @@ def _workload_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str
             out.append(f"  {paint('the spread still holds', 'green')}")
         else:
             out.append("  no constraint of this workload is checked")
-        for label, doc in (("with deletion costs", report.deletion_costs),):
-            entries = (doc or {}).get(name)
-            if entries is not None:
-                worst_skew = max((e["skew"] for e in entries), default=0)
-                held = not any(e["violated"] for e in entries)
-                out.append(
-                    f"  {label}: {'holds' if held else 'violated'} (largest skew {worst_skew})"
-                )
+        costs = (report.deletion_costs or {}).get(name)
+        if costs is not None:
+            worst_skew = max((e["skew"] for e in costs), default=0)
+            held = not any(e["violated"] for e in costs)
+            out.append(
+                f"  with deletion costs: {'holds' if held else 'violated'} "
+                f"(largest skew {worst_skew})"
+            )
         revisions = (report.separate_revisions or {}).get(name)
         if revisions is not None:
             entries = revisions["constraints"]

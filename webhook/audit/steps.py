@@ -34,12 +34,12 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.audit.budgets import is_ready
-from webhook.audit.inventory import ClusterState, Workload, pod_key
+from webhook.audit.inventory import ClusterState, Workload, is_finished, pod_key
 from webhook.audit.moves import Workspace
 from webhook.audit.plan import Move
 from webhook.audit.report import entry_key
 from webhook.audit.spread import WorkloadSpread
-from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
+from webhook.scheduler.framework.snapshot import is_terminating
 
 __all__ = [
     "BLOCKED",
@@ -338,11 +338,6 @@ def _uid(pod: RawObj) -> str:
     return uid if isinstance(uid, str) else ""
 
 
-def _finished(pod: RawObj) -> bool:
-    phase = as_dict(pod.get("status")).get("phase")
-    return isinstance(phase, str) and phase in TERMINAL_PHASES
-
-
 def replacement(
     before: Iterable[str],
     pods: Iterable[RawObj],
@@ -361,7 +356,7 @@ def replacement(
         for pod in pods
         if _uid(pod) not in seen
         and not is_terminating(pod)
-        and not _finished(pod)
+        and not is_finished(pod)
         and workload_of(pod) == workload
     )
     if not found:
@@ -378,7 +373,7 @@ def workloads_in_flight(
     pods do not count."""
     out: dict[Workload, str] = {}
     for pod in sorted(pods, key=pod_key):
-        if _finished(pod):
+        if is_finished(pod):
             continue
         workload = workload_of(pod)
         if workload.kind == "Pod" or workload in out:

@@ -320,18 +320,18 @@ class Replacer:
                 self.bound = [b for b in self.bound if pod_key(b) != ref]
             if pod is not None and controller_of(pod) is not None and not node_bound(pod):
                 back.append((key, unbound(pod)))
-        for item in list(self.waiting.values()):
-            if item.seq in self.waiting:
-                bound = self._try(item)
-                if bound is not None:
-                    self._placed(item)
-                    self._wake(bound)
+        self._try_waiting()
         self.submit(sorted(back, key=lambda kv: queue_order(kv[1])))
 
     def retry(self) -> None:
         """Try every waiting pod again, in queue order: pods left the cluster and freed
         room (kube-scheduler moves its unschedulable pods back on a pod delete)."""
         self._failed.clear()
+        self._try_waiting()
+
+    def _try_waiting(self) -> None:
+        """Try each waiting pod once, in queue order (one placed meanwhile, woken by an
+        earlier bind, is skipped)."""
         for item in list(self.waiting.values()):
             if item.seq in self.waiting:
                 bound = self._try(item)

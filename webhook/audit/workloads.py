@@ -57,6 +57,7 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
+from webhook.audit.budgets import is_ready
 from webhook.audit.costs import workload_costs
 from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key, unbound
 from webhook.audit.spread import ConstraintSpread, evaluate
@@ -73,7 +74,7 @@ from webhook.controllers.deployment import (
     scale_down_old_replica_sets_for_recreate,
 )
 from webhook.controllers.gotime import parse_time
-from webhook.controllers.ranking import DELETION_COST, is_pod_ready
+from webhook.controllers.ranking import DELETION_COST
 from webhook.controllers.replicaset import get_indirectly_related_pods, get_pods_to_delete
 from webhook.controllers.statefulset import scale_statefulset
 
@@ -217,16 +218,6 @@ def check_target(state: ClusterState, target: Target) -> None:
 
 def _rfc3339(t: datetime | None) -> str | None:
     return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _available(pod: RawObj) -> bool:
-    """Counted as available by the Deployment controller (see the module docstring)."""
-    conditions = as_dict(pod.get("status")).get("conditions")
-    if isinstance(conditions, list) and any(
-        isinstance(c, dict) and c.get("type") == "Ready" for c in conditions
-    ):
-        return is_pod_ready(pod)
-    return as_dict(pod.get("status")).get("phase") in (None, "Running")
 
 
 class _Cluster:
@@ -446,7 +437,7 @@ def _rs_state(name: str, obj: RawObj, pods: Sequence[RawObj]) -> ReplicaSetState
     return ReplicaSetState(
         name,
         _replicas(obj, len(pods)),
-        sum(1 for p in pods if _available(p)),
+        sum(1 for p in pods if is_ready(p)),
         parse_time(meta(obj).get("creationTimestamp")),
         _int_annotation(obj, DESIRED),
         _int_annotation(obj, MAX_REPLICAS),
@@ -735,7 +726,7 @@ def _rollout(
     def refresh() -> None:
         new.available = len(cluster.pods_of("ReplicaSet", ns, new_name))
         for name, s in olds.items():
-            s.available = sum(1 for p in cluster.pods_of("ReplicaSet", ns, name) if _available(p))
+            s.available = sum(1 for p in cluster.pods_of("ReplicaSet", ns, name) if is_ready(p))
 
     def record(deleted: list[tuple[str, str]], created: list[str]) -> None:
         steps.append(

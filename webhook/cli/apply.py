@@ -24,7 +24,7 @@ from webhook.audit.report import AuditReport, render_text
 from webhook.audit.spread import evaluate
 from webhook.audit.steps import StepRecord, step_line
 from webhook.cli.common import colour, paint
-from webhook.cluster.lister import connect
+from webhook.cluster.lister import StatusLine, connect
 from webhook.config import Settings
 from webhook.errors import InputError
 
@@ -83,24 +83,6 @@ def _confirm(count: int, where: str, err: TextIO) -> bool:
     return True
 
 
-class _StatusLine:
-    """What a step waits for, redrawn in place on a terminal; silent elsewhere."""
-
-    def __init__(self, stream: TextIO) -> None:
-        isatty = getattr(stream, "isatty", None)
-        self.stream = stream if isatty is not None and isatty() else None
-
-    def show(self, text: str) -> None:
-        if self.stream is not None:
-            self.stream.write(f"\r\033[K{text}")
-            self.stream.flush()
-
-    def done(self) -> None:
-        if self.stream is not None:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
 def _summary(result: ApplyResult) -> str:
     done = f"{result.evictions} eviction(s)"
     if result.outcome == "completed" and result.reason.startswith("stopped"):
@@ -148,7 +130,7 @@ def cli_audit_apply(args: argparse.Namespace, settings: Settings) -> int:
         except OSError as exc:
             raise InputError(f"--record {args.record}: {exc.strerror or exc}") from exc
     total = len(moves)
-    status = _StatusLine(sys.stderr)
+    status = StatusLine(sys.stderr)
 
     def on_step(step: StepRecord) -> None:
         status.done()

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
-from webhook.api.names import is_dns1123_label
+from webhook.api.names import namespace_names_problem
 from webhook.audit.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
@@ -160,10 +160,11 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
         if rollout is not None:
             target, path = parse_rollout(rollout)
             return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
+        parsed_scales = []
         for value in scales:
-            parse_scale(value)
-        if scales:
-            return WorkloadRequest(scales=[parse_scale(s) for s in scales], now=now)
+            parsed_scales.append(parse_scale(value))
+        if parsed_scales:
+            return WorkloadRequest(scales=parsed_scales, now=now)
     except ValueError as exc:
         parts = value.split("/")
         namespace = parts[1] if len(parts) >= 3 and parts[1] else None
@@ -281,16 +282,14 @@ def cli_audit(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from exc
         # --deletion-costs: of the cluster as read (the costs a keeper would write now).
         costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
-    if args.output == "json":
+    if args.output in ("json", "html"):
         doc = report.to_json()
         if costs is not None:
             doc["deletionCosts"] = costs_json(costs)
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
-    elif args.output == "html":
-        doc = report.to_json()
-        if costs is not None:
-            doc["deletionCosts"] = costs_json(costs)
-        sys.stdout.write(audit_page(doc, generated=utc_now()))
+        if args.output == "json":
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
@@ -354,12 +353,9 @@ def _rebalance_settings(args: argparse.Namespace, config: RebalanceSettings) -> 
     namespaces = config.namespaces
     if text is not None:
         namespaces = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        for ns in namespaces:
-            problems = is_dns1123_label(ns)
-            if problems:
-                raise InputError(
-                    f"--rebalance-namespaces: {ns!r} is not a namespace name: {problems[0]}"
-                )
+        problem = namespace_names_problem(namespaces, "--rebalance-namespaces")
+        if problem is not None:
+            raise InputError(problem)
     return RebalanceSettings(
         enabled=config.enabled or bool(getattr(args, "rebalance", False)),
         max_evictions_per_run=config.max_evictions_per_run if most is None else most,

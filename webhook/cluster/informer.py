@@ -43,6 +43,7 @@ import urllib3
 
 from webhook.api.kube import RawObj
 from webhook.cluster.needs import NEEDED
+from webhook.cluster.rest import request_headers
 from webhook.cluster.source import ReadWriteLock, SnapshotFactory, default_snapshot_factory
 from webhook.cluster.trim import API_VERSIONS, trim
 from webhook.errors import ConfigError
@@ -360,12 +361,8 @@ class LiveSource:
         self, path: str, query: dict[str, Any], read_timeout: float
     ) -> urllib3.BaseHTTPResponse:
         api = self._client()
-        configuration = api.configuration
-        headers = {"Accept": "application/json", "User-Agent": "topospread"}
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        url = configuration.host.rstrip("/") + path
+        headers = request_headers(api)
+        url = api.configuration.host.rstrip("/") + path
         if query:
             url += "?" + urlencode(query)
         response: urllib3.BaseHTTPResponse = api.rest_client.pool_manager.request(

@@ -20,14 +20,12 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import urlencode
-
-import urllib3
 
 from webhook.api.kube import RawObj
 from webhook.cluster.informer import RESOURCES, Resource, parse_server_version
+from webhook.cluster.rest import ClusterError, Unreachable, send
 from webhook.cluster.source import snapshot_objects
-from webhook.errors import ConfigError, TopospreadError
+from webhook.errors import ConfigError
 from webhook.scheduler.framework.snapshot import Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -37,6 +35,7 @@ __all__ = [
     "AUDIT_RESOURCES",
     "ClusterError",
     "Connection",
+    "StatusLine",
     "connect",
     "list_objects",
     "list_snapshot",
@@ -51,10 +50,6 @@ AUDIT_RESOURCES: tuple[Resource, ...] = (
     Resource("Job", "/apis/batch/v1/jobs"),
     Resource("CronJob", "/apis/batch/v1/cronjobs"),
 )
-
-
-class ClusterError(TopospreadError):
-    """The cluster could not be read: unreachable, refused, or an unusable answer."""
 
 
 @dataclass
@@ -76,31 +71,19 @@ class Connection:
 
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Any:
         """GET `path` as JSON; ClusterError on any failure, naming the server."""
-        configuration = self.api.configuration
-        headers = {"Accept": "application/json", "User-Agent": "topospread"}
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        url = self.host + path + ("?" + urlencode(query) if query else "")
         try:
-            response = self.api.rest_client.pool_manager.request(
-                "GET",
-                url,
-                headers=headers,
-                retries=False,
-                timeout=urllib3.Timeout(connect=min(self.timeout, 10.0), read=self.timeout),
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            reply = send(self, "GET", path, query=query)
+        except Unreachable as exc:
             raise ClusterError(
                 f"cannot reach the cluster at {self.host} (context {self.name}): "
-                f"{_reason(exc)}; is it running and is the kubeconfig current?"
-            ) from exc
-        if not 200 <= response.status < 300:
+                f"{_reason(exc.__cause__ or exc)}; is it running and is the kubeconfig current?"
+            ) from exc.__cause__
+        if not 200 <= reply.status < 300:
             raise ClusterError(
-                f"{self.host}{path}: HTTP {response.status}: {_status_message(response.data)}"
+                f"{self.host}{path}: HTTP {reply.status}: {_status_message(reply.data)}"
             )
         try:
-            return json.loads(response.data)
+            return json.loads(reply.data)
         except ValueError as exc:
             raise ClusterError(f"{self.host}{path}: the answer is not JSON") from exc
 
@@ -177,8 +160,9 @@ def server_version(conn: Connection) -> tuple[int, int] | None:
     return parse_server_version(conn.get_json("/version"))
 
 
-class _Progress:
-    """`listing pods: 1500` redrawn in place on a terminal; silent elsewhere."""
+class StatusLine:
+    """One line redrawn in place on a terminal (`listing pods: 1500`, what an apply step
+    waits for); silent elsewhere."""
 
     def __init__(self, stream: TextIO | None) -> None:
         isatty = getattr(stream, "isatty", None)
@@ -204,7 +188,7 @@ def list_objects(
 ) -> Iterator[RawObj]:
     """Every object of every resource, page by page (limit/continue), kind and
     apiVersion filled in; ClusterError when a list fails."""
-    bar = _Progress(progress)
+    bar = StatusLine(progress)
     try:
         for resource in resources:
             query: dict[str, Any] = {"limit": page_size}

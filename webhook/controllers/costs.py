@@ -73,6 +73,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
+from webhook.controllers.ranking import is_pod_ready
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
@@ -116,16 +117,7 @@ class Counted:
 
 
 def _ready(pod: RawObj) -> bool:
-    status = as_dict(pod.get("status"))
-    if status.get("phase") != "Running":
-        return False
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return False
-    return any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in conditions
-    )
+    return as_dict(pod.get("status")).get("phase") == "Running" and is_pod_ready(pod)
 
 
 def stack_order(pods: Iterable[RawObj]) -> list[str]:

@@ -44,6 +44,7 @@ __all__ = [
     "REVISION_LABEL",
     "WARNING_IDS",
     "Advice",
+    "counts_revisions_together",
     "did_you_mean",
     "ignored_ids",
     "object_advice",
@@ -427,6 +428,23 @@ def _rolls_revisions_together(obj: RawObj, tpl: PodTemplate) -> bool:
     return kind != "Recreate"
 
 
+def counts_revisions_together(constraint: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a constraint counts every revision of the pods with `labels` together: its
+    labelSelector (a mapping, taken as valid) selects those labels and names
+    pod-template-hash nowhere, neither in labelSelector nor in matchLabelKeys (also
+    what /mutate's revisions step checks before adding the key)."""
+    sel = constraint.get("labelSelector")
+    if not isinstance(sel, Mapping):
+        return False
+    mlk = constraint.get("matchLabelKeys")
+    if isinstance(mlk, list) and REVISION_LABEL in mlk:
+        return False
+    label_keys, expr_keys = selector_keys(sel)
+    if REVISION_LABEL in label_keys or REVISION_LABEL in expr_keys:
+        return False
+    return selector_selects(sel, labels)
+
+
 def _revisions_advice(
     raw: Mapping[str, Any], sub: str, labels: Mapping[str, str]
 ) -> Advice | None:
@@ -442,16 +460,7 @@ def _revisions_advice(
     stall: not warned. Only on constraints kube-apiserver accepts (the caller checks)."""
     if raw.get("whenUnsatisfiable") != DO_NOT_SCHEDULE:
         return None
-    sel = raw.get("labelSelector")
-    if not isinstance(sel, Mapping):
-        return None
-    mlk = raw.get("matchLabelKeys")
-    if isinstance(mlk, list) and REVISION_LABEL in mlk:
-        return None
-    label_keys, expr_keys = selector_keys(sel)
-    if REVISION_LABEL in label_keys or REVISION_LABEL in expr_keys:
-        return None
-    if not selector_selects(sel, labels):
+    if not counts_revisions_together(raw, labels):
         return None
     return Advice(
         "revisions-counted-together",
