@@ -34,7 +34,7 @@ The config file is YAML. Keys we own:
   audit.deletionCosts.enabled: bool, default false: `audit --watch` keeps the
                        pod-deletion-cost annotations of ReplicaSet pods so that
                        scale-downs keep their spread (docs/deletion-costs.md)
-  audit.deletionCosts.namespaces: list of namespace names, default all
+  audit.deletionCosts.namespaces: list of namespace names, default (or empty) all
   audit.deletionCosts.qps: number > 0, default 5: the keeper's requests per second
   nodeGroupLabels:     list of node label keys naming a node's group for the scale-up
                        diagnosis of pending pods (first one a node carries wins);
@@ -146,7 +146,7 @@ class DeletionCostSettings:
     """audit.deletionCosts: the keeper of pod-deletion-cost annotations (opt-in)."""
 
     enabled: bool = False
-    # The namespaces whose pods it writes; None: every namespace.
+    # The namespaces whose pods it writes; None (also for an empty list): every namespace.
     namespaces: tuple[str, ...] | None = None
     # Requests per second to the API server (reads and writes of pods).
     qps: float = DELETION_COSTS_DEFAULT_QPS
@@ -323,7 +323,8 @@ def _deletion_costs(audit: Mapping[str, Any]) -> DeletionCostSettings:
             raise ConfigError(
                 f"{where}.namespaces: must be a list of namespace names, got {namespaces!r}"
             )
-        namespaces = tuple(dict.fromkeys(namespaces))
+        # An empty list is every namespace, as for audit.rebalance.namespaces.
+        namespaces = tuple(dict.fromkeys(namespaces)) or None
     qps = section.get("qps", DELETION_COSTS_DEFAULT_QPS)
     if qps is None:
         qps = DELETION_COSTS_DEFAULT_QPS

@@ -381,6 +381,12 @@ def test_config_defaults_and_values() -> None:
     assert got == DeletionCostSettings(True, ("shop",), 2.0)
 
 
+def test_an_empty_namespace_list_is_every_namespace() -> None:
+    """`namespaces: []` keeps every namespace, as audit.rebalance.namespaces reads it."""
+    got = settings_from_dict({"audit": {"deletionCosts": {"namespaces": []}}})
+    assert got.audit.deletion_costs.namespaces is None
+
+
 @pytest.mark.parametrize(
     ("section", "message"),
     [
