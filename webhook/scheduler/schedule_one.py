@@ -26,6 +26,7 @@ from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_vie
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
+from webhook.scheduler.framework.sampling import Sampler, Scan
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
@@ -41,11 +42,15 @@ __all__ = [
     "Diagnosis",
     "FitResult",
     "Priorities",
+    "Sampled",
     "find_nodes_that_fit_pod",
     "prioritize_nodes",
     "run_post_filter_plugins",
+    "sample",
     "select_best_host",
     "select_host",
+    "sampled_sums",
+    "select_sampled_host",
     "with_nominated_pods",
 ]
 
@@ -184,15 +189,28 @@ def run_post_filter_plugins(
     fw: Framework,
     fit: FitResult,
     verdicts: list[NodeVerdict],
+    sampler: Sampler | None = None,
 ) -> Preemption | None:
     """DefaultPreemption's nomination and victims when no node fits the pod and the
     profile runs it; None otherwise (it fits, preempts nowhere, or may not preempt).
+    sampler: a sampled run's (the nodes in its tree's order, its random offset).
 
     Port of schedule_one.go: schedulingCycle's RunPostFilterPlugins.
     """
     if fit.diagnosis.feasible or fw.post_filter is None:
         return None
-    return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
+    if sampler is None:
+        return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
+    return preempt(
+        fw.post_filter,
+        pod,
+        snapshot,
+        fit.prepared,
+        fw.filter_names,
+        verdicts,
+        nodes=sampler.nodes_in_order(fit.table),
+        offset=sampler.offset,
+    )
 
 
 def _diagnose(
@@ -378,12 +396,15 @@ class Priorities(NamedTuple):
     error: str | None
 
 
-def prioritize_nodes(fw: Framework, snapshot: Snapshot, fit: FitResult) -> Priorities:
-    """Every score plugin's normalised score on each feasible node, and its weighted sum.
+def prioritize_nodes(
+    fw: Framework, snapshot: Snapshot, fit: FitResult, nodes: list[int] | None = None
+) -> Priorities:
+    """Every score plugin's normalised score on each feasible node (or on `nodes`, the
+    positions a sampled cycle found, ascending), and its weighted sum.
 
     Port of schedule_one.go: prioritizeNodes (RunPreScorePlugins, RunScorePlugins).
     """
-    feasible = fit.diagnosis.feasible
+    feasible = fit.diagnosis.feasible if nodes is None else nodes
     if not feasible:
         return Priorities([], None, {}, None)
     ranked = run_score_plugins(
@@ -430,3 +451,66 @@ def select_best_host(fw: Framework, snapshot: Snapshot, fit: FitResult) -> str |
     if isinstance(sums, str):
         return None
     return fit.table.names[feasible[sums.index(max(sums))]]
+
+
+class Sampled(NamedTuple):
+    """A sampled cycle's scan and choice (see framework/sampling.py).
+
+    scan: what findNodesThatPassFilters did (None when the pod's nominated node fits:
+    upstream tries it first and looks no further); scored: the positions scored,
+    ascending; chosen: the node selectHost drew, None when none fits or scoring failed;
+    nominated: the pod's status.nominatedNodeName when it was taken at once.
+    """
+
+    scan: Scan | None
+    scored: list[int]
+    chosen: str | None
+    nominated: str | None = None
+
+
+def sample(
+    pod: RawObj, fit: FitResult, fw: Framework, sampler: Sampler, percentage: int
+) -> Sampled:
+    """The nodes a sampled cycle scores: the pod's nominated node alone when it passes
+    every filter (evaluateNominatedNode, tried before any other and without moving the
+    start index), else those findNodesThatPassFilters finds from the run's start index
+    (the sampler's). `chosen` is set only when the answer needs no scores.
+
+    Port of schedule_one.go: findNodesThatFitPod (the nominated node, then the scan)."""
+    status = pod.get("status")
+    nominated = status.get("nominatedNodeName") if isinstance(status, dict) else None
+    table = fit.table
+    feasible = fit.diagnosis.feasible
+    if isinstance(nominated, str) and nominated:
+        at = table.position.get(nominated)
+        if at is not None and fit.diagnosis.per_key[fit.diagnosis.keys[at]][0]:
+            return Sampled(None, [at], nominated, nominated)
+    sampler.order(table)
+    scan = sampler.find(table, feasible, percentage, bool(fw.scores))
+    scored = sorted(scan.found)
+    # schedulePod: one feasible node is the answer, no score plugin runs.
+    chosen = table.names[scan.found[0]] if len(scan.found) == 1 else None
+    return Sampled(scan, scored, chosen)
+
+
+def select_sampled_host(
+    sampled: Sampled, names: list[str], sums: list[int], sampler: Sampler
+) -> str | None:
+    """The node selectHost picks among the scanned nodes (`sums`: the weighted sum of
+    each of sampled.scored): one of the best at random, ties met in the scan's order.
+
+    Port of schedule_one.go: selectHost."""
+    if sampled.chosen is not None or sampled.scan is None or not sampled.scan.found:
+        return sampled.chosen
+    total = dict(zip(sampled.scored, sums, strict=True))
+    found = sampled.scan.found
+    return sampler.pick([names[i] for i in found], [total[i] for i in found])
+
+
+def sampled_sums(
+    fw: Framework, snapshot: Snapshot, fit: FitResult, scored: list[int]
+) -> list[int] | None:
+    """The weighted sums of the scored nodes alone (select_best_host's fast path for a
+    sampled cycle); None when scoring fails the cycle."""
+    sums = weighted_sums(fw.scores, fit.prepared, snapshot, fit.table, scored)
+    return None if isinstance(sums, str) else list(sums)

@@ -22,7 +22,7 @@ defaults are used).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace
@@ -157,11 +157,20 @@ class CyclePreemption:
     """DefaultPreemption for one pod's cycle: the plugin with the handle that runs the
     profile's filters and the snapshot's priorities (preemption.Interface)."""
 
-    def __init__(self, plugin: DefaultPreemption, handle: Handle, shortcuts: bool = True) -> None:
+    def __init__(
+        self,
+        plugin: DefaultPreemption,
+        handle: Handle,
+        shortcuts: bool = True,
+        offset: Callable[[int], int] | None = None,
+    ) -> None:
         """shortcuts: take the two exact shortcuts of select_victims_on_node (a node
         that fails with its victims gone told from the state-only plugins; a reprieve
         that changes only the node); False runs every step as upstream does (the
-        property tests' reference)."""
+        property tests' reference). offset: draws the first node dry-run from the
+        number of potential nodes, as upstream's rand.Int31n (a sampled run's); None:
+        offset 0 (see the module docstring)."""
+        self.offset = offset
         self.plugin = plugin
         self.handle = handle
         self.shortcuts = shortcuts
@@ -169,7 +178,12 @@ class CyclePreemption:
         self._priorities: dict[int, int] = {}
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
-        return self.plugin.get_offset_and_num_candidates(num_nodes)
+        """Port of default_preemption.go: GetOffsetAndNumCandidates (the offset drawn
+        only in a sampled run)."""
+        offset, num = self.plugin.get_offset_and_num_candidates(num_nodes)
+        if self.offset is not None:
+            offset = self.offset(num_nodes)
+        return offset, num
 
     def priority(self, pod: RawObj) -> int:
         """A pod's priority (resolve_priority), remembered per pod object this cycle."""
