@@ -226,6 +226,8 @@ class Replacer:
     ) -> None:
         self.work = work
         self.settings = settings
+        # One run of the scheduler: its sampling start index and draws carry over.
+        self.sampler = settings.new_sampler()
         self.on_placed = on_placed
         self.not_scheduled: dict[str, str] = {}
         self.preempted: list[str] = []
@@ -264,7 +266,8 @@ class Replacer:
         # Only the node it goes to is needed (not every node's verdict): a pod that fits
         # gets just that; one that fits nowhere, the whole decision (its reasons, and
         # the preemption that may follow).
-        got = selected_node(fresh, self.work, framework=self.settings.framework_for(fresh))
+        framework = self.settings.framework_for(fresh)
+        got = selected_node(fresh, self.work, framework=framework, sampler=self.sampler)
         victims: tuple[str, ...] = ()
         reasons: dict[str, int] = {}
         if isinstance(got, Placement):
