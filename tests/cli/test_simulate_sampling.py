@@ -114,9 +114,9 @@ def test_runs_in_worker_processes_equal_runs_one_by_one(
     """The forked workers answer what the runs give one after another."""
     snapshot, pod = cluster
     argv = ("--snapshot", snapshot, "--replicas", "4", "--runs", "5", pod)
-    monkeypatch.setattr(cli_simulate, "_processes", lambda jobs: 2)
+    monkeypatch.setattr(cli_simulate, "processes", lambda jobs: 2)
     parallel = as_json(capsys, *argv)
-    monkeypatch.setattr(cli_simulate, "_processes", lambda jobs: 1)
+    monkeypatch.setattr(cli_simulate, "processes", lambda jobs: 1)
     assert as_json(capsys, *argv) == parallel
 
 

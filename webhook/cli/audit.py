@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import logging.config
+import multiprocessing
 import signal
 import sys
 import threading
@@ -33,14 +34,20 @@ from webhook.audit.html import audit_page, utc_now
 from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import APIS, PolicyReportWriter
+from webhook.audit.ranges import add_ranges, range_lines
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
 from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT
 from webhook.cli.common import colour, paint
-from webhook.cli.simulate import without_cyclic_gc
+from webhook.cli.simulate import (
+    processes,
+    sampling_asked,
+    sampling_error,
+    without_cyclic_gc,
+)
 from webhook.cluster.files import scan_list
-from webhook.config import Settings, load_settings
+from webhook.config import SamplingOptions, Settings, load_settings
 from webhook.errors import ConfigError, InputError
 from webhook.server.logs import dict_config, level_from_env
 
@@ -90,10 +97,23 @@ def _drill(args: argparse.Namespace) -> tuple[str, RawObj] | None:
 
 
 def cli_audit(args: argparse.Namespace) -> int:
+    problem = sampling_error(args)
+    if problem is not None:
+        raise InputError(problem)
     settings = load_settings(args.config, args.scheduler_config)
+    if sampling_asked(args):
+        options = SamplingOptions(getattr(args, "percentage_of_nodes_to_score", None), _seed(args))
+        settings = replace(settings, sampling=options)
+    runs: int = getattr(args, "runs", None) or 1
     if getattr(args, "watch", False):
+        if runs > 1:
+            raise InputError("--runs repeats a drill: it is for a one-shot audit, not --watch")
         return cli_audit_watch(args, settings)
     drill = _drill(args)
+    if runs > 1 and drill is None:
+        raise InputError(
+            "--runs repeats a drill: give --without-nodes, --unreachable-nodes or --drain-nodes"
+        )
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
         report = run_audit(
@@ -103,14 +123,63 @@ def cli_audit(args: argparse.Namespace) -> int:
             plan=args.plan,
             drill=drill,
         )
+        doc = report.to_json()
+        if runs > 1:
+            seeds = range(_seed(args) + 1, _seed(args) + runs)
+            others = audit_runs(state, settings, seeds, args.include_soft, args.plan, drill)
+            add_ranges(doc, [doc, *others], _seed(args))
     if args.output == "json":
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.output == "html":
-        sys.stdout.write(audit_page(report.to_json(), generated=utc_now()))
+        sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
+        ranges = range_lines(doc)
+        if ranges:
+            sys.stdout.write("\n".join(ranges) + "\n")
     return report.exit_code
+
+
+def _seed(args: argparse.Namespace) -> int:
+    return getattr(args, "seed", None) or 0
+
+
+# What the forked run workers read (set before the pool forks: the cluster state is
+# shared copy-on-write, never pickled).
+_RUN_INPUT: tuple[ClusterState, Settings, bool, bool, tuple[str, RawObj] | None] | None = None
+
+
+def _one_run(seed: int) -> dict[str, Any]:
+    """One sampled run of the drill in _RUN_INPUT with this seed: its JSON document."""
+    assert _RUN_INPUT is not None
+    state, settings, include_soft, plan, drill = _RUN_INPUT
+    options = settings.sampling or SamplingOptions()
+    seeded = replace(settings, sampling=replace(options, seed=seed))
+    report = run_audit(state, seeded, include_soft=include_soft, plan=plan, drill=drill)
+    return report.to_json()
+
+
+def audit_runs(
+    state: ClusterState,
+    settings: Settings,
+    seeds: range,
+    include_soft: bool,
+    plan: bool,
+    drill: tuple[str, RawObj] | None,
+) -> list[dict[str, Any]]:
+    """The documents of the runs with these seeds: in forked worker processes when there
+    are several runs and cores, else one after another."""
+    global _RUN_INPUT
+    _RUN_INPUT = (state, settings, include_soft, plan, drill)
+    try:
+        workers = processes(len(seeds))
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return [_one_run(seed) for seed in seeds]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_one_run, seeds, chunksize=1)
+    finally:
+        _RUN_INPUT = None
 
 
 # ---- --watch ------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ import gc
 import json
 import multiprocessing
 import os
-import statistics
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from typing import Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
 from webhook.audit.html import simulate_page
+from webhook.audit.ranges import value_range
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
@@ -53,6 +53,7 @@ __all__ = [
     "Workload",
     "controller_labels",
     "outcome_ranges",
+    "processes",
     "sampler_for",
     "sampling_asked",
     "sampling_error",
@@ -359,16 +360,6 @@ def sampling_line(sampling: dict[str, Any], nodes: int) -> str:
     )
 
 
-def _median(values: Sequence[int]) -> int | float:
-    middle = statistics.median(values)
-    return int(middle) if float(middle).is_integer() else float(middle)
-
-
-def value_range(values: Sequence[int]) -> dict[str, int | float]:
-    """{"min", "median", "max"} of some counts (the median of an even count may be x.5)."""
-    return {"min": min(values), "median": _median(values), "max": max(values)}
-
-
 def domain_ranges(
     distributions: Sequence[dict[str, dict[str, int]]],
 ) -> dict[str, dict[str, dict[str, int | float]]]:
@@ -445,7 +436,7 @@ def _outcome(sim: Simulation) -> tuple[str | None, int, dict[str, dict[str, int]
     return sim.first.selected_node, sim.placements.count(None), sim.distribution
 
 
-def _processes(jobs: int) -> int:
+def processes(jobs: int) -> int:
     """Worker processes for `jobs` runs: one per core, no more than the runs."""
     return max(1, min(jobs, os.cpu_count() or 1))
 
@@ -464,7 +455,7 @@ def more_runs(
     global _RUN_INPUT
     _RUN_INPUT = (pod, snapshot, replicas, framework, percentage)
     try:
-        workers = _processes(len(seeds))
+        workers = processes(len(seeds))
         if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
             return [_one_run(seed) for seed in seeds]
         with multiprocessing.get_context("fork").Pool(workers) as pool:
