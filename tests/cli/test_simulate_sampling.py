@@ -165,3 +165,13 @@ def test_outcome_ranges() -> None:
         },
         "selectedNodes": {"a": 2, "b": 1},
     }
+
+
+def test_runs_html(capsys, cluster) -> None:
+    """-o html: the sampled cycle and the ranges over the runs."""
+    snapshot, pod = cluster
+    code, out, _ = run(capsys, "--snapshot", snapshot, "--runs", "3", "-o", "html", pod)
+    assert code == 0
+    assert "Sampled as kube-scheduler: 100 of 150 nodes scored" in out
+    assert "<h3>Over 3 sampled runs</h3><p>pending copies: 0</p>" in out
+    assert "drawn at random from the seed" in out

@@ -37,9 +37,9 @@ def _constraints_by_key(run: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, 
     return out
 
 
-def add_ranges(first: dict[str, Any], runs: Sequence[dict[str, Any]], seed: int) -> None:
+def add_ranges(first: dict[str, Any], runs: Sequence[dict[str, Any]]) -> None:
     """Add the ranges over `runs` (the documents of every run, `first` among them) to
-    `first`: top-level `runs` ({"count", "seeds": [first, last], "pending"}) and, on each
+    `first`: top-level `runs` ({"count", "pending"}) and, on each
     constraint entry, `runs` ({"domains": {topologyKey: {domain: range}}, "violated":
     runs ending with it violated}). A constraint a run does not report (its workload
     had no pod running then) counts 0 pods in every domain, not violated."""
@@ -62,7 +62,6 @@ def add_ranges(first: dict[str, Any], runs: Sequence[dict[str, Any]], seed: int)
             }
     first["runs"] = {
         "count": len(runs),
-        "seeds": [seed, seed + len(runs) - 1],
         "pending": value_range([len(run.get("pending", [])) for run in runs]),
     }
 
@@ -77,15 +76,15 @@ def _text(r: Range) -> str:
 TEXT_CONSTRAINTS = 20
 
 
-def range_lines(doc: dict[str, Any]) -> list[str]:
-    """The text of the ranges: the pending pods, then each constraint that ends violated
-    in some run or whose counts vary, with its domains' ranges."""
+def range_lines(doc: dict[str, Any], seed: int) -> list[str]:
+    """The text of the ranges (the runs' seeds from `seed` on): the pending pods, then
+    each constraint that ends violated in some run or whose counts vary, with its
+    domains' ranges."""
     runs = doc.get("runs")
     if not runs:
         return []
-    first, last = runs["seeds"]
     lines = [
-        f"Over {runs['count']} runs (seeds {first}..{last}):",
+        f"Over {runs['count']} runs (seeds {seed}..{seed + runs['count'] - 1}):",
         f"  pending pods  {_text(runs['pending'])}",
     ]
     shown = 0

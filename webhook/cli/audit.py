@@ -127,7 +127,7 @@ def cli_audit(args: argparse.Namespace) -> int:
         if runs > 1:
             seeds = range(_seed(args) + 1, _seed(args) + runs)
             others = audit_runs(state, settings, seeds, args.include_soft, args.plan, drill)
-            add_ranges(doc, [doc, *others], _seed(args))
+            add_ranges(doc, [doc, *others])
     if args.output == "json":
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.output == "html":
@@ -135,7 +135,7 @@ def cli_audit(args: argparse.Namespace) -> int:
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
-        ranges = range_lines(doc)
+        ranges = range_lines(doc, _seed(args))
         if ranges:
             sys.stdout.write("\n".join(ranges) + "\n")
     return report.exit_code
