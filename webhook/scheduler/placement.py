@@ -39,7 +39,7 @@ from webhook.api.kube import RawObj, as_dict, pod_namespace, spec
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.budget import OutOfTime, checkpoint, within
 from webhook.scheduler.framework.memo import adopt, memo_of
-from webhook.scheduler.framework.preemption import Preemption
+from webhook.scheduler.framework.preemption import Preemption, resolve_priority
 from webhook.scheduler.framework.runtime.filter import kept_with, outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import FilterCycle, run_filter_plugins
 from webhook.scheduler.framework.sampling import Sampler
@@ -119,6 +119,7 @@ __all__ = [
     "not_scheduled",
     "place",
     "pod_ref",
+    "resolve_priority",
     "selected_node",
     "settle",
     "simulate",

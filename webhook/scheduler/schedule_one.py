@@ -21,7 +21,7 @@ from webhook.scheduler.framework.memo import (
     FilterMemo,
     memo_of,
 )
-from webhook.scheduler.framework.preemption import Preemption
+from webhook.scheduler.framework.preemption import Preemption, pod_priority
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
@@ -190,14 +190,23 @@ def run_post_filter_plugins(
     fit: FitResult,
     verdicts: list[NodeVerdict],
     sampler: Sampler | None = None,
+    shortcut: bool = True,
 ) -> Preemption | None:
     """DefaultPreemption's nomination and victims when no node fits the pod and the
     profile runs it; None otherwise (it fits, preempts nowhere, or may not preempt).
     sampler: a sampled run's (the nodes in its tree's order, its random offset).
 
+    When no bound pod has a lower priority than the pod, no node has a victim and the
+    answer is None at once (shortcut False: the whole dry run, the property tests'
+    reference). Exact: SelectVictimsOnNode finds no victim on any node then, and a
+    sampled run draws no offset either way only when no node is a potential one, so
+    the shortcut is taken only when that holds too (see _no_victims).
+
     Port of schedule_one.go: schedulingCycle's RunPostFilterPlugins.
     """
     if fit.diagnosis.feasible or fw.post_filter is None:
+        return None
+    if shortcut and _no_victims(pod, snapshot, verdicts, sampler):
         return None
     if sampler is None:
         return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
@@ -210,6 +219,27 @@ def run_post_filter_plugins(
         verdicts,
         nodes=sampler.nodes_in_order(fit.table),
         offset=sampler.offset,
+    )
+
+
+def _no_victims(
+    pod: RawObj, snapshot: Snapshot, verdicts: list[NodeVerdict], sampler: Sampler | None
+) -> bool:
+    """Whether preemption finds no victim anywhere without a dry run: every bound pod's
+    priority is at least the pod's (the snapshot keeps the lowest). In a sampled run the
+    dry run would draw its random offset when some node failed Unschedulable (a
+    potential node): then the dry run runs, so the draws stay those of the plain path."""
+    lowest = snapshot.lowest_priority()
+    if lowest is None or lowest < pod_priority(pod, snapshot):
+        return False
+    if sampler is None:
+        return True
+    return not any(
+        s.code is Code.UNSCHEDULABLE
+        for v in verdicts
+        if not v.feasible
+        for s in v.filters.values()
+        if not s.ok
     )
 
 

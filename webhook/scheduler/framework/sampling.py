@@ -189,6 +189,9 @@ class Sampler:
         self.seed = seed
         self.always = always
         self.rng = random.Random(seed)
+        # While not None, the bound of every draw made, in order (a cycle's draws, for
+        # a caller that answers a twin cycle without running it: replay).
+        self.draws: list[int] | None = None
         self.next_start = 0
         self.tree = NodeTree()
         # node name -> its zone key in `tree`
@@ -284,12 +287,24 @@ class Sampler:
             if total != best:
                 continue
             count += 1
-            if count == 1 or self.rng.randrange(count) == 0:
+            if count == 1 or self._draw(count) == 0:
                 chosen = name
         return chosen
+
+    def _draw(self, bound: int) -> int:
+        if self.draws is not None:
+            self.draws.append(bound)
+        return self.rng.randrange(bound)
+
+    def replay(self, draws: Sequence[int]) -> None:
+        """Make these draws again (what a cycle drew), so that answering a cycle known to
+        give the same answer without running it leaves the random source where running
+        it would."""
+        for bound in draws:
+            self._draw(bound)
 
     def offset(self, num_nodes: int) -> int:
         """Preemption's first candidate: rand.Int31n over the potential nodes.
 
         Port of default_preemption.go: GetOffsetAndNumCandidates (the offset)."""
-        return self.rng.randrange(num_nodes) if num_nodes > 0 else 0
+        return self._draw(num_nodes) if num_nodes > 0 else 0

@@ -35,7 +35,7 @@ import itertools
 import json
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -368,6 +368,9 @@ class Snapshot:
         self._nominated: dict[PodKey, _PodEntry] = {}
         self._nominated_on: dict[str, dict[PodKey, _PodEntry]] = {}
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
+        # The bound pods by stored spec.priority (None: none stored), kept on every
+        # bind and removal: what lowest_priority answers from.
+        self._priorities: Counter[int | None] = Counter()
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
@@ -514,6 +517,7 @@ class Snapshot:
             other._nominated = dict(self._nominated)
             other._nominated_on = {n: dict(p) for n, p in self._nominated_on.items()}
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
+            other._priorities = Counter(self._priorities)
             for ns, indexes in self._indexes.items():
                 copied: OrderedDict[str, _SelectorIndex] = OrderedDict()
                 for fp, index in indexes.items():
@@ -585,6 +589,15 @@ class Snapshot:
         """The (light) unbound pods nominated to `node_name` (NominatedPodsForNode)."""
         held = self._nominated_on.get(node_name)
         return [e.pod for e in held.values()] if held else []
+
+    def lowest_priority(self) -> int | None:
+        """The lowest spec.priority among the bound pods (PRIORITY_CEILING when none is
+        bound); None when some bound pod stores no priority (its PriorityClass would
+        have to be resolved). Kept on every bind and removal, so it costs nothing:
+        preemption asks it to know at once that no pod could be a victim."""
+        if None in self._priorities:
+            return None
+        return min(self._priorities, default=PRIORITY_CEILING)  # type: ignore[type-var]
 
     def nominated_nodes(self) -> list[str]:
         """The nodes some unbound pod is nominated to, sorted."""
@@ -748,6 +761,7 @@ class Snapshot:
     def _bind(self, entry: _PodEntry) -> None:
         key, node = entry.key, entry.node
         self._pods[key] = entry
+        self._priorities[_stored_priority(entry.pod)] += 1
         self._by_ns.setdefault(key[0], {})[key] = entry
         self._info(node)._add(key, entry.pod, entry.requests, entry.non_zero)
         self._changed(node)
@@ -777,6 +791,10 @@ class Snapshot:
         entry = self._pods.pop(key, None)
         if entry is None:
             return
+        stored = _stored_priority(entry.pod)
+        self._priorities[stored] -= 1
+        if not self._priorities[stored]:
+            del self._priorities[stored]
         in_ns = self._by_ns.get(key[0])
         if in_ns is not None:
             in_ns.pop(key, None)
@@ -887,6 +905,16 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
                 kept["restartPolicy"] = c["restartPolicy"]
             out.append(kept)
     return out or None
+
+
+# Above every pod priority (they are int32): lowest_priority of a snapshot without pods.
+PRIORITY_CEILING = 2**31
+
+
+def _stored_priority(pod: RawObj) -> int | None:
+    """A light pod's spec.priority, None when it stores none."""
+    value = pod["spec"].get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # What preemption reads of a held pod's spec: its priority as stored (or the class to
