@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test lint bench bench-audit bench-report bench-profile bench-preempt bench-scaleup bench-load fuzz audit lock certs \
+.PHONY: run test lint bench bench-audit bench-report bench-sampling bench-profile bench-preempt bench-scaleup bench-load fuzz audit lock certs \
 	clean browser report-screenshot
 
 $(VENV)/bin/python:
@@ -84,6 +84,10 @@ bench-profile: $(STAMP)
 
 bench-preempt: $(STAMP)
 	$(PY) bench/bench_preempt.py
+
+# simulate --replicas 10 --runs 20 against one sampled run, on the 5,000-node cluster.
+bench-sampling: $(STAMP)
+	$(PY) bench/bench_audit.py --only sampled,runs20 --sampling
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

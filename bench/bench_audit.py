@@ -26,7 +26,14 @@ With --html (`make bench-report`) each run also times
   soft-html  `... -o html`                                5,000 domains each)
 
 and reports html/audit and soft-html/soft-json per run (target 1.2) and the size of
-each page (target 5 MB). Finally it applies the plan's moves to the snapshot and audits
+each page (target 5 MB). With --sampling (`make bench-sampling`) each run also times
+
+  sampled    `simulate --snapshot F --replicas 10 --seed 0 pod.json` (one sampled run)
+  runs20     `simulate --snapshot F --replicas 10 --runs 20 pod.json` (20 seeds)
+
+and reports runs20/sampled per run (target 3), whole processes and without the load
+(each minus simulate's wall time, which is almost all loading the snapshot).
+Finally it applies the plan's moves to the snapshot and audits
 the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
 
@@ -244,6 +251,9 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
     parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
     parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
+    parser.add_argument(
+        "--sampling", action="store_true", help="also time simulate --runs 20 (see above)"
+    )
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -270,6 +280,10 @@ def main() -> int:
     if args.only:
         wanted = {"simulate", *args.only.split(",")}
         commands = {k: v for k, v in commands.items() if k in wanted}
+    if args.sampling:
+        sampled = ["simulate", "--snapshot", str(snap), "--replicas", "10"]
+        commands["sampled"] = [*sampled, "--seed", "0", pod]
+        commands["runs20"] = [*sampled, "--runs", "20", pod]
     if args.html:
         soft = ["audit", "--snapshot", str(snap), "--include-soft", "-o"]
         commands["html"] = ["audit", "--snapshot", str(snap), "-o", "html"]
@@ -278,7 +292,8 @@ def main() -> int:
     sizes: dict[str, int] = {}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
-    ratios: dict[str, list[float]] = {k: [] for k in commands if k != "simulate"}
+    timed_apart = ("simulate", "sampled", "runs20")
+    ratios: dict[str, list[float]] = {k: [] for k in commands if k not in timed_apart}
     drills: dict[str, dict[str, Any]] = {}
     loads = []
     plan_doc: dict[str, Any] = {}
@@ -288,7 +303,7 @@ def main() -> int:
         for name, argv in commands.items():
             wall, peak, out, code = run(argv)
             sizes[name] = len(out.encode())
-            if name in ("html", "soft-json", "soft-html"):
+            if name in ("html", "soft-json", "soft-html", "sampled", "runs20"):
                 pass
             elif name != "simulate":
                 doc = json.loads(out)
@@ -334,6 +349,17 @@ def main() -> int:
                 f"{sizes[page] / 2**20:.2f} MiB, document {sizes[doc] / 2**20:.2f} MiB "
                 f"(target <= 5 MB)"
             )
+    if args.sampling:
+        whole = [r / o for r, o in zip(walls["runs20"], walls["sampled"], strict=True)]
+        apart = [
+            (r - s) / max(o - s, 1e-9)
+            for r, o, s in zip(walls["runs20"], walls["sampled"], walls["simulate"], strict=True)
+        ]
+        print(
+            f"runs20/sampled: median ratio {statistics.median(whole):.2f} (runs: "
+            f"{', '.join(f'{r:.2f}' for r in whole)}; target <= 3); without the load "
+            f"{statistics.median(apart):.2f} (runs: {', '.join(f'{r:.2f}' for r in apart)})"
+        )
     print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
     for name, doc in drills.items():
         print(

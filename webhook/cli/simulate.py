@@ -405,9 +405,16 @@ def render_runs(runs: dict[str, Any], seed: int) -> str:
     lines.append(f"  pending copies  {_range_text(runs['pending'])}")
     for key, domains in runs["domains"].items():
         lines.append(f"  {key}")
-        dw = max((len(d) for d in domains), default=0)
-        for domain, r in domains.items():
+        # Past TABLE_NODES domains (a hostname key), only those that vary are listed.
+        shown = domains
+        if len(domains) > TABLE_NODES:
+            shown = {d: r for d, r in domains.items() if r["min"] != r["max"]}
+        dw = max((len(d) for d in shown), default=0)
+        for domain, r in list(shown.items())[:TABLE_NODES]:
             lines.append(f"    {domain:<{dw}}  {_range_text(r)}")
+        rest = len(domains) - min(len(shown), TABLE_NODES)
+        if rest:
+            lines.append(f"    ... {rest} more domains (-o json), the others the same in every run")
     chosen = list(runs["selectedNodes"].items())
     if chosen:
         shown = ", ".join(f"{node} x{n}" for node, n in chosen[:TOP_ROWS])

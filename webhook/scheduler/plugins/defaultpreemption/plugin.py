@@ -10,9 +10,10 @@ framework/preemption.py.
 The offset of the first node dry-run is 0, where upstream draws it at random
 (rand.Int31n over the potential nodes) to spread preemptions over the cluster: a
 fixed offset gives one of the answers upstream can give, the same on every run,
-so a report and its re-run agree. CAVEAT: on a cluster with more potential nodes
-than the number of candidates dry-run (10 % of them, at least 100), upstream may
-nominate a node past those.
+so a report and its re-run agree; a sampled run (framework/sampling.py) draws it from
+its seed as upstream does. CAVEAT: on a cluster with more potential nodes than the
+number of candidates dry-run (10 % of them, at least 100), upstream may nominate a
+node past those.
 
 Not modelled (CAVEAT): workload-aware and pod-group preemption (PodGroups are
 alpha), async preemption's PreEnqueue (it changes when, not what), and the
