@@ -175,3 +175,35 @@ def test_runs_html(capsys, cluster) -> None:
     assert "Sampled as kube-scheduler: 100 of 150 nodes scored" in out
     assert "<h3>Over 3 sampled runs</h3><p>pending copies: 0</p>" in out
     assert "drawn at random from the seed" in out
+
+
+def test_the_docs_examples_print_what_the_page_shows(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/simulate.md's sampling examples on tests/data/snapshots/fleet-150.json: the
+    first lines (and, elided with "...", the rest) are the command's own output."""
+    import re
+    import shlex
+
+    from tests.paths import ROOT
+
+    page = (ROOT / "docs" / "simulate.md").read_text()
+    start = page.index("## Sampling, random ties and outcome ranges")
+    section = page[start : page.index("## From Python")]
+    blocks = re.findall(r"```\n\$ (topospread [^\n|]+?)(?: \| ([^\n]+))?\n(.*?)```", section, re.S)
+    assert len(blocks) == 4
+    monkeypatch.chdir(ROOT)
+    for command, pipe, shown in blocks:
+        main(shlex.split(command)[1:])
+        out = capsys.readouterr().out
+        if pipe == "tail -7":
+            out = "".join(out.splitlines(keepends=True)[-7:])
+        elif pipe:  # the jq filter of the JSON example: checked by its keys
+            doc = json.loads(out)
+            assert (
+                json.loads(shown)["numFeasibleNodesToFind"]
+                == (doc["sampling"]["numFeasibleNodesToFind"])
+            )
+            continue
+        for part in shown.split("...\n"):
+            assert part in out, part
