@@ -279,7 +279,10 @@ class Sampler:
         same chance (reservoir sampling: the k-th tie replaces the pick with chance
         1/k), drawn only when there is a tie.
 
-        Port of schedule_one.go: selectHost (cntOfMaxScore, rand.Intn)."""
+        Port of schedule_one.go: selectHost (cntOfMaxScore, rand.Intn). The newest
+        releases give every scored node a random key instead and pop the highest sum,
+        then the highest key (sortedNodeScores): the same chance for every tied node,
+        which is what the model keeps (its draws are not Go's anyway)."""
         best = max(sums)
         chosen = ""
         count = 0
