@@ -33,6 +33,9 @@ each page (target 5 MB). With --sampling (`make bench-sampling`) each run also t
 
 and reports runs20/sampled per run (target 3), whole processes and without the load
 (each minus simulate's wall time, which is almost all loading the snapshot).
+`--percentage P` runs the drills sampled (`--percentage-of-nodes-to-score P`), and the
+`without` drill reports the pods it re-placed per second of its own (its wall time
+less simulate's; target 460 with P 0, scheduler_perf's figure).
 Finally it applies the plan's moves to the snapshot and audits
 the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
@@ -230,6 +233,17 @@ def run(argv: list[str]) -> tuple[float, float, str, int]:
         return wall, usage.ru_maxrss / 1024, out.read().decode(), proc.returncode
 
 
+def pods_on(path: Path, zone: str) -> int:
+    """How many pods of the cluster file are bound to a node of `zone`."""
+    items = json.loads(path.read_text())["items"]
+    nodes = {
+        o["metadata"]["name"]
+        for o in items
+        if o["kind"] == "Node" and o["metadata"].get("labels", {}).get(ZONE) == zone
+    }
+    return sum(1 for o in items if o["kind"] == "Pod" and o["spec"].get("nodeName") in nodes)
+
+
 def apply_moves(src: Path, dst: Path, moves: list[dict[str, str]]) -> None:
     where = {m["pod"]: m["to"] for m in moves}
     doc = json.loads(src.read_text())
@@ -254,6 +268,9 @@ def main() -> int:
     parser.add_argument(
         "--sampling", action="store_true", help="also time simulate --runs 20 (see above)"
     )
+    parser.add_argument(
+        "--percentage", type=int, default=None, help="run the drills sampled (see above)"
+    )
     args = parser.parse_args()
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="topospread-audit-bench-"))
@@ -277,6 +294,9 @@ def main() -> int:
         ],
         "drain": ["audit", "--snapshot", str(snap), "--drain-nodes", f"{BATCH}=b00", "-o", "json"],
     }
+    if args.percentage is not None:
+        for name in ("without", "unreachable", "drain"):
+            commands[name] += ["--percentage-of-nodes-to-score", str(args.percentage)]
     if args.only:
         wanted = {"simulate", *args.only.split(",")}
         commands = {k: v for k, v in commands.items() if k in wanted}
@@ -366,6 +386,13 @@ def main() -> int:
             f"{name}: {len(doc.get('pending', []))} pending, "
             f"{len(doc.get('notRecreated', []))} not recreated, "
             f"{len(doc.get('blocked', {}))} blocked, {doc.get('violations')} violations after"
+        )
+    if "without" in drills:
+        placed = pods_on(snap, "zone-a") - len(drills["without"].get("pending", []))
+        own = med["without"] - med["simulate"]
+        print(
+            f"without: {placed} pods re-placed in {own:.1f} s of its own: "
+            f"{placed / max(own, 1e-9):.0f} pods/s"
         )
     if "plan" not in commands:
         return 0
