@@ -515,7 +515,6 @@ def sample(
         at = table.position.get(nominated)
         if at is not None and fit.diagnosis.per_key[fit.diagnosis.keys[at]][0]:
             return Sampled(None, [at], nominated, nominated)
-    sampler.order(table)
     scan = sampler.find(table, feasible, percentage, bool(fw.scores))
     scored = sorted(scan.found)
     # schedulePod: one feasible node is the answer, no score plugin runs.

@@ -94,15 +94,19 @@ class NodeTree:
         self.zones: list[str] = []
         # how many names `tree` holds
         self.num_nodes = 0
+        # (zone, name) of every node held: upstream scans the zone's list to find a
+        # name, which makes building a tree of n nodes cost n * n / zones
+        self._held: set[tuple[str, str]] = set()
 
     def add_node(self, name: str, zone: str) -> None:
         """Port of nodeTree.addNode: a name already in its zone is not added twice."""
+        if (zone, name) in self._held:
+            return
+        self._held.add((zone, name))
         names = self.tree.get(zone)
         if names is None:
             self.zones.append(zone)
             self.tree[zone] = [name]
-        elif name in names:
-            return
         else:
             names.append(name)
         self.num_nodes += 1
@@ -111,8 +115,9 @@ class NodeTree:
         """Port of nodeTree.removeNode: False (upstream's error) when the node is not in
         that zone; a zone left empty is dropped."""
         names = self.tree.get(zone)
-        if names is None or name not in names:
+        if names is None or (zone, name) not in self._held:
             return False
+        self._held.discard((zone, name))
         names.remove(name)
         if not names:
             del self.tree[zone]
