@@ -597,24 +597,27 @@ def simulate(
     """
     if replicas < 1:
         raise ValueError("replicas must be at least 1")
-    work = snapshot.copy()
-    adopt(work, snapshot)
     ns = pod_namespace(pod)
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     fw = framework if framework is not None else _framework(args)
+    # The first copy is decided on the caller's snapshot (deciding changes no object of
+    # it, and the copy below holds the same until the first copy binds): what that
+    # decision learns (filter outcomes, score classes) is kept with the caller's
+    # snapshot, so every later simulation of it (another workload, another --runs run)
+    # starts warm instead of working it out again on its own copy.
+    first: Placement = place(_copy_named(pod, base), snapshot, framework=fw, sampler=sampler)
+    work = snapshot.copy()
+    adopt(work, snapshot)
     placements: list[str | None] = []
     preemptions: list[Preemption | None] = []
-    first: Placement | None = None
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
         # The first copy's whole Placement is reported; the others need only the node.
-        decision = place(copy, work, framework=fw, sampler=sampler) if first is None else None
-        if first is None:
-            first = decision
+        decision = first if i == 0 else None
         chosen = (
             selected_node(copy, work, framework=fw, sampler=sampler)
             if decision is None
@@ -629,7 +632,6 @@ def simulate(
         preemptions.append(preemption)
         if node is not None:
             work.add_pod(copy, node)
-    assert first is not None
     spread = _spread(fw)
     args = spread.args if spread is not None else DEFAULT_ARGS
     return Simulation(placements, first, distribution(pod, work, args), preemptions)
