@@ -41,6 +41,9 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: one per core)"
+    )
     args = parser.parse_args()
     with without_cyclic_gc():
         t = time.perf_counter()
@@ -62,7 +65,8 @@ def main() -> int:
             one.append(time.perf_counter() - t)
             t = time.perf_counter()
             sim = simulate(pod, snap, replicas=args.replicas, framework=fw, sampler=Sampler(0, 0))
-            others = more_runs(pod, snap, args.replicas, fw, 0, range(1, args.runs))
+            seeds = range(1, args.runs)
+            others = more_runs(pod, snap, args.replicas, fw, 0, seeds, args.workers)
             runs = outcome_ranges([_outcome(sim), *others])
             many.append(time.perf_counter() - t)
             assert runs["count"] == args.runs and first.placements == sim.placements

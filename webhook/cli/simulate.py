@@ -455,14 +455,16 @@ def more_runs(
     framework: Framework | None,
     percentage: int | None,
     seeds: Sequence[int],
+    workers: int | None = None,
 ) -> list[tuple[str | None, int, dict[str, dict[str, int]]]]:
     """The outcomes of the runs with these seeds: in forked worker processes when there
     are several runs and cores (each run is independent; the parent has already run
-    one, so the workers inherit its warm caches), else one after another."""
+    one, so the workers inherit its warm caches), else one after another. workers: how
+    many processes (default: one per core)."""
     global _RUN_INPUT
     _RUN_INPUT = (pod, snapshot, replicas, framework, percentage)
     try:
-        workers = processes(len(seeds))
+        workers = processes(len(seeds)) if workers is None else workers
         if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
             return [_one_run(seed) for seed in seeds]
         with multiprocessing.get_context("fork").Pool(workers) as pool:
