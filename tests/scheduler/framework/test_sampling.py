@@ -385,3 +385,26 @@ def test_preemption_offset_is_uniform_and_seeded() -> None:
 def test_percentage_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="0..100"):
         Sampler(101)
+
+
+def test_a_fresh_run_starts_from_the_tree_the_last_one_built() -> None:
+    """A second Sampler over the same nodes (a snapshot's copy included) takes the tree
+    the first built, the same order as building it; a node whose zone changed is not
+    taken from it."""
+    from webhook.scheduler.framework import sampling
+
+    snap = Snapshot.from_objects(
+        [make_node().name(f"n{i}").zone(f"z{i % 3}").obj() for i in range(7)]
+    )
+    sampling._FIRST_TREES.clear()
+    built = Sampler(0).order(snap.node_table())
+    assert sampling._FIRST_TREES
+    copy = snap.copy()
+    assert Sampler(0).order(copy.node_table()) == built
+    sampling._FIRST_TREES.clear()
+    assert Sampler(0).order(copy.node_table()) == built
+    names = snap.node_table().names
+    assert [names[i] for i in built] == ["n0", "n1", "n2", "n3", "n4", "n5", "n6"]
+    snap.upsert(make_node().name("n3").zone("z1").obj())
+    moved = Sampler(0).order(snap.node_table())
+    assert [names[i] for i in moved] == ["n0", "n1", "n2", "n6", "n3", "n5", "n4"]

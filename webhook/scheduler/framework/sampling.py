@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from operator import attrgetter, is_
 
 from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable
 
@@ -134,6 +135,15 @@ class NodeTree:
             self.remove_node(name, old_zone)
         self.add_node(name, new_zone)
 
+    def copy(self) -> NodeTree:
+        """An independent tree with the same zones and nodes, in the same order."""
+        other = NodeTree()
+        other.tree = {zone: list(names) for zone, names in self.tree.items()}
+        other.zones = list(self.zones)
+        other.num_nodes = self.num_nodes
+        other._held = set(self._held)
+        return other
+
     def list(self) -> list[str]:
         """Every node, zones interleaved: the first node of each zone in zone order,
         then the second of each, and so on (an exhausted zone is skipped).
@@ -148,6 +158,23 @@ class NodeTree:
                     out.append(names[index])
             index += 1
         return out
+
+
+_LABELS = attrgetter("labels")
+
+
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    """Whether two lists hold the very same objects, in order (compared in C)."""
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+# The tree a fresh run built, by the identity of the table's list of names (shared by a
+# snapshot and its copies): (that list, the nodes' label dicts, the tree, each node's
+# zone, the order). Each --runs run starts a fresh Sampler over the same nodes.
+_FIRST_TREES: dict[
+    int, tuple[list[str], list[Mapping[str, str]], NodeTree, dict[str, str], list[int]]
+] = {}
+_FIRST_TREES_KEPT = 4
 
 
 class Scan:
@@ -201,8 +228,9 @@ class Sampler:
         self.tree = NodeTree()
         # node name -> its zone key in `tree`
         self._zones: dict[str, str] = {}
-        # the table the order was last worked out for, and that order (positions)
-        self._table: NodeTable | None = None
+        # the node names and labels the order was last worked out for (by identity),
+        # and that order (positions in the table)
+        self._names: list[str] | None = None
         self._labels: list[Mapping[str, str]] = []
         self._order: list[int] = []
 
@@ -218,16 +246,39 @@ class Sampler:
         """The table's positions in the node tree's order (upstream's nodeInfoList),
         the tree first brought up to date: nodes gone are removed, new nodes added in
         name order (the order of a List, which the cache's informer starts from), a
-        node whose zone changed moved to the end of its new zone."""
-        if table is self._table and all(
-            a is b for a, b in zip(self._labels, (i.labels for i in table.infos), strict=True)
-        ):
+        node whose zone changed moved to the end of its new zone.
+
+        Worked out again only when the nodes or their labels changed (a snapshot's
+        copies share its list of names and the nodes' label dicts); a fresh run starts
+        from the tree the last fresh run built for the same nodes (_FIRST_TREES)."""
+        labels = list(map(_LABELS, table.infos))
+        if table.names is self._names and _same(labels, self._labels):
             return self._order
+        if not self._zones:
+            kept = _FIRST_TREES.get(id(table.names))
+            if kept is not None and kept[0] is table.names and _same(labels, kept[1]):
+                _, _, tree, zones, order = kept
+                self.tree = tree.copy()
+                self._zones = dict(zones)
+                self._names, self._labels, self._order = table.names, labels, order
+                return order
+            fresh = True
+        else:
+            fresh = False
         self.sync(table.infos)
         position = table.position
         self._order = [position[name] for name in self.tree.list()]
-        self._table = table
-        self._labels = [i.labels for i in table.infos]
+        self._names, self._labels = table.names, labels
+        if fresh:
+            if len(_FIRST_TREES) >= _FIRST_TREES_KEPT:
+                _FIRST_TREES.clear()
+            _FIRST_TREES[id(table.names)] = (
+                table.names,
+                labels,
+                self.tree.copy(),
+                dict(self._zones),
+                self._order,
+            )
         return self._order
 
     def sync(self, infos: Sequence[NodeInfo]) -> None:
