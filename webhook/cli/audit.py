@@ -169,7 +169,8 @@ def audit_runs(
     drill: tuple[str, RawObj] | None,
 ) -> list[dict[str, Any]]:
     """The documents of the runs with these seeds: in forked worker processes when there
-    are several runs and cores, else one after another."""
+    are several runs and cores to spare (cli.simulate.processes), else one after
+    another."""
     global _RUN_INPUT
     _RUN_INPUT = (state, settings, include_soft, plan, drill)
     try:

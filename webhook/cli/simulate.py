@@ -444,8 +444,13 @@ def _outcome(sim: Simulation) -> tuple[str | None, int, dict[str, dict[str, int]
 
 
 def processes(jobs: int) -> int:
-    """Worker processes for `jobs` runs: one per core, no more than the runs."""
-    return max(1, min(jobs, os.cpu_count() or 1))
+    """Worker processes for `jobs` runs: one per core but one, no more than the runs.
+
+    A forked worker first copies the pages of the loaded cluster it touches (each run
+    copies the snapshot), so on 2 cores two workers were slower than the runs one after
+    another in the parent (bench_sampling.py, docs/performance.md): with fewer than 3
+    cores the runs stay in the parent."""
+    return max(1, min(jobs, (os.cpu_count() or 1) - 1))
 
 
 def more_runs(
@@ -460,7 +465,7 @@ def more_runs(
     """The outcomes of the runs with these seeds: in forked worker processes when there
     are several runs and cores (each run is independent; the parent has already run
     one, so the workers inherit its warm caches), else one after another. workers: how
-    many processes (default: one per core)."""
+    many processes (default: processes())."""
     global _RUN_INPUT
     _RUN_INPUT = (pod, snapshot, replicas, framework, percentage)
     try:
