@@ -122,8 +122,8 @@ def test_post_filter_shortcut_equals_the_dry_run(
     assert fast == full
     if one is not None and two is not None:
         assert one.rng.getstate() == two.rng.getstate()
-    lowest = snap.lowest_priority()
-    event("no victim possible" if lowest is not None and lowest >= priority else "victims")
+    floor = snap.lowest_priority()
+    event("no victim possible" if floor is not None and floor[0] >= priority else "victims")
     event("preempts" if full is not None else "no preemption")
 
 
@@ -133,21 +133,24 @@ def test_post_filter_shortcut_equals_the_dry_run(
         st.tuples(
             st.sampled_from(["bind", "bind", "remove", "copy"]),
             st.integers(0, 5),
-            st.sampled_from([None, -5, 0, 0, 100, 2**30]),
+            st.sampled_from([None, "class", -5, 0, 0, 100, 2**30]),
         ),
         max_size=30,
     )
 )
 def test_lowest_priority_follows_binds_and_removals(steps: list[Any]) -> None:
-    """lowest_priority is the minimum spec.priority of the bound pods, None while one
-    stores none, the ceiling without pods."""
+    """lowest_priority is the minimum spec.priority stored by the bound pods (the
+    ceiling when none stores one) and whether some store none and name no class; None
+    while one names a class without a stored priority."""
     snap = Snapshot()
-    bound: dict[str, int | None] = {}
+    bound: dict[str, int | str | None] = {}
     for op, j, value in steps:
         name = f"p{j}"
         if op == "bind":
             b = make_pod().name(name).node("n0")
-            if value is not None:
+            if value == "class":
+                b = b.priority_class("low")
+            elif value is not None:
                 b = b.priority(value)
             snap.upsert(b.obj())
             bound[name] = value
@@ -156,8 +159,9 @@ def test_lowest_priority_follows_binds_and_removals(steps: list[Any]) -> None:
             bound.pop(name, None)
         else:
             snap = snap.copy()
-        if any(v is None for v in bound.values()):
+        if "class" in bound.values():
             assert snap.lowest_priority() is None
         else:
-            values = [v for v in bound.values() if v is not None]
-            assert snap.lowest_priority() == min(values, default=PRIORITY_CEILING)
+            values = [v for v in bound.values() if isinstance(v, int)]
+            defaulted = None in bound.values()
+            assert snap.lowest_priority() == (min(values, default=PRIORITY_CEILING), defaulted)

@@ -229,8 +229,13 @@ def _no_victims(
     priority is at least the pod's (the snapshot keeps the lowest). In a sampled run the
     dry run would draw its random offset when some node failed Unschedulable (a
     potential node): then the dry run runs, so the draws stay those of the plain path."""
-    lowest = snapshot.lowest_priority()
-    if lowest is None or lowest < pod_priority(pod, snapshot):
+    floor = snapshot.lowest_priority()
+    if floor is None:
+        return False
+    lowest, defaulted = floor
+    if defaulted:  # pods with the global default class's priority (0 without one)
+        lowest = min(lowest, pod_priority({"spec": {}}, snapshot))
+    if lowest < pod_priority(pod, snapshot):
         return False
     if sampler is None:
         return True

@@ -368,9 +368,10 @@ class Snapshot:
         self._nominated: dict[PodKey, _PodEntry] = {}
         self._nominated_on: dict[str, dict[PodKey, _PodEntry]] = {}
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
-        # The bound pods by stored spec.priority (None: none stored), kept on every
-        # bind and removal: what lowest_priority answers from.
-        self._priorities: Counter[int | None] = Counter()
+        # The bound pods by stored spec.priority (DEFAULT_CLASS: none stored and no
+        # class named; None: a class named but no priority stored), kept on every bind
+        # and removal: what lowest_priority answers from.
+        self._priorities: Counter[int | str | None] = Counter()
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
@@ -590,14 +591,17 @@ class Snapshot:
         held = self._nominated_on.get(node_name)
         return [e.pod for e in held.values()] if held else []
 
-    def lowest_priority(self) -> int | None:
-        """The lowest spec.priority among the bound pods (PRIORITY_CEILING when none is
-        bound); None when some bound pod stores no priority (its PriorityClass would
-        have to be resolved). Kept on every bind and removal, so it costs nothing:
-        preemption asks it to know at once that no pod could be a victim."""
+    def lowest_priority(self) -> tuple[int, bool] | None:
+        """(the lowest spec.priority stored by a bound pod, PRIORITY_CEILING when none
+        stores one; whether some bound pod stores none and names no PriorityClass, so
+        that it has the global default class's priority); None when some bound pod
+        names a class but stores no priority (the class would have to be resolved).
+        Kept on every bind and removal, so it costs nothing: preemption asks it to know
+        at once that no pod could be a victim."""
         if None in self._priorities:
             return None
-        return min(self._priorities, default=PRIORITY_CEILING)  # type: ignore[type-var]
+        stored = [p for p in self._priorities if isinstance(p, int)]
+        return min(stored, default=PRIORITY_CEILING), DEFAULT_CLASS in self._priorities
 
     def nominated_nodes(self) -> list[str]:
         """The nodes some unbound pod is nominated to, sorted."""
@@ -911,10 +915,18 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
 PRIORITY_CEILING = 2**31
 
 
-def _stored_priority(pod: RawObj) -> int | None:
-    """A light pod's spec.priority, None when it stores none."""
-    value = pod["spec"].get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+# The key of the pods that store no priority and name no class (the default's).
+DEFAULT_CLASS = ""
+
+
+def _stored_priority(pod: RawObj) -> int | str | None:
+    """A light pod's spec.priority; DEFAULT_CLASS when it stores none and names no
+    class; None when it names a class but stores no priority."""
+    spec = pod["spec"]
+    value = spec.get("priority")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None if spec.get("priorityClassName") else DEFAULT_CLASS
 
 
 # What preemption reads of a held pod's spec: its priority as stored (or the class to
