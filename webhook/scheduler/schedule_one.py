@@ -21,7 +21,12 @@ from webhook.scheduler.framework.memo import (
     FilterMemo,
     memo_of,
 )
-from webhook.scheduler.framework.preemption import Preemption, pod_priority
+from webhook.scheduler.framework.preemption import (
+    PREEMPT_NEVER,
+    Preemption,
+    pod_priority,
+    resolve_priority,
+)
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
@@ -198,9 +203,8 @@ def run_post_filter_plugins(
 
     When no bound pod has a lower priority than the pod, no node has a victim and the
     answer is None at once (shortcut False: the whole dry run, the property tests'
-    reference). Exact: SelectVictimsOnNode finds no victim on any node then, and a
-    sampled run draws no offset either way only when no node is a potential one, so
-    the shortcut is taken only when that holds too (see _no_victims).
+    reference). Exact: SelectVictimsOnNode finds no victim on any node then; in a
+    sampled run the offset the dry run would draw is drawn (see _no_victims).
 
     Port of schedule_one.go: schedulingCycle's RunPostFilterPlugins.
     """
@@ -226,26 +230,34 @@ def _no_victims(
     pod: RawObj, snapshot: Snapshot, verdicts: list[NodeVerdict], sampler: Sampler | None
 ) -> bool:
     """Whether preemption finds no victim anywhere without a dry run: every bound pod's
-    priority is at least the pod's (the snapshot keeps the lowest). In a sampled run the
-    dry run would draw its random offset when some node failed Unschedulable (a
-    potential node): then the dry run runs, so the draws stay those of the plain path."""
+    priority is at least the pod's (the snapshot keeps the lowest). A sampled run's
+    dry run would still draw its random offset over the potential nodes (those whose
+    first failing filter says Unschedulable) when the pod may preempt: that draw is
+    made here, so the run's draws stay those of the whole dry run; a pod nominated to a
+    node takes the whole path (its eligibility reads that node)."""
     floor = snapshot.lowest_priority()
     if floor is None:
         return False
     lowest, defaulted = floor
     if defaulted:  # pods with the global default class's priority (0 without one)
         lowest = min(lowest, pod_priority({"spec": {}}, snapshot))
-    if lowest < pod_priority(pod, snapshot):
+    priority, policy = resolve_priority(pod, snapshot)
+    if lowest < priority:
         return False
-    if sampler is None:
+    if sampler is None or policy == PREEMPT_NEVER:
         return True
-    return not any(
-        s.code is Code.UNSCHEDULABLE
-        for v in verdicts
-        if not v.feasible
-        for s in v.filters.values()
-        if not s.ok
-    )
+    status = pod.get("status")
+    if isinstance(status, dict) and status.get("nominatedNodeName"):
+        return False
+    potential = 0
+    for v in verdicts:
+        if not v.feasible:
+            first = next((s for s in v.filters.values() if not s.ok), None)
+            if first is not None and first.code is Code.UNSCHEDULABLE:
+                potential += 1
+    if potential:
+        sampler.offset(potential)
+    return True
 
 
 def _diagnose(
