@@ -408,3 +408,47 @@ def test_a_fresh_run_starts_from_the_tree_the_last_one_built() -> None:
     snap.upsert(make_node().name("n3").zone("z1").obj())
     moved = Sampler(0).order(snap.node_table())
     assert [names[i] for i in moved] == ["n0", "n1", "n2", "n6", "n3", "n5", "n4"]
+
+
+# schedule_one_test.go: TestSelectHost, (name, [(node, score)], possible hosts); the
+# empty list is upstream's error.
+SELECT_HOST = [
+    (
+        "unique properly ordered scores",
+        [("machine1.1", 1), ("machine2.1", 2)],
+        {"machine2.1"},
+    ),
+    (
+        "equal scores",
+        [("machine1.1", 1), ("machine1.2", 2), ("machine1.3", 2), ("machine2.1", 2)],
+        {"machine1.2", "machine1.3", "machine2.1"},
+    ),
+    (
+        "out of order scores",
+        [
+            ("machine1.1", 3),
+            ("machine1.2", 3),
+            ("machine2.1", 2),
+            ("machine3.1", 1),
+            ("machine1.3", 3),
+        ],
+        {"machine1.1", "machine1.2", "machine1.3"},
+    ),
+    ("empty priority list", [], None),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "scores", "possible"), SELECT_HOST, ids=[c[0] for c in SELECT_HOST]
+)
+def test_select_host(name: str, scores: list[tuple[str, int]], possible: set[str] | None) -> None:
+    """TestSelectHost: the host is one of the best, every seed (upstream tries ten
+    times); over 50 seeds each of the best turns up."""
+    names = [n for n, _ in scores]
+    sums = [s for _, s in scores]
+    if possible is None:
+        with pytest.raises(ValueError):
+            Sampler(seed=0).pick(names, sums)
+        return
+    drawn = {Sampler(seed=seed).pick(names, sums) for seed in range(50)}
+    assert drawn == possible
