@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
 	clean browser report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -103,6 +103,10 @@ bench-profile: $(STAMP)
 
 bench-preempt: $(STAMP)
 	$(PY) bench/bench_preempt.py
+
+# simulate --replicas 10 --runs 20 against one sampled run, on the 5,000-node cluster.
+bench-sampling: $(STAMP)
+	$(PY) bench/bench_audit.py --only sampled,runs20 --sampling
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

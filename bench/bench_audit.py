@@ -32,8 +32,19 @@ each page (target 5 MB). With --costs (`make bench-costs`) each run also times
              every constrained Deployment, docs/deletion-costs.md)
 
 and reports costs/audit per run (target 1.5) and checks that every pod of a constrained
-Deployment got a cost (exit 1 otherwise). Finally it applies the plan's moves to the
-snapshot and audits the result: a complete plan must leave 0 violations (exit 1 otherwise).
+Deployment got a cost (exit 1 otherwise). With --sampling (`make bench-sampling`) each
+run also times
+
+  sampled    `simulate --snapshot F --replicas 10 --seed 0 pod.json` (one sampled run)
+  runs20     `simulate --snapshot F --replicas 10 --runs 20 pod.json` (20 seeds)
+
+and reports runs20/sampled per run (target 3), whole processes and without the load
+(each minus simulate's wall time, which is almost all loading the snapshot).
+`--percentage P` runs the drills sampled (`--percentage-of-nodes-to-score P`), and the
+`without` drill reports the pods it re-placed per second of its own (its wall time
+less simulate's; target 460 with P 0, scheduler_perf's figure).
+Finally it applies the plan's moves to the snapshot and audits
+the result: a complete plan must leave 0 violations (exit 1 otherwise).
 """
 
 from __future__ import annotations
@@ -255,6 +266,17 @@ def run(argv: list[str]) -> tuple[float, float, str, int]:
         return wall, usage.ru_maxrss / 1024, out.read().decode(), proc.returncode
 
 
+def pods_on(path: Path, zone: str) -> int:
+    """How many pods of the cluster file are bound to a node of `zone`."""
+    items = json.loads(path.read_text())["items"]
+    nodes = {
+        o["metadata"]["name"]
+        for o in items
+        if o["kind"] == "Node" and o["metadata"].get("labels", {}).get(ZONE) == zone
+    }
+    return sum(1 for o in items if o["kind"] == "Pod" and o["spec"].get("nodeName") in nodes)
+
+
 def apply_moves(src: Path, dst: Path, moves: list[dict[str, str]]) -> None:
     where = {m["pod"]: m["to"] for m in moves}
     doc = json.loads(src.read_text())
@@ -272,6 +294,12 @@ def main() -> int:
     parser.add_argument("--html", action="store_true", help="also time -o html (see above)")
     parser.add_argument("--only", metavar="NAMES", help="run only these commands (comma-separated)")
     parser.add_argument("--costs", action="store_true", help="also time --deletion-costs")
+    parser.add_argument(
+        "--sampling", action="store_true", help="also time simulate --runs 20 (see above)"
+    )
+    parser.add_argument(
+        "--percentage", type=int, default=None, help="run the drills sampled (see above)"
+    )
     args = parser.parse_args()
 
     snap, pod, seconds = make_cluster(args, "topospread-audit-bench-")
@@ -292,9 +320,16 @@ def main() -> int:
         ],
         "drain": ["audit", "--snapshot", str(snap), "--drain-nodes", f"{BATCH}=b00", "-o", "json"],
     }
+    if args.percentage is not None:
+        for name in ("without", "unreachable", "drain"):
+            commands[name] += ["--percentage-of-nodes-to-score", str(args.percentage)]
     if args.only:
         wanted = {"simulate", *args.only.split(",")}
         commands = {k: v for k, v in commands.items() if k in wanted}
+    if args.sampling:
+        sampled = ["simulate", "--snapshot", str(snap), "--replicas", "10"]
+        commands["sampled"] = [*sampled, "--seed", "0", pod]
+        commands["runs20"] = [*sampled, "--runs", "20", pod]
     if args.html:
         soft = ["audit", "--snapshot", str(snap), "--include-soft", "-o"]
         commands["html"] = ["audit", "--snapshot", str(snap), "-o", "html"]
@@ -306,8 +341,8 @@ def main() -> int:
     sizes: dict[str, int] = {}
     walls: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, list[float]] = {k: [] for k in commands}
-    # costs is compared with audit (below), not with simulate.
-    ratios: dict[str, list[float]] = {k: [] for k in commands if k not in ("simulate", "costs")}
+    timed_apart = ("simulate", "costs", "sampled", "runs20")  # costs: against audit, below
+    ratios: dict[str, list[float]] = {k: [] for k in commands if k not in timed_apart}
     drills: dict[str, dict[str, Any]] = {}
     loads = []
     plan_doc: dict[str, Any] = {}
@@ -319,7 +354,7 @@ def main() -> int:
         for name, argv in commands.items():
             wall, peak, out, code = run(argv)
             sizes[name] = len(out.encode())
-            if name in ("html", "soft-json", "soft-html"):
+            if name in ("html", "soft-json", "soft-html", "sampled", "runs20"):
                 pass
             elif name == "costs":
                 costs_doc = json.loads(out)
@@ -384,7 +419,21 @@ def main() -> int:
             f"audit {statistics.median(cpus['audit']):.1f} s, costs "
             f"{statistics.median(cpus['costs']):.1f} s)"
         )
-        print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
+    if args.sampling:
+        whole = [r / o for r, o in zip(walls["runs20"], walls["sampled"], strict=True)]
+        # Without the load: only where the sampled run took longer than simulate (else
+        # the noise of loading swamps it; bench_sampling.py measures in one process).
+        apart = [
+            (r - s) / (o - s)
+            for r, o, s in zip(walls["runs20"], walls["sampled"], walls["simulate"], strict=True)
+            if o > s
+        ]
+        print(
+            f"runs20/sampled: median ratio {statistics.median(whole):.2f} (runs: "
+            f"{', '.join(f'{r:.2f}' for r in whole)}; target <= 3); without the load: "
+            + (", ".join(f"{r:.2f}" for r in apart) or "n/a (loading times vary more)")
+        )
+    print(f"load average at each run's start: {', '.join(f'{x:.2f}' for x in loads)}")
     for name, doc in drills.items():
         print(
             f"{name}: {len(doc.get('pending', []))} pending, "
@@ -405,6 +454,13 @@ def main() -> int:
                 f"FAIL: {len(constrained ^ set(costs))} constrained pods without a cost (or extra)"
             )
             return 1
+    if "without" in drills:
+        placed = pods_on(snap, "zone-a") - len(drills["without"].get("pending", []))
+        own = med["without"] - med["simulate"]
+        print(
+            f"without: {placed} pods re-placed in {own:.1f} s of its own: "
+            f"{placed / max(own, 1e-9):.0f} pods/s"
+        )
     if "plan" not in commands:
         return 0
 

@@ -72,7 +72,7 @@ from webhook.scheduler.config.profiles import (
 )
 from webhook.scheduler.config.types import DefaultingType, SpreadArgs
 from webhook.scheduler.config.validation import validate_spread_args
-from webhook.scheduler.placement import Framework, framework_of
+from webhook.scheduler.placement import Framework, Sampler, framework_of
 from webhook.scheduler.scaleup import DEFAULT_GROUP_LABELS
 
 __all__ = [
@@ -83,6 +83,7 @@ __all__ = [
     "DeletionCostSettings",
     "MergeMode",
     "RebalanceSettings",
+    "SamplingOptions",
     "Settings",
     "default_profiles",
     "load_scheduler_config",
@@ -178,6 +179,17 @@ class AuditSettings:
 
 
 @dataclass(frozen=True)
+class SamplingOptions:
+    """The CLI's --percentage-of-nodes-to-score and --seed: every run of scheduling
+    cycles (a drill's queue) samples as kube-scheduler does (docs/simulate.md)."""
+
+    # percentageOfNodesToScore for every profile (None: the profile's, else 0, adaptive)
+    percentage: int | None = None
+    # the seed of the run's random source
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the webhook reads from its config file (and --scheduler-config)."""
 
@@ -198,6 +210,16 @@ class Settings:
     # nodeGroupLabels: the node labels naming a node's group, first match wins.
     node_group_labels: tuple[str, ...] = DEFAULT_GROUP_LABELS
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # Sampling asked for on the command line; None: only the profiles that set
+    # percentageOfNodesToScore sample.
+    sampling: SamplingOptions | None = None
+
+    def new_sampler(self) -> Sampler:
+        """A fresh run's sampler: the command line's options, else one that samples only
+        for a profile setting percentageOfNodesToScore (seed 0)."""
+        if self.sampling is None:
+            return Sampler(always=False)
+        return Sampler(self.sampling.percentage, self.sampling.seed)
 
     def profile_for(self, scheduler_name: str) -> ResolvedProfile | None:
         """The profile scheduling pods of `scheduler_name` ("" is default-scheduler, as

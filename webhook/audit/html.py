@@ -10,8 +10,9 @@ present: audit `workloads` (per constraint `domains`, and `before` from a drill)
 `violations`, `plan`, `planComplete`, `planReasons`, `removedNodes`,
 `unreachableNodes`, `drainedNodes`, `pending`, `pendingReasons`, `scaleUp`,
 `scaleUpReasons`, `scaleUpSummary`, `notScheduled`, `preempted`, `notRecreated`,
-`notRecreatedReason`, `blocked`, `withHonor`, `error`; simulate `nodes`, `selectedNode`,
-`tiedNodes`, `placements`, `distribution`, `preemption`, `scaleUp`, `error`.
+`notRecreatedReason`, `blocked`, `withHonor`, `error`, `runs` (and each constraint's
+`runs`); simulate `nodes`, `selectedNode`, `tiedNodes`, `placements`, `distribution`,
+`preemption`, `scaleUp`, `error`, `sampling`, `runs`.
 
 One file, inline CSS and SVG, no script and no external asset (a Content-Security-Policy
 meta says so to the browser too), light and dark (prefers-color-scheme), printable,
@@ -291,9 +292,7 @@ def _constraint(w: Mapping[str, Any], c: Mapping[str, Any], i: int) -> str:
         f"<p><code>{_e(c.get('topologyKey', ''))}</code> "
         f'<span class="mute">{_e(c.get("whenUnsatisfiable", ""))}</span></p>'
         f"<p>{verdict}{_e(extra)}</p>{error}"
-        + _domain_rows(
-            domains, before=_before_of(w, c, i), limit=limit, violated=violated
-        )
+        + _domain_rows(domains, before=_before_of(w, c, i), limit=limit, violated=violated)
         + "</div>"
     )
 
@@ -489,11 +488,74 @@ def _plan(doc: Mapping[str, Any]) -> str:
     return head + (f'<ul class="list">{why}</ul>' if why else "") + body
 
 
+# ---- outcome ranges over sampled runs (--runs) ---------------------------------------------
+
+
+def _range(value: Any) -> str:
+    r = _dict(value)
+    low, high = r.get("min"), r.get("max")
+    if low == high:
+        return _e(low)
+    return f'{_e(low)}&ndash;{_e(high)} <span class="mute">median {_e(r.get("median"))}</span>'
+
+
+def _range_rows(domains: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td><code>{_e(d)}</code></td><td>{_range(r)}</td></tr>"
+        for d, r in list(domains.items())[:ROWS]
+    )
+    more = len(domains) - ROWS
+    tail = f'<p class="mute">and {more:,} more domains (-o json)</p>' if more > 0 else ""
+    return f'<table class="ranges"><tr><th>domain</th><th>pods</th></tr>{rows}</table>{tail}'
+
+
+def _runs_head(runs: Mapping[str, Any], what: str) -> str:
+    return (
+        f"<h3>Over {_e(runs.get('count'))} sampled runs</h3>"
+        f"<p>{what}: {_range(runs.get('pending'))}</p>"
+    )
+
+
+def _simulation_runs(runs: Mapping[str, Any]) -> str:
+    out = ['<section class="runs">', _runs_head(runs, "pending copies")]
+    for key, domains in _dict(runs.get("domains")).items():
+        out.append(f"<p><code>{_e(key)}</code></p>{_range_rows(_dict(domains))}")
+    chosen = _counts(runs.get("selectedNodes"))
+    if chosen:
+        out.append("<p>The first copy went to:</p>")
+        out.append(_names([f"{node} \u00d7{n}" for node, n in chosen.items()], "node"))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _audit_runs(doc: Mapping[str, Any]) -> str:
+    runs = _dict(doc.get("runs"))
+    out = ['<section class="runs">', _runs_head(runs, "pending pods")]
+    for w in _list(doc.get("workloads")):
+        w = _dict(w)
+        for c in _list(w.get("constraints")):
+            ranges = _dict(_dict(c).get("runs"))
+            domains = _dict(next(iter(_dict(ranges.get("domains")).values()), {}))
+            violated = _int(ranges.get("violated"))
+            varies = any(_dict(r).get("min") != _dict(r).get("max") for r in domains.values())
+            if not violated and not varies:
+                continue
+            name = f"{w.get('kind', '')} {w.get('namespace', '')}/{w.get('name', '')}"
+            out.append(
+                f"<p><b>{_e(name)}</b> <code>{_e(_dict(c).get('topologyKey', ''))}</code>: "
+                f"violated in {violated:,} of {_e(runs.get('count'))} runs</p>"
+                f"{_range_rows(domains)}"
+            )
+    out.append("</section>")
+    return "".join(out)
+
+
 def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
     """The HTML page of an `audit -o json` document (`generated`: when it was audited)."""
     workloads = [_dict(w) for w in _list(doc.get("workloads"))]
     constraints = sum(len(_list(w.get("constraints"))) for w in workloads)
     violations = _int(doc.get("violations"))
+
     def s(count: int) -> str:
         return "" if count == 1 else "s"
 
@@ -517,6 +579,8 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
         body.append(f'<p class="bad">{_e(doc["error"])}</p>')
     if _is_drill(doc):
         body.append(_drill(doc))
+    if isinstance(doc.get("runs"), dict):
+        body.append(_audit_runs(doc))
     if "plan" in doc:
         body.append(_plan(doc))
     reasons = _dict(doc.get("planReasons"))
@@ -739,11 +803,19 @@ def _simulation(doc: Mapping[str, Any], title: str | None) -> str:
     out.append(_stats(stats))
     if doc.get("error"):
         out.append(f'<p class="bad">{_e(doc["error"])}</p>')
+    sampling = _dict(doc.get("sampling"))
+    if sampling:
+        scored = _list(sampling.get("scoredNodes"))
+        out.append(
+            f"<p>Sampled as kube-scheduler: {len(scored):,} of {len(nodes):,} nodes scored "
+            f"(numFeasibleNodesToFind {_e(sampling.get('numFeasibleNodesToFind'))}, from "
+            f"index {_e(sampling.get('startIndex'))} of the node tree's order)</p>"
+        )
     tied = _list(doc.get("tiedNodes"))
     if len(tied) > 1:
+        how = "drawn at random from the seed" if sampling else "kube-scheduler picks one at random"
         out.append(
-            f"<p>{len(tied):,} nodes tie at the best score "
-            f"(kube-scheduler picks one at random):</p>{_names(tied, 'node')}"
+            f"<p>{len(tied):,} nodes tie at the best score ({how}):</p>{_names(tied, 'node')}"
         )
     preemption = doc.get("preemption")
     if isinstance(preemption, dict):
@@ -776,6 +848,8 @@ def _simulation(doc: Mapping[str, Any], title: str | None) -> str:
                 f'<div class="constraint" data-key="{_e(key)}"><p><code>{_e(key)}</code> '
                 f'<span class="mute">skew {skew:,}</span></p>{_domain_rows(counts)}</div>'
             )
+    if isinstance(doc.get("runs"), dict):
+        out.append(_simulation_runs(_dict(doc["runs"])))
     out.append("</section>")
     return "".join(out)
 

@@ -44,7 +44,13 @@ from webhook.audit.inventory import (
 )
 from webhook.config import Settings
 from webhook.scheduler.framework.snapshot import Snapshot
-from webhook.scheduler.placement import Placement, not_scheduled, selected_node, settle
+from webhook.scheduler.placement import (
+    Placement,
+    not_scheduled,
+    resolve_priority,
+    selected_node,
+    settle,
+)
 from webhook.scheduler.scaleup import Diagnosis, Pending, diagnose, node_groups
 
 __all__ = [
@@ -210,6 +216,16 @@ def _never(_added: RawObj) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """A pod that fit nowhere: key (whose reasons its twins share), draws (the random
+    draws its cycle made), item (the waiting pod)."""
+
+    key: str
+    draws: list[int]
+    item: _Waiting
+
+
 class Replacer:
     """kube-scheduler's queue for the pods a drill's controllers recreate (see the module
     docstring), on the drill's private snapshot `work`.
@@ -237,6 +253,8 @@ class Replacer:
     ) -> None:
         self.work = work
         self.settings = settings
+        # One run of the scheduler: its sampling start index and draws carry over.
+        self.sampler = settings.new_sampler()
         self.on_placed = on_placed
         self.not_scheduled: dict[str, str] = {}
         self.preempted: list[str] = []
@@ -256,9 +274,13 @@ class Replacer:
         self._seq = 0
         # signature -> its queueing hint (twins share one)
         self._hints: dict[str, Callable[[RawObj], bool]] = {}
-        # Signatures of pods that failed since the last placement: the state has not
-        # moved since, so their twins fail too (and share their reasons) unasked.
-        self._failed: dict[str, str] = {}
+        # Signatures of pods that failed, with the key whose reasons they share and the
+        # random draws their cycle made: nothing they depend on moved since (see
+        # _forget), so their twins fail too, unasked.
+        self._failed: dict[str, _Failed] = {}
+        # The snapshot's version after this queue's last change: another one means the
+        # drill changed it (a drain's eviction), which may undo any failure.
+        self._seen = work.version
 
     @property
     def pending(self) -> list[str]:
@@ -279,7 +301,8 @@ class Replacer:
         # Only the node it goes to is needed (not every node's verdict): a pod that fits
         # gets just that; one that fits nowhere, the whole decision (its reasons, and
         # the preemption that may follow).
-        got = selected_node(fresh, self.work, framework=self.settings.framework_for(fresh))
+        framework = self.settings.framework_for(fresh)
+        got = selected_node(fresh, self.work, framework=framework, sampler=self.sampler)
         victims: tuple[str, ...] = ()
         reasons: dict[str, int] = {}
         if isinstance(got, Placement):
@@ -339,17 +362,44 @@ class Replacer:
                     self._placed(item)
                     self._wake(bound)
 
+    # False: every pod is tried (the property tests' reference for the negative cache).
+    negative_cache = True
+
     def _try(self, item: _Waiting) -> RawObj | None:
+        if self.work.version != self._seen:
+            self._failed.clear()
         twin = self._failed.get(item.signature)
         if twin is not None:
-            self.reasons[item.key] = self.reasons[twin]
+            self.reasons[item.key] = self.reasons[twin.key]
+            self.sampler.replay(twin.draws)
             return None
+        start = self.sampler.next_start
+        self.sampler.draws = []
         bound = self._attempt(item.key, item.pod)
+        self._seen = self.work.version
+        draws, self.sampler.draws = self.sampler.draws, None
         if bound is not None:
-            self._failed.clear()
+            self._forget(bound)
             return bound
-        self._failed[item.signature] = item.key
+        # A failure that left the sampler's start index where it was found no node at
+        # all (a scoring error after a scan would have moved it): its twins fail alike.
+        if self.negative_cache and self.sampler.next_start == start:
+            self._failed[item.signature] = _Failed(item.key, draws, item)
         return None
+
+    def _forget(self, added: RawObj) -> None:
+        """Forget the failures `added`, now bound, may undo: those its queueing hint says
+        it may help (requeue_hint: every other filter only gets stricter when a pod is
+        added), and those of a pod it could now be a victim of (a lower priority than a
+        pod that may preempt)."""
+        if not self._failed:
+            return
+        priority = resolve_priority(added, self.work)[0]
+        for signature, failed in list(self._failed.items()):
+            pod = failed.item.pod
+            own, policy = resolve_priority(pod, self.work)
+            if failed.item.wakes(added) or (priority < own and policy != "Never"):
+                del self._failed[signature]
 
     def submit(self, items: Iterable[tuple[str, RawObj]]) -> None:
         """Place each (original key, unbound replacement) in the order given; after each

@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import logging.config
+import multiprocessing
 import signal
 import sys
 import threading
@@ -37,6 +38,7 @@ from webhook.audit.inventory import ClusterState, Collector
 from webhook.audit.keeper import CostKeeper
 from webhook.audit.metrics import AuditMetrics
 from webhook.audit.policyreports import APIS, PolicyReportWriter
+from webhook.audit.ranges import add_ranges, range_lines
 from webhook.audit.report import render_text
 from webhook.audit.run import run_audit
 from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
@@ -49,9 +51,14 @@ from webhook.audit.workloads import (
     parse_scale,
 )
 from webhook.cli.common import colour, paint
-from webhook.cli.simulate import without_cyclic_gc
+from webhook.cli.simulate import (
+    processes,
+    sampling_asked,
+    sampling_error,
+    without_cyclic_gc,
+)
 from webhook.cluster.files import load_objects, scan_list
-from webhook.config import RebalanceSettings, Settings, load_settings
+from webhook.config import RebalanceSettings, SamplingOptions, Settings, load_settings
 from webhook.controllers.gotime import parse_time
 from webhook.errors import ConfigError, InputError
 from webhook.server.logs import dict_config, level_from_env
@@ -245,8 +252,17 @@ def _require_nodes(state: ClusterState, drill: tuple[str, RawObj], flag: str, te
 
 def cli_audit(args: argparse.Namespace) -> int:
     _only_with(args)
+    problem = sampling_error(args)
+    if problem is not None:
+        raise InputError(problem)
     settings = load_settings(args.config, args.scheduler_config)
+    if sampling_asked(args):
+        options = SamplingOptions(getattr(args, "percentage_of_nodes_to_score", None), _seed(args))
+        settings = replace(settings, sampling=options)
+    runs: int = getattr(args, "runs", None) or 1
     if getattr(args, "watch", False):
+        if runs > 1:
+            raise InputError("--runs repeats a drill: it is for a one-shot audit, not --watch")
         return cli_audit_watch(args, settings)
     if getattr(args, "apply", False):
         scales, rollout, _ = _workload_flags(args)
@@ -260,6 +276,11 @@ def cli_audit(args: argparse.Namespace) -> int:
         workloads = _workload_request(args)
     except BadWorkload as exc:
         raise _with_workloads_of(exc, args) from exc
+    if runs > 1 and drill is None and workloads is None:
+        raise InputError(
+            "--runs repeats a drill: give --without-nodes, --unreachable-nodes, --drain-nodes,"
+            " --scale or --rollout"
+        )
     with without_cyclic_gc():
         state = read_state(args, sys.stderr)
         given = _drill_text(args)
@@ -282,20 +303,83 @@ def cli_audit(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from exc
         # --deletion-costs: of the cluster as read (the costs a keeper would write now).
         costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
-    if args.output in ("json", "html"):
         doc = report.to_json()
         if costs is not None:
             doc["deletionCosts"] = costs_json(costs)
-        if args.output == "json":
-            print(json.dumps(doc, indent=2, ensure_ascii=False))
-        else:
-            sys.stdout.write(audit_page(doc, generated=utc_now()))
+        if runs > 1:
+            seeds = range(_seed(args) + 1, _seed(args) + runs)
+            others = audit_runs(
+                state, settings, seeds, args.include_soft, args.plan, drill, workloads
+            )
+            add_ranges(doc, [doc, *others])
+    if args.output == "json":
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif args.output == "html":
+        sys.stdout.write(audit_page(doc, generated=utc_now()))
     else:
         on = colour(sys.stdout)
         sys.stdout.write(render_text(report, lambda text, style: paint(text, style, on)))
         if costs is not None:
             sys.stdout.write(render_costs_text(costs))
+        ranges = range_lines(doc, _seed(args))
+        if ranges:
+            sys.stdout.write("\n".join(ranges) + "\n")
     return report.exit_code
+
+
+def _seed(args: argparse.Namespace) -> int:
+    return getattr(args, "seed", None) or 0
+
+
+# What the forked run workers read (set before the pool forks: the cluster state is
+# shared copy-on-write, never pickled).
+_RUN_INPUT: (
+    tuple[
+        ClusterState,
+        Settings,
+        bool,
+        bool,
+        tuple[str, RawObj] | None,
+        WorkloadRequest | None,
+    ]
+    | None
+) = None
+
+
+def _one_run(seed: int) -> dict[str, Any]:
+    """One sampled run of the drill in _RUN_INPUT with this seed: its JSON document."""
+    assert _RUN_INPUT is not None
+    state, settings, include_soft, plan, drill, workloads = _RUN_INPUT
+    options = settings.sampling or SamplingOptions()
+    seeded = replace(settings, sampling=replace(options, seed=seed))
+    report = run_audit(
+        state, seeded, include_soft=include_soft, plan=plan, drill=drill, workloads=workloads
+    )
+    return report.to_json()
+
+
+def audit_runs(
+    state: ClusterState,
+    settings: Settings,
+    seeds: range,
+    include_soft: bool,
+    plan: bool,
+    drill: tuple[str, RawObj] | None,
+    workloads: WorkloadRequest | None = None,
+) -> list[dict[str, Any]]:
+    """The documents of the runs with these seeds: in forked worker processes when there
+    are several runs and cores to spare (cli.simulate.processes), else one after
+    another."""
+    global _RUN_INPUT
+    _RUN_INPUT = (state, settings, include_soft, plan, drill, workloads)
+    try:
+        workers = processes(len(seeds))
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return [_one_run(seed) for seed in seeds]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_one_run, seeds, chunksize=1)
+    finally:
+        _RUN_INPUT = None
 
 
 # ---- --watch ------------------------------------------------------------------------------

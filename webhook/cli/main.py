@@ -166,6 +166,42 @@ exit status:
 """
 
 
+# ---- sampling, ties and outcome ranges (simulate and audit) -------------------------------
+
+
+def add_sampling_args(p: argparse.ArgumentParser, what: str) -> None:
+    """--percentage-of-nodes-to-score, --seed, --runs: sample as kube-scheduler does on a
+    big cluster, and the range of outcomes over seeds (docs/simulate.md)."""
+    g = p.add_argument_group(
+        "sampling as kube-scheduler samples (default: every node scored, ties by name)"
+    )
+    g.add_argument(
+        "--percentage-of-nodes-to-score",
+        metavar="P",
+        type=int,
+        default=None,
+        help="stop filtering once P %% of the nodes (at least 100) are found feasible and "
+        "score only those, as kube-scheduler does; 0: its adaptive default (50 %% less 1 %% "
+        "per 125 nodes, at least 5 %%); ties are then drawn at random from --seed",
+    )
+    g.add_argument(
+        "--seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="the seed of the random tie-breaks and preemption offsets (default 0; "
+        "implies sampling): the same seed, the same answer",
+    )
+    g.add_argument(
+        "--runs",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"{what} N times with seeds seed..seed+N-1 (implies sampling) and report "
+        "the range of outcomes: pending pods, pods per domain, chosen nodes",
+    )
+
+
 def add_audit_args(p: argparse.ArgumentParser) -> None:
     source = p.add_argument_group("cluster state").add_mutually_exclusive_group()
     source.add_argument(
@@ -515,6 +551,7 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "else the feasible count, the 10 best nodes and the failure reasons)",
     )
     add_cluster_args(p, live_by_default=True)
+    add_sampling_args(p, "simulate")
 
     # ---- audit
     p = add(
@@ -526,6 +563,7 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
     )
     add_config_args(p)
     add_audit_args(p)
+    add_sampling_args(p, "run the drill")
 
     # ---- serve
     p = add(

@@ -22,14 +22,17 @@ import argparse
 import copy
 import gc
 import json
+import multiprocessing
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
 from webhook.audit.html import simulate_page
+from webhook.audit.ranges import value_range
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
@@ -39,6 +42,7 @@ from webhook.scheduler.placement import (
     Framework,
     Placement,
     Preemption,
+    Sampler,
     Simulation,
     not_scheduled,
     simulate,
@@ -48,6 +52,11 @@ from webhook.scheduler.scaleup import Diagnosis, NodeGroups, Pending, diagnose, 
 __all__ = [
     "Workload",
     "controller_labels",
+    "outcome_ranges",
+    "processes",
+    "sampler_for",
+    "sampling_asked",
+    "sampling_error",
     "read_pod",
     "TABLE_NODES",
     "render_table",
@@ -271,20 +280,34 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
         lines.append(f"Error: {first.error}")
     if first.preemption is not None:
         lines.append(preemption_line(first.preemption))
+    sampled = first.sampling
+    if sampled is not None:
+        lines.append(sampling_line(sampled.to_json(), len(first.nodes)))
     if len(first.tied_nodes) > 1:
         best = max(n.score for n in first.feasible)
+        how = (
+            "drawn at random from the seed"
+            if sampled is not None
+            else "kube-scheduler picks one of them at random; shown: the first by name"
+        )
         lines.append(
             f"{len(first.tied_nodes)} nodes tie at score {best}: "
             f"{', '.join(first.tied_nodes[:TOP_ROWS])}"
             + (" ..." if len(first.tied_nodes) > TOP_ROWS else "")
-            + " (kube-scheduler picks one of them at random; shown: the first by name)"
+            + f" ({how})"
         )
     deciding = _deciding(first)
     rows = first.nodes
     summary = not all_nodes and len(first.nodes) > TABLE_NODES
     if summary:
-        rows = sorted(first.feasible, key=lambda n: (-n.score, n.name))[:TOP_ROWS]
-        lines.append(f"The {len(rows)} best of {feasible} feasible node(s) (--all-nodes for all):")
+        # The chosen node first (with ties drawn at random it need not be first by name).
+        pool, what = first.feasible, "feasible"
+        if sampled is not None:
+            scored = set(sampled.scored)
+            pool, what = [n for n in pool if n.name in scored], "scored"
+        chosen_first = sorted(pool, key=lambda n: (n.name != first.selected_node, -n.score, n.name))
+        rows = chosen_first[:TOP_ROWS]
+        lines.append(f"The {len(rows)} best of {len(pool)} {what} node(s) (--all-nodes for all):")
     width = max([len("NODE"), *(len(n.name) for n in rows)])
     lines.append(f"{'NODE':<{width}}  FEASIBLE  SCORE  DECIDED BY / WHY NOT")
     for n in rows:
@@ -318,6 +341,141 @@ def render_table(sim: Simulation, *, all_nodes: bool = False) -> str:
             for domain, count in domains.items():
                 lines.append(f"    {domain:<{dw}}  {count}")
     return "\n".join(lines) + "\n"
+
+
+def sampling_line(sampling: dict[str, Any], nodes: int) -> str:
+    """One line saying how a sampled cycle chose (Placement.sampling's JSON)."""
+    if "nominatedNode" in sampling:
+        return (
+            f"Sampled: the pod's nominated node {sampling['nominatedNode']} passes every "
+            "filter and is taken without looking at other nodes"
+        )
+    pct = sampling["percentageOfNodesToScore"]
+    pct_text = "adaptive" if pct == 0 else f"{pct}%"
+    return (
+        f"Sampled as kube-scheduler (percentageOfNodesToScore {pct_text}): "
+        f"{len(sampling['scoredNodes'])} node(s) scored of {nodes}, the scan looking for "
+        f"{sampling['numFeasibleNodesToFind']} from index {sampling['startIndex']} of the "
+        f"node tree's order and looking at {sampling['processedNodes']}"
+    )
+
+
+def domain_ranges(
+    distributions: Sequence[dict[str, dict[str, int]]],
+) -> dict[str, dict[str, dict[str, int | float]]]:
+    """Per topology key and domain, the range of the counts over runs (a domain absent
+    from a run counts 0 there)."""
+    out: dict[str, dict[str, dict[str, int | float]]] = {}
+    keys = dict.fromkeys(k for d in distributions for k in d)
+    for key in keys:
+        domains = sorted({dom for d in distributions for dom in d.get(key, {})})
+        out[key] = {
+            dom: value_range([d.get(key, {}).get(dom, 0) for d in distributions]) for dom in domains
+        }
+    return out
+
+
+def outcome_ranges(
+    outcomes: Sequence[tuple[str | None, int, dict[str, dict[str, int]]]],
+) -> dict[str, Any]:
+    """The JSON `runs` of simulate --runs: outcomes are, per run, (the first copy's
+    selected node, the copies left pending, the distribution afterwards)."""
+    selected: dict[str, int] = {}
+    for node, _, _ in outcomes:
+        if node is not None:
+            selected[node] = selected.get(node, 0) + 1
+    return {
+        "count": len(outcomes),
+        "pending": value_range([p for _, p, _ in outcomes]),
+        "domains": domain_ranges([d for _, _, d in outcomes]),
+        "selectedNodes": dict(sorted(selected.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def _range_text(r: dict[str, Any]) -> str:
+    if r["min"] == r["max"]:
+        return str(r["min"])
+    return f"{r['min']}..{r['max']} (median {r['median']})"
+
+
+def render_runs(runs: dict[str, Any], seed: int) -> str:
+    """The text of `runs`: the ranges over the runs."""
+    count = runs["count"]
+    lines = [f"Over {count} runs (seeds {seed}..{seed + count - 1}):"]
+    lines.append(f"  pending copies  {_range_text(runs['pending'])}")
+    for key, domains in runs["domains"].items():
+        lines.append(f"  {key}")
+        # Past TABLE_NODES domains (a hostname key), only those that vary are listed.
+        shown = domains
+        if len(domains) > TABLE_NODES:
+            shown = {d: r for d, r in domains.items() if r["min"] != r["max"]}
+        dw = max((len(d) for d in shown), default=0)
+        for domain, r in list(shown.items())[:TABLE_NODES]:
+            lines.append(f"    {domain:<{dw}}  {_range_text(r)}")
+        rest = len(domains) - min(len(shown), TABLE_NODES)
+        if rest:
+            lines.append(f"    ... {rest} more domains (-o json), the others the same in every run")
+    chosen = list(runs["selectedNodes"].items())
+    if chosen:
+        shown = ", ".join(f"{node} x{n}" for node, n in chosen[:TOP_ROWS])
+        more = f" and {len(chosen) - TOP_ROWS} more" if len(chosen) > TOP_ROWS else ""
+        lines.append(f"  first copy went to  {shown}{more}")
+    return "\n".join(lines) + "\n"
+
+
+# What the forked run workers read (set in the parent before the pool forks, so the
+# snapshot and its warm caches are shared copy-on-write, never pickled).
+_RUN_INPUT: tuple[RawObj, Snapshot, int, Framework | None, int | None] | None = None
+
+
+def _one_run(seed: int) -> tuple[str | None, int, dict[str, dict[str, int]]]:
+    """One run of the workload in _RUN_INPUT with this seed: (first copy's node, pending
+    copies, distribution)."""
+    assert _RUN_INPUT is not None
+    pod, snapshot, replicas, framework, percentage = _RUN_INPUT
+    sim = simulate(
+        pod, snapshot, replicas=replicas, framework=framework, sampler=Sampler(percentage, seed)
+    )
+    return _outcome(sim)
+
+
+def _outcome(sim: Simulation) -> tuple[str | None, int, dict[str, dict[str, int]]]:
+    return sim.first.selected_node, sim.placements.count(None), sim.distribution
+
+
+def processes(jobs: int) -> int:
+    """Worker processes for `jobs` runs: one per core but one, no more than the runs.
+
+    A forked worker first copies the pages of the loaded cluster it touches (each run
+    copies the snapshot), so on 2 cores two workers were slower than the runs one after
+    another in the parent (bench_sampling.py, docs/performance.md): with fewer than 3
+    cores the runs stay in the parent."""
+    return max(1, min(jobs, (os.cpu_count() or 1) - 1))
+
+
+def more_runs(
+    pod: RawObj,
+    snapshot: Snapshot,
+    replicas: int,
+    framework: Framework | None,
+    percentage: int | None,
+    seeds: Sequence[int],
+    workers: int | None = None,
+) -> list[tuple[str | None, int, dict[str, dict[str, int]]]]:
+    """The outcomes of the runs with these seeds: in forked worker processes when there
+    are several runs and cores (each run is independent; the parent has already run
+    one, so the workers inherit its warm caches), else one after another. workers: how
+    many processes (default: processes())."""
+    global _RUN_INPUT
+    _RUN_INPUT = (pod, snapshot, replicas, framework, percentage)
+    try:
+        workers = processes(len(seeds)) if workers is None else workers
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return [_one_run(seed) for seed in seeds]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_one_run, seeds, chunksize=max(1, len(seeds) // (workers * 4)))
+    finally:
+        _RUN_INPUT = None
 
 
 def _named(pod: RawObj, name: str) -> RawObj:
@@ -368,6 +526,37 @@ def render_scale_up(diagnosis: Diagnosis) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sampling_error(args: argparse.Namespace) -> str | None:
+    """The usage error of the sampling flags, None when they are fine."""
+    percentage = getattr(args, "percentage_of_nodes_to_score", None)
+    if percentage is not None and not 0 <= percentage <= 100:
+        return f"--percentage-of-nodes-to-score must be in 0..100, got {percentage}"
+    seed = getattr(args, "seed", None)
+    if seed is not None and seed < 0:
+        return f"--seed must be 0 or more, got {seed}"
+    runs = getattr(args, "runs", None)
+    if runs is not None and runs < 1:
+        return f"--runs must be at least 1, got {runs}"
+    return None
+
+
+def sampling_asked(args: argparse.Namespace) -> bool:
+    """Whether any sampling flag was given (each implies sampling)."""
+    return any(
+        getattr(args, name, None) is not None
+        for name in ("percentage_of_nodes_to_score", "seed", "runs")
+    )
+
+
+def sampler_for(args: argparse.Namespace, seed_offset: int = 0) -> Sampler:
+    """The sampler of one run: the flags' (each implies sampling), else one that samples
+    only for a profile setting percentageOfNodesToScore."""
+    if not sampling_asked(args):
+        return Sampler(always=False)
+    seed = (getattr(args, "seed", None) or 0) + seed_offset
+    return Sampler(getattr(args, "percentage_of_nodes_to_score", None), seed)
+
+
 @contextmanager
 def without_cyclic_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: a snapshot is millions of acyclic objects
@@ -399,6 +588,11 @@ def cli_simulate(
     if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
         print(f"topospread simulate: --replicas must be at least 1, got {replicas}", file=err)
         return 2
+    problem = sampling_error(args)
+    if problem is not None:
+        print(f"topospread simulate: {problem}", file=err)
+        return 2
+    runs_asked: int = getattr(args, "runs", None) or 1
     # The manifests first: a bad file fails before the cluster is read.
     docs = [d for path in expand_inputs(args) for d in read_documents(path)]
     with without_cyclic_gc():
@@ -414,6 +608,7 @@ def cli_simulate(
         if target.snapshot is None:  # pragma: no cover - load_target always gives one here
             raise InputError("no cluster state: give --snapshot FILE or a kubeconfig")
         results: list[tuple[Workload, Simulation, Diagnosis | None]] = []
+        ranges: list[dict[str, Any] | None] = []
         groups = node_groups(target.snapshot, target.settings.node_group_labels)
         for w in workloads:
             _warn_invalid(w.pod, err)
@@ -422,12 +617,28 @@ def cli_simulate(
             if why is not None:  # another scheduler's pod: reported, not placed
                 held = Placement.held(w.pod, why)
                 results.append((w, Simulation([None] * w.replicas, held, {}), None))
+                ranges.append(None)
                 continue
-            sim = simulate(w.pod, target.snapshot, replicas=w.replicas, framework=framework)
+            # Each workload is a run of its own, from the first seed.
+            sim = simulate(
+                w.pod,
+                target.snapshot,
+                replicas=w.replicas,
+                framework=framework,
+                sampler=sampler_for(args),
+            )
             diagnosis = None
             if framework is not None and sim.first.not_scheduled is None:
                 diagnosis = scale_up(w.pod, sim, target.snapshot, framework, groups)
             results.append((w, sim, diagnosis))
+            runs = None
+            if runs_asked > 1 and sim.first.not_scheduled is None:
+                first_seed = getattr(args, "seed", None) or 0
+                seeds = range(first_seed + 1, first_seed + runs_asked)
+                percentage = getattr(args, "percentage_of_nodes_to_score", None)
+                others = more_runs(w.pod, target.snapshot, w.replicas, framework, percentage, seeds)
+                runs = outcome_ranges([_outcome(sim), *others])
+            ranges.append(runs)
     output = getattr(args, "output", "table")
     if output in ("json", "html"):
         docs_json = [
@@ -436,8 +647,9 @@ def cli_simulate(
                 "replicas": w.replicas,
                 **sim.to_json(),
                 "scaleUp": diagnosis.to_json() if diagnosis is not None else {},
+                **({"runs": runs} if runs is not None else {}),
             }
-            for w, sim, diagnosis in results
+            for (w, sim, diagnosis), runs in zip(results, ranges, strict=True)
         ]
         document: Any = docs_json
         if len(docs_json) == 1:
@@ -454,4 +666,6 @@ def cli_simulate(
             out.write(render_table(sim, all_nodes=getattr(args, "all_nodes", False)))
             if diagnosis is not None:
                 out.write(render_scale_up(diagnosis))
+            if ranges[i] is not None:
+                out.write(render_runs(ranges[i] or {}, getattr(args, "seed", None) or 0))
     return 0

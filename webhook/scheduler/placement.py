@@ -39,9 +39,10 @@ from webhook.api.kube import RawObj, as_dict, pod_namespace, spec
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.budget import OutOfTime, checkpoint, within
 from webhook.scheduler.framework.memo import adopt, memo_of
-from webhook.scheduler.framework.preemption import Preemption
+from webhook.scheduler.framework.preemption import Preemption, resolve_priority
 from webhook.scheduler.framework.runtime.filter import kept_with, outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import FilterCycle, run_filter_plugins
+from webhook.scheduler.framework.sampling import Sampler
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
@@ -76,11 +77,16 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import READS, Framework, framework_of
 from webhook.scheduler.schedule_one import (
+    FitResult,
+    Sampled,
     find_nodes_that_fit_pod,
     prioritize_nodes,
     run_post_filter_plugins,
+    sample,
+    sampled_sums,
     select_best_host,
     select_host,
+    select_sampled_host,
     with_nominated_pods,
 )
 
@@ -99,6 +105,8 @@ __all__ = [
     "Placement",
     "Preemption",
     "PluginStatus",
+    "Sampler",
+    "Sampling",
     "Simulation",
     "Unschedulable",
     "adopt",
@@ -111,6 +119,7 @@ __all__ = [
     "not_scheduled",
     "place",
     "pod_ref",
+    "resolve_priority",
     "selected_node",
     "settle",
     "simulate",
@@ -177,6 +186,37 @@ def not_scheduled(pod: RawObj, framework: Framework | None) -> NotScheduled | No
 
 
 @dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a sampled cycle chose (framework/sampling.py).
+
+    percentage: the percentageOfNodesToScore it ran with (0: adaptive);
+    num_to_find: numFeasibleNodesToFind; start: where its scan began in the node
+    tree's order; processed: the nodes it looked at; scored: the nodes it found and
+    scored, in the order it met them; nominated: the pod's nominated node when that
+    passed every filter and was taken without a scan ("" otherwise).
+    """
+
+    percentage: int
+    num_to_find: int
+    start: int
+    processed: int
+    scored: tuple[str, ...]
+    nominated: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "percentageOfNodesToScore": self.percentage,
+            "numFeasibleNodesToFind": self.num_to_find,
+            "startIndex": self.start,
+            "processedNodes": self.processed,
+            "scoredNodes": list(self.scored),
+        }
+        if self.nominated:
+            out["nominatedNode"] = self.nominated
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     """The decision for one pod.
 
@@ -189,7 +229,10 @@ class Placement:
     what failed the scheduling cycle (a score plugin's error), None when nothing did;
     not_scheduled: why no cycle ran at all (then `nodes` is empty), None when one ran;
     preemption: when no node is feasible, the node DefaultPreemption nominates and the
-    pods it evicts there (None when it fits somewhere or preempts nowhere).
+    pods it evicts there (None when it fits somewhere or preempts nowhere);
+    sampling: how a sampled cycle chose (None: every node filtered and scored, the
+    best node first by name); then selected_node is the node drawn among the best of
+    the nodes it scored, and tied_nodes those best ones.
     """
 
     pod: str
@@ -201,6 +244,7 @@ class Placement:
     error: str | None = None
     not_scheduled: NotScheduled | None = None
     preemption: Preemption | None = None
+    sampling: Sampling | None = None
 
     @property
     def feasible(self) -> list[NodeVerdict]:
@@ -221,6 +265,8 @@ class Placement:
             out["error"] = self.error
         if self.not_scheduled is not None:
             out["notScheduled"] = self.not_scheduled.to_json()
+        if self.sampling is not None:
+            out["sampling"] = self.sampling.to_json()
         return out
 
     @classmethod
@@ -286,6 +332,7 @@ def place(
     args: SpreadArgs = DEFAULT_ARGS,
     *,
     framework: Framework | None = None,
+    sampler: Sampler | None = None,
 ) -> Placement:
     """Run every filter on every node, score the feasible ones, pick a node.
 
@@ -294,12 +341,20 @@ def place(
     The result is node for node what running each filter on each node and scoring the
     feasible ones would give; the filter work is done once per group of nodes that
     must get the same answer (see the module docstring).
+
+    `sampler`: the run this cycle belongs to, when it samples as kube-scheduler does
+    (its percentage, else the profile's percentageOfNodesToScore): only the nodes
+    its scan finds are scored, the node is drawn among the best of them, and
+    preemption starts at a random offset (framework/sampling.py).
     """
     fw = framework if framework is not None else _framework(args)
     held = not_scheduled(pod, fw)
     if held is not None:  # PreEnqueue keeps it out of the queue: no cycle, no PostFilter
         return Placement.held(pod, held)
     fit = with_nominated_pods(pod, snapshot, fw, find_nodes_that_fit_pod(pod, snapshot, fw))
+    percentage = _sampling(fw, sampler)
+    if sampler is not None and percentage is not None:
+        return _place_sampled(pod, snapshot, fw, fit, sampler, percentage)
     priorities = prioritize_nodes(fw, snapshot, fit)
     last = select_host(fit, priorities)
     preemption = run_post_filter_plugins(pod, snapshot, fw, fit, last.verdicts)
@@ -316,20 +371,83 @@ def place(
     )
 
 
+def _sampling(fw: Framework, sampler: Sampler | None) -> int | None:
+    """The percentageOfNodesToScore a cycle of `fw` samples with in `sampler`'s run;
+    None: it filters and scores every node."""
+    if sampler is None:
+        return None
+    return sampler.percentage_for(fw.percentage_of_nodes_to_score)
+
+
+def _sampling_of(sampled: Sampled, names: list[str], percentage: int) -> Sampling:
+    scan = sampled.scan
+    if scan is None:  # the nominated node fits: no scan
+        return Sampling(percentage, 0, 0, 1, (sampled.nominated or "",), sampled.nominated or "")
+    scored = tuple(names[i] for i in scan.found)
+    return Sampling(percentage, scan.num_to_find, scan.start, scan.processed, scored)
+
+
+def _place_sampled(
+    pod: RawObj,
+    snapshot: Snapshot,
+    fw: Framework,
+    fit: FitResult,
+    sampler: Sampler,
+    percentage: int,
+) -> Placement:
+    """place() for a sampled cycle: the scan's nodes scored, one of the best drawn."""
+    sampled = sample(pod, fit, fw, sampler, percentage)
+    names = fit.table.names
+    priorities = prioritize_nodes(fw, snapshot, fit, sampled.scored)
+    last = select_host(fit, priorities)
+    chosen: str | None = None
+    if priorities.error is None and sampled.scored:
+        by_name = {v.name: v.score for v in last.verdicts}
+        sums = [by_name[names[i]] for i in sampled.scored]
+        chosen = select_sampled_host(sampled, names, sums, sampler)
+    preemption = run_post_filter_plugins(pod, snapshot, fw, fit, last.verdicts, sampler)
+    spread_over = _distribution(pod, snapshot, fw, fit.prepared.state)
+    return Placement(
+        pod=pod_ref(pod),
+        nodes=list(last.verdicts),
+        selected_node=chosen,
+        reasons=dict(fit.diagnosis.reasons),
+        distribution=spread_over,
+        tied_nodes=list(last.tied),
+        error=priorities.error,
+        preemption=preemption,
+        sampling=_sampling_of(sampled, names, percentage),
+    )
+
+
 def selected_node(
-    pod: RawObj, snapshot: Snapshot, *, framework: Framework | None = None
+    pod: RawObj,
+    snapshot: Snapshot,
+    *,
+    framework: Framework | None = None,
+    sampler: Sampler | None = None,
 ) -> str | None | Placement:
     """The node place() selects, without the verdicts of every node: the filter phase,
     then the weighted sums alone (select_best_host); None when no cycle places it (a
     scoring error). When the pod is held or fits nowhere (preemption reads every
-    node's verdict) the answer is place()'s whole Placement."""
+    node's verdict) the answer is place()'s whole Placement. `sampler`: as place()'s,
+    the same draws in the same order."""
     fw = framework if framework is not None else _framework(DEFAULT_ARGS)
     if not_scheduled(pod, fw) is not None:
-        return place(pod, snapshot, framework=fw)
+        return place(pod, snapshot, framework=fw, sampler=sampler)
     fit = with_nominated_pods(pod, snapshot, fw, find_nodes_that_fit_pod(pod, snapshot, fw))
     if not fit.diagnosis.feasible:
-        return place(pod, snapshot, framework=fw)
-    return select_best_host(fw, snapshot, fit)
+        return place(pod, snapshot, framework=fw, sampler=sampler)
+    percentage = _sampling(fw, sampler)
+    if sampler is None or percentage is None:
+        return select_best_host(fw, snapshot, fit)
+    sampled = sample(pod, fit, fw, sampler, percentage)
+    if sampled.chosen is not None:
+        return sampled.chosen
+    sums = sampled_sums(fw, snapshot, fit, sampled.scored)
+    if sums is None:
+        return None
+    return select_sampled_host(sampled, fit.table.names, sums, sampler)
 
 
 def feasible_nodes(
@@ -469,33 +587,42 @@ def simulate(
     replicas: int = 1,
     *,
     framework: Framework | None = None,
+    sampler: Sampler | None = None,
 ) -> Simulation:
     """Place `replicas` copies of `pod` one by one, each seeing the ones before.
 
     Copies after the first get distinct names (name-2, name-3, ...). The
-    caller's snapshot is left untouched.
+    caller's snapshot is left untouched. `sampler`: the run the copies' cycles
+    belong to (see place()), its start index and draws carried from copy to copy.
     """
     if replicas < 1:
         raise ValueError("replicas must be at least 1")
-    work = snapshot.copy()
-    adopt(work, snapshot)
     ns = pod_namespace(pod)
     meta = as_dict(pod.get("metadata"))
     base = meta.get("name") or str(meta.get("generateName") or "pod").rstrip("-") or "pod"
     fw = framework if framework is not None else _framework(args)
+    # The first copy is decided on the caller's snapshot (deciding changes no object of
+    # it, and the copy below holds the same until the first copy binds): what that
+    # decision learns (filter outcomes, score classes) is kept with the caller's
+    # snapshot, so every later simulation of it (another workload, another --runs run)
+    # starts warm instead of working it out again on its own copy.
+    first: Placement = place(_copy_named(pod, base), snapshot, framework=fw, sampler=sampler)
+    work = snapshot.copy()
+    adopt(work, snapshot)
     placements: list[str | None] = []
     preemptions: list[Preemption | None] = []
-    first: Placement | None = None
     for i in range(replicas):
         name = base if i == 0 else f"{base}-{i + 1}"
         while i > 0 and work.has_pod(ns, name):
             name += "-x"
         copy = _copy_named(pod, name)
         # The first copy's whole Placement is reported; the others need only the node.
-        decision = place(copy, work, framework=fw) if first is None else None
-        if first is None:
-            first = decision
-        chosen = selected_node(copy, work, framework=fw) if decision is None else decision
+        decision = first if i == 0 else None
+        chosen = (
+            selected_node(copy, work, framework=fw, sampler=sampler)
+            if decision is None
+            else decision
+        )
         if isinstance(chosen, Placement):
             node, _ = settle(chosen, work)
             preemption = chosen.preemption
@@ -505,7 +632,6 @@ def simulate(
         preemptions.append(preemption)
         if node is not None:
             work.add_pod(copy, node)
-    assert first is not None
     spread = _spread(fw)
     args = spread.args if spread is not None else DEFAULT_ARGS
     return Simulation(placements, first, distribution(pod, work, args), preemptions)

@@ -57,7 +57,9 @@ class Framework:
     reads: what the profile's plugins read (cluster/needs.py follows it);
     pre_enqueue: the PreEnqueue plugins run (SchedulingGates, DynamicResources' refusal
         of pods with resource claims), in the profile's order;
-    post_filter: DefaultPreemption when the profile runs it, else None.
+    post_filter: DefaultPreemption when the profile runs it, else None;
+    percentage_of_nodes_to_score: the profile's (or the configuration's)
+        percentageOfNodesToScore, None when unset (framework/sampling.py).
     """
 
     scheduler_name: str
@@ -69,6 +71,7 @@ class Framework:
     reads: tuple[Reads, ...]
     pre_enqueue: tuple[Any, ...] = ()
     post_filter: DefaultPreemption | None = None
+    percentage_of_nodes_to_score: int | None = None
 
     def plugin(self, name: str) -> Any | None:
         """The profile's plugin of that name, None when it is not enabled."""
@@ -112,6 +115,7 @@ def _build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> F
         reads=tuple(p.reads for p in plugins.values()),
         pre_enqueue=pre_enqueue,
         post_filter=post_filters[0] if post_filters else None,
+        percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
     )
 
 

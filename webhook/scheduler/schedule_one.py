@@ -21,11 +21,17 @@ from webhook.scheduler.framework.memo import (
     FilterMemo,
     memo_of,
 )
-from webhook.scheduler.framework.preemption import Preemption
+from webhook.scheduler.framework.preemption import (
+    PREEMPT_NEVER,
+    Preemption,
+    pod_priority,
+    resolve_priority,
+)
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
 from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
+from webhook.scheduler.framework.sampling import Sampler, Scan
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
 from webhook.scheduler.framework.types import (
     FILTER_OUTCOMES,
@@ -41,11 +47,15 @@ __all__ = [
     "Diagnosis",
     "FitResult",
     "Priorities",
+    "Sampled",
     "find_nodes_that_fit_pod",
     "prioritize_nodes",
     "run_post_filter_plugins",
+    "sample",
     "select_best_host",
     "select_host",
+    "sampled_sums",
+    "select_sampled_host",
     "with_nominated_pods",
 ]
 
@@ -184,15 +194,70 @@ def run_post_filter_plugins(
     fw: Framework,
     fit: FitResult,
     verdicts: list[NodeVerdict],
+    sampler: Sampler | None = None,
+    shortcut: bool = True,
 ) -> Preemption | None:
     """DefaultPreemption's nomination and victims when no node fits the pod and the
     profile runs it; None otherwise (it fits, preempts nowhere, or may not preempt).
+    sampler: a sampled run's (the nodes in its tree's order, its random offset).
+
+    When no bound pod has a lower priority than the pod, no node has a victim and the
+    answer is None at once (shortcut False: the whole dry run, the property tests'
+    reference). Exact: SelectVictimsOnNode finds no victim on any node then; in a
+    sampled run the offset the dry run would draw is drawn (see _no_victims).
 
     Port of schedule_one.go: schedulingCycle's RunPostFilterPlugins.
     """
     if fit.diagnosis.feasible or fw.post_filter is None:
         return None
-    return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
+    if shortcut and _no_victims(pod, snapshot, verdicts, sampler):
+        return None
+    if sampler is None:
+        return preempt(fw.post_filter, pod, snapshot, fit.prepared, fw.filter_names, verdicts)
+    return preempt(
+        fw.post_filter,
+        pod,
+        snapshot,
+        fit.prepared,
+        fw.filter_names,
+        verdicts,
+        nodes=sampler.nodes_in_order(fit.table),
+        offset=sampler.offset,
+    )
+
+
+def _no_victims(
+    pod: RawObj, snapshot: Snapshot, verdicts: list[NodeVerdict], sampler: Sampler | None
+) -> bool:
+    """Whether preemption finds no victim anywhere without a dry run: every bound pod's
+    priority is at least the pod's (the snapshot keeps the lowest). A sampled run's
+    dry run would still draw its random offset over the potential nodes (those whose
+    first failing filter says Unschedulable) when the pod may preempt: that draw is
+    made here, so the run's draws stay those of the whole dry run; a pod nominated to a
+    node takes the whole path (its eligibility reads that node)."""
+    floor = snapshot.lowest_priority()
+    if floor is None:
+        return False
+    lowest, defaulted = floor
+    if defaulted:  # pods with the global default class's priority (0 without one)
+        lowest = min(lowest, pod_priority({"spec": {}}, snapshot))
+    priority, policy = resolve_priority(pod, snapshot)
+    if lowest < priority:
+        return False
+    if sampler is None or policy == PREEMPT_NEVER:
+        return True
+    status = pod.get("status")
+    if isinstance(status, dict) and status.get("nominatedNodeName"):
+        return False
+    potential = 0
+    for v in verdicts:
+        if not v.feasible:
+            first = next((s for s in v.filters.values() if not s.ok), None)
+            if first is not None and first.code is Code.UNSCHEDULABLE:
+                potential += 1
+    if potential:
+        sampler.offset(potential)
+    return True
 
 
 def _diagnose(
@@ -378,12 +443,15 @@ class Priorities(NamedTuple):
     error: str | None
 
 
-def prioritize_nodes(fw: Framework, snapshot: Snapshot, fit: FitResult) -> Priorities:
-    """Every score plugin's normalised score on each feasible node, and its weighted sum.
+def prioritize_nodes(
+    fw: Framework, snapshot: Snapshot, fit: FitResult, nodes: list[int] | None = None
+) -> Priorities:
+    """Every score plugin's normalised score on each feasible node (or on `nodes`, the
+    positions a sampled cycle found, ascending), and its weighted sum.
 
     Port of schedule_one.go: prioritizeNodes (RunPreScorePlugins, RunScorePlugins).
     """
-    feasible = fit.diagnosis.feasible
+    feasible = fit.diagnosis.feasible if nodes is None else nodes
     if not feasible:
         return Priorities([], None, {}, None)
     ranked = run_score_plugins(
@@ -430,3 +498,65 @@ def select_best_host(fw: Framework, snapshot: Snapshot, fit: FitResult) -> str |
     if isinstance(sums, str):
         return None
     return fit.table.names[feasible[sums.index(max(sums))]]
+
+
+class Sampled(NamedTuple):
+    """A sampled cycle's scan and choice (see framework/sampling.py).
+
+    scan: what findNodesThatPassFilters did (None when the pod's nominated node fits:
+    upstream tries it first and looks no further); scored: the positions scored,
+    ascending; chosen: the node selectHost drew, None when none fits or scoring failed;
+    nominated: the pod's status.nominatedNodeName when it was taken at once.
+    """
+
+    scan: Scan | None
+    scored: list[int]
+    chosen: str | None
+    nominated: str | None = None
+
+
+def sample(
+    pod: RawObj, fit: FitResult, fw: Framework, sampler: Sampler, percentage: int
+) -> Sampled:
+    """The nodes a sampled cycle scores: the pod's nominated node alone when it passes
+    every filter (evaluateNominatedNode, tried before any other and without moving the
+    start index), else those findNodesThatPassFilters finds from the run's start index
+    (the sampler's). `chosen` is set only when the answer needs no scores.
+
+    Port of schedule_one.go: findNodesThatFitPod (the nominated node, then the scan)."""
+    status = pod.get("status")
+    nominated = status.get("nominatedNodeName") if isinstance(status, dict) else None
+    table = fit.table
+    feasible = fit.diagnosis.feasible
+    if isinstance(nominated, str) and nominated:
+        at = table.position.get(nominated)
+        if at is not None and fit.diagnosis.per_key[fit.diagnosis.keys[at]][0]:
+            return Sampled(None, [at], nominated, nominated)
+    scan = sampler.find(table, feasible, percentage, bool(fw.scores))
+    scored = sorted(scan.found)
+    # schedulePod: one feasible node is the answer, no score plugin runs.
+    chosen = table.names[scan.found[0]] if len(scan.found) == 1 else None
+    return Sampled(scan, scored, chosen)
+
+
+def select_sampled_host(
+    sampled: Sampled, names: list[str], sums: list[int], sampler: Sampler
+) -> str | None:
+    """The node selectHost picks among the scanned nodes (`sums`: the weighted sum of
+    each of sampled.scored): one of the best at random, ties met in the scan's order.
+
+    Port of schedule_one.go: selectHost."""
+    if sampled.chosen is not None or sampled.scan is None or not sampled.scan.found:
+        return sampled.chosen
+    total = dict(zip(sampled.scored, sums, strict=True))
+    found = sampled.scan.found
+    return sampler.pick([names[i] for i in found], [total[i] for i in found])
+
+
+def sampled_sums(
+    fw: Framework, snapshot: Snapshot, fit: FitResult, scored: list[int]
+) -> list[int] | None:
+    """The weighted sums of the scored nodes alone (select_best_host's fast path for a
+    sampled cycle); None when scoring fails the cycle."""
+    sums = weighted_sums(fw.scores, fit.prepared, snapshot, fit.table, scored)
+    return None if isinstance(sums, str) else list(sums)

@@ -16,7 +16,7 @@ error messages kube-scheduler would refuse to start with (empty when valid).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.api.field import JSONValue, duplicate, invalid, required
@@ -92,13 +92,17 @@ class ResolvedProfile:
     present (possibly empty); score_weights: score plugin -> its weight (>= 1),
     exactly the plugins of plugins["score"]; args: plugin -> its decoded args
     (SpreadArgs, NodeResourcesFitArgs, ...) for each enabled plugin with an Args
-    kind, or the raw object for one topospread does not decode.
+    kind, or the raw object for one topospread does not decode;
+    percentage_of_nodes_to_score: the profile's percentageOfNodesToScore, else the
+    configuration's (0..100, 0 adaptive), None when neither sets it (the model then
+    scores every node unless told to sample).
     """
 
     scheduler_name: str
     plugins: Mapping[str, tuple[str, ...]]
     score_weights: Mapping[str, int]
     args: Mapping[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
 
     def enabled(self, point: str) -> tuple[str, ...]:
         """The plugins run at one extension point, in order."""
@@ -356,6 +360,22 @@ def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None
     )
 
 
+def _percentage(raw: Mapping[str, Any], path: str) -> tuple[int | None, list[str]]:
+    """percentageOfNodesToScore of the configuration or of a profile, with the error
+    kube-scheduler refuses it with.
+
+    Port of validation.go: the percentageOfNodesToScore checks of
+    ValidateKubeSchedulerConfiguration and validateKubeSchedulerProfile."""
+    value = raw.get("percentageOfNodesToScore")
+    if value is None:
+        return None, []
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None, [invalid(path, JSONValue(value), "must be an integer").error()]
+    if value < 0 or value > 100:
+        return None, [invalid(path, value, "not in valid range [0-100]").error()]
+    return value, []
+
+
 def _queue_sort(raw_profiles: list[Mapping[str, Any]]) -> list[str]:
     """Port of validation.go: validateCommonQueueSort (after defaulting)."""
 
@@ -418,11 +438,19 @@ def resolve_configuration(cfg: Any) -> tuple[tuple[ResolvedProfile, ...], list[s
         raw_profiles[0] = {**raw_profiles[0], "schedulerName": DEFAULT_SCHEDULER_NAME}
     profiles: list[ResolvedProfile] = []
     first_index: dict[str, int] = {}
+    overall, percentage_errors = _percentage(cfg, "percentageOfNodesToScore")
+    errors.extend(percentage_errors)
     for i, raw in enumerate(raw_profiles):
         profile, profile_errors = _profile(raw, i)
         errors.extend(profile_errors)
         if profile is None:
             continue
+        own, percentage_errors = _percentage(raw, f"profiles[{i}].percentageOfNodesToScore")
+        errors.extend(percentage_errors)
+        # The profile's value wins over the configuration's (numFeasibleNodesToFind).
+        percentage = own if own is not None else overall
+        if percentage is not None:
+            profile = replace(profile, percentage_of_nodes_to_score=percentage)
         if profile.scheduler_name in first_index:
             errors.append(
                 duplicate(

@@ -299,13 +299,19 @@ class Evaluator:
         self.interface = interface
 
     def preempt(
-        self, state: CycleState, pod: RawObj, statuses: Mapping[str, Status]
+        self,
+        state: CycleState,
+        pod: RawObj,
+        statuses: Mapping[str, Status],
+        nodes: Sequence[NodeInfo] | None = None,
     ) -> tuple[Preemption | None, Status]:
         """Port of preemption.go: Preempt (the dry run: nothing is evicted).
 
         `statuses`: each node's filter status from the scheduling cycle (the first
-        failing plugin's). (the nomination, Success) when a node is found; (None, the
-        reason) when the pod may not preempt or preemption would not help.
+        failing plugin's); `nodes`: every node in the snapshot's list order (default:
+        by name; a sampled run gives its node tree's). (the nomination, Success) when a
+        node is found; (None, the reason) when the pod may not preempt or preemption
+        would not help.
         """
         nominated = as_dict(pod.get("status")).get("nominatedNodeName")
         nominated_status = statuses.get(nominated) if isinstance(nominated, str) else None
@@ -313,7 +319,7 @@ class Evaluator:
         if not ok:
             return None, Status(Code.UNSCHEDULABLE, msg)
         snapshot = self.handle.snapshot
-        all_nodes = snapshot.node_table().infos
+        all_nodes = snapshot.node_table().infos if nodes is None else nodes
         if not all_nodes:
             return None, Status(Code.ERROR, "no nodes available")
         candidates, node_statuses = self.find_candidates(state, all_nodes, pod, statuses)

@@ -35,7 +35,7 @@ import itertools
 import json
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -370,6 +370,10 @@ class Snapshot:
         self._nominated: dict[PodKey, _PodEntry] = {}
         self._nominated_on: dict[str, dict[PodKey, _PodEntry]] = {}
         self._by_ns: dict[str, dict[PodKey, _PodEntry]] = {}
+        # The bound pods by stored spec.priority (DEFAULT_CLASS: none stored and no
+        # class named; None: a class named but no priority stored), kept on every bind
+        # and removal: what lowest_priority answers from.
+        self._priorities: Counter[int | str | None] = Counter()
         self._indexes: dict[str, OrderedDict[str, _SelectorIndex]] = {}
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
@@ -535,6 +539,7 @@ class Snapshot:
             other._nominated = dict(self._nominated)
             other._nominated_on = {n: dict(p) for n, p in self._nominated_on.items()}
             other._by_ns = {ns: dict(pods) for ns, pods in self._by_ns.items()}
+            other._priorities = Counter(self._priorities)
             for ns, indexes in self._indexes.items():
                 copied: OrderedDict[str, _SelectorIndex] = OrderedDict()
                 for fp, index in indexes.items():
@@ -606,6 +611,18 @@ class Snapshot:
         """The (light) unbound pods nominated to `node_name` (NominatedPodsForNode)."""
         held = self._nominated_on.get(node_name)
         return [e.pod for e in held.values()] if held else []
+
+    def lowest_priority(self) -> tuple[int, bool] | None:
+        """(the lowest spec.priority stored by a bound pod, PRIORITY_CEILING when none
+        stores one; whether some bound pod stores none and names no PriorityClass, so
+        that it has the global default class's priority); None when some bound pod
+        names a class but stores no priority (the class would have to be resolved).
+        Kept on every bind and removal, so it costs nothing: preemption asks it to know
+        at once that no pod could be a victim."""
+        if None in self._priorities:
+            return None
+        stored = [p for p in self._priorities if isinstance(p, int)]
+        return min(stored, default=PRIORITY_CEILING), DEFAULT_CLASS in self._priorities
 
     def nominated_nodes(self) -> list[str]:
         """The nodes some unbound pod is nominated to, sorted."""
@@ -769,6 +786,7 @@ class Snapshot:
     def _bind(self, entry: _PodEntry) -> None:
         key, node = entry.key, entry.node
         self._pods[key] = entry
+        self._priorities[_stored_priority(entry.pod)] += 1
         self._by_ns.setdefault(key[0], {})[key] = entry
         self._info(node)._add(key, entry.pod, entry.requests, entry.non_zero)
         self._changed(node)
@@ -798,6 +816,10 @@ class Snapshot:
         entry = self._pods.pop(key, None)
         if entry is None:
             return
+        stored = _stored_priority(entry.pod)
+        self._priorities[stored] -= 1
+        if not self._priorities[stored]:
+            del self._priorities[stored]
         in_ns = self._by_ns.get(key[0])
         if in_ns is not None:
             in_ns.pop(key, None)
@@ -908,6 +930,24 @@ def _host_ports_only(containers: Any) -> list[RawObj] | None:
                 kept["restartPolicy"] = c["restartPolicy"]
             out.append(kept)
     return out or None
+
+
+# Above every pod priority (they are int32): lowest_priority of a snapshot without pods.
+PRIORITY_CEILING = 2**31
+
+
+# The key of the pods that store no priority and name no class (the default's).
+DEFAULT_CLASS = ""
+
+
+def _stored_priority(pod: RawObj) -> int | str | None:
+    """A light pod's spec.priority; DEFAULT_CLASS when it stores none and names no
+    class; None when it names a class but stores no priority."""
+    spec = pod["spec"]
+    value = spec.get("priority")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None if spec.get("priorityClassName") else DEFAULT_CLASS
 
 
 # What preemption reads of a held pod's spec: its priority as stored (or the class to

@@ -7,16 +7,16 @@ volume of the pod already mounted by a pod on the node blocks that node (an EBS
 volume always, the others unless both mount it read-only). Only
 persistentVolumeClaim volumes are looked up (an ephemeral volume's claim is not).
 PreFilter skips a pod with no such disk and no claim in conflict, once every claim
-it names was found.
-
-CAVEAT: the PreFilterExtensions that adjust the claim count while preemption
-removes pods are not modelled (preemption is not).
+it names was found. Its PreFilterExtensions (AddPod, RemovePod) move the count of uses
+of the pod's ReadWriteOncePod claims as preemption's dry run removes victims and adds
+nominated pods, so a pod blocked only by a lower-priority pod holding its claim
+preempts it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
@@ -51,10 +51,31 @@ _DISKS: Final = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 @dataclass(frozen=True, slots=True)
 class PreFilterState:
     """disks: the pod's in-tree disk volumes; conflicting_pvc_ref_count: uses by other
-    pods of the pod's ReadWriteOncePod claims (> 0 blocks every node)."""
+    pods of the pod's ReadWriteOncePod claims (> 0 blocks every node);
+    read_write_once_pod_pvcs: the names of those claims (what AddPod and RemovePod
+    count a pod's volumes against)."""
 
     disks: tuple[RawObj, ...]
     conflicting_pvc_ref_count: int
+    read_write_once_pod_pvcs: frozenset[str] = frozenset()
+
+    def conflicting_pvc_ref_count_for_pod(self, pod: RawObj) -> int:
+        """How many of `pod`'s persistentVolumeClaim volumes name one of the claims (by
+        name alone, as upstream counts them).
+
+        Port of volume_restrictions.go: conflictingPVCRefCountForPod."""
+        if not self.read_write_once_pod_pvcs:
+            return 0
+        claims = self.read_write_once_pod_pvcs
+        volumes = as_dict(pod.get("spec")).get("volumes")
+        if not isinstance(volumes, list):
+            return 0
+        return sum(
+            1
+            for v in volumes
+            if isinstance(v, dict)
+            and as_dict(v.get("persistentVolumeClaim")).get("claimName") in claims
+        )
 
 
 def _ro(src: Any) -> bool:
@@ -119,7 +140,22 @@ def pre_filter(state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
         conflicts = sum(1 for name in rwop if name in in_use)
     if not disks and conflicts == 0:
         return SKIP
-    state[STATE_KEY] = PreFilterState(disks, conflicts)
+    state[STATE_KEY] = PreFilterState(disks, conflicts, frozenset(rwop))
+    return SUCCESS
+
+
+def update_with_pod(state: CycleState, other: RawObj, multiplier: int) -> Status:
+    """The state with `other`'s uses of the pod's ReadWriteOncePod claims added
+    (multiplier 1) or taken away (-1); the very same state object when it uses none.
+
+    Port of volume_restrictions.go: AddPod / RemovePod (updateWithPod)."""
+    s = state.get(STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return MISSING_STATE
+    uses = s.conflicting_pvc_ref_count_for_pod(other)
+    if uses:
+        count = s.conflicting_pvc_ref_count + multiplier * uses
+        state[STATE_KEY] = replace(s, conflicting_pvc_ref_count=count)
     return SUCCESS
 
 
@@ -161,6 +197,31 @@ class VolumeRestrictions:
 
     def filter(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Status:
         return filter_node(state, node)
+
+    def add_pod(self, state: CycleState, pod: RawObj, pod_to_add: RawObj, node: NodeInfo) -> Status:
+        """PreFilterExtensions.AddPod (preemption, nominated pods)."""
+        return update_with_pod(state, pod_to_add, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: RawObj, pod_to_remove: RawObj, node: NodeInfo
+    ) -> Status:
+        """PreFilterExtensions.RemovePod (preemption's victims)."""
+        return update_with_pod(state, pod_to_remove, -1)
+
+    def remove_pods(
+        self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfo
+    ) -> Status:
+        """RemovePod for each of `pods` at once (the state replaced once, or left the
+        same object when none of them uses a claim of the pod's)."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return MISSING_STATE
+        uses = sum(s.conflicting_pvc_ref_count_for_pod(p) for p in pods)
+        if uses:
+            state[STATE_KEY] = replace(
+                s, conflicting_pvc_ref_count=s.conflicting_pvc_ref_count - uses
+            )
+        return SUCCESS
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfo) -> Hashable | None:
         s = state.get(STATE_KEY)

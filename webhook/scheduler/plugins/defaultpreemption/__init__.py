@@ -10,14 +10,14 @@ nominated to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.framework.nominated import FilterHandle
 from webhook.scheduler.framework.preemption import Evaluator, Preemption, resolve_priority
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
-from webhook.scheduler.framework.snapshot import Snapshot
+from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import SUCCESS, CycleState, Status
 from webhook.scheduler.plugins.defaultpreemption.plugin import (
     NAME,
@@ -88,12 +88,17 @@ def post_filter(
     pod: RawObj,
     statuses: Mapping[str, Status],
     shortcuts: bool = True,
+    *,
+    nodes: Sequence[NodeInfo] | None = None,
+    offset: Callable[[int], int] | None = None,
 ) -> tuple[Preemption | None, Status]:
     """Port of default_preemption.go: PostFilter (the dry run): the nomination and its
     victims, or why there is none ("preemption: ..." as upstream words it).
-    shortcuts: see CyclePreemption (False: every step as upstream, for a reference)."""
-    cycle = CyclePreemption(plugin, handle, shortcuts)
-    result, status = Evaluator(NAME, handle, cycle).preempt(state, pod, statuses)
+    shortcuts: see CyclePreemption (False: every step as upstream, for a reference);
+    nodes: every node in the snapshot's list order (default: by name); offset: draws
+    the first candidate from the number of potential nodes (default: 0)."""
+    cycle = CyclePreemption(plugin, handle, shortcuts, offset)
+    result, status = Evaluator(NAME, handle, cycle).preempt(state, pod, statuses, nodes)
     if status.reason:
         return result, Status(status.code, "preemption: " + status.reason)
     return result, status
@@ -120,12 +125,17 @@ def preempt(
     prepared: PreparedFilters,
     filter_names: Sequence[str],
     verdicts: Sequence[Any],
+    *,
+    nodes: Sequence[NodeInfo] | None = None,
+    offset: Callable[[int], int] | None = None,
 ) -> Preemption | None:
     """PostFilter for a pod no node fits (`verdicts`: the cycle's NodeVerdicts): the
-    nomination and its victims, None when the pod may not or need not preempt."""
+    nomination and its victims, None when the pod may not or need not preempt.
+    nodes, offset: see post_filter (a sampled run's list order and random offset)."""
     known = {v.name: v.filters for v in verdicts}
     handle, state = cycle_handle(pod, snapshot, prepared, filter_names, known)
-    return post_filter(plugin, handle, state, pod, first_failures(verdicts))[0]
+    failures = first_failures(verdicts)
+    return post_filter(plugin, handle, state, pod, failures, nodes=nodes, offset=offset)[0]
 
 
 def nominated(

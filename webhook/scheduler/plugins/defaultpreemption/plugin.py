@@ -10,9 +10,10 @@ framework/preemption.py.
 The offset of the first node dry-run is 0, where upstream draws it at random
 (rand.Int31n over the potential nodes) to spread preemptions over the cluster: a
 fixed offset gives one of the answers upstream can give, the same on every run,
-so a report and its re-run agree. CAVEAT: on a cluster with more potential nodes
-than the number of candidates dry-run (10 % of them, at least 100), upstream may
-nominate a node past those.
+so a report and its re-run agree; a sampled run (framework/sampling.py) draws it from
+its seed as upstream does. CAVEAT: on a cluster with more potential nodes than the
+number of candidates dry-run (10 % of them, at least 100), upstream may nominate a
+node past those.
 
 Not modelled (CAVEAT): workload-aware and pod-group preemption (PodGroups are
 alpha), async preemption's PreEnqueue (it changes when, not what), and the
@@ -22,7 +23,7 @@ defaults are used).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace
@@ -157,11 +158,20 @@ class CyclePreemption:
     """DefaultPreemption for one pod's cycle: the plugin with the handle that runs the
     profile's filters and the snapshot's priorities (preemption.Interface)."""
 
-    def __init__(self, plugin: DefaultPreemption, handle: Handle, shortcuts: bool = True) -> None:
+    def __init__(
+        self,
+        plugin: DefaultPreemption,
+        handle: Handle,
+        shortcuts: bool = True,
+        offset: Callable[[int], int] | None = None,
+    ) -> None:
         """shortcuts: take the two exact shortcuts of select_victims_on_node (a node
         that fails with its victims gone told from the state-only plugins; a reprieve
         that changes only the node); False runs every step as upstream does (the
-        property tests' reference)."""
+        property tests' reference). offset: draws the first node dry-run from the
+        number of potential nodes, as upstream's rand.Int31n (a sampled run's); None:
+        offset 0 (see the module docstring)."""
+        self.offset = offset
         self.plugin = plugin
         self.handle = handle
         self.shortcuts = shortcuts
@@ -169,7 +179,12 @@ class CyclePreemption:
         self._priorities: dict[int, int] = {}
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
-        return self.plugin.get_offset_and_num_candidates(num_nodes)
+        """Port of default_preemption.go: GetOffsetAndNumCandidates (the offset drawn
+        only in a sampled run)."""
+        offset, num = self.plugin.get_offset_and_num_candidates(num_nodes)
+        if self.offset is not None:
+            offset = self.offset(num_nodes)
+        return offset, num
 
     def priority(self, pod: RawObj) -> int:
         """A pod's priority (resolve_priority), remembered per pod object this cycle."""
