@@ -162,3 +162,21 @@ def test_runs_html(snapshot: str, capsys: Any) -> None:
     assert code in (0, 1)
     assert "<h3>Over 5 sampled runs</h3>" in out
     assert "<b>Deployment default/web</b>" in out or "<b>ReplicaSet default/web</b>" in out
+
+
+WORKLOADS = "docs/examples/workloads.json"
+
+
+def test_runs_repeat_a_workload_drill(capsys: Any) -> None:
+    """--runs with --scale: the first run is seed 0's scale-up, and the ranges cover
+    the changed workload's constraint (a workload drill is a drill like the node ones)."""
+    argv = (
+        *("--snapshot", WORKLOADS, "--scale", "deploy/shop/web=12"),
+        *("--now", "2026-11-27T12:00:00Z"),
+    )
+    doc = as_json(capsys, *argv, "--runs", "3")
+    single = as_json(capsys, *argv, "--seed", "0")
+    assert doc["runs"]["count"] == 3
+    assert doc["workloadChanges"] == single["workloadChanges"]
+    [entry] = doc["workloads"][0]["constraints"]
+    assert set(entry["runs"]["domains"][ZONE]) == set(entry["domains"])
