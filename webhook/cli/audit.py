@@ -348,7 +348,8 @@ _RUN_INPUT: (
 
 def _one_run(seed: int) -> dict[str, Any]:
     """One sampled run of the drill in _RUN_INPUT with this seed: its JSON document."""
-    assert _RUN_INPUT is not None
+    if _RUN_INPUT is None:
+        raise RuntimeError("_one_run outside a --runs batch")
     state, settings, include_soft, plan, drill, workloads = _RUN_INPUT
     options = settings.sampling or SamplingOptions()
     seeded = replace(settings, sampling=replace(options, seed=seed))

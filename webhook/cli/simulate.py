@@ -431,7 +431,8 @@ _RUN_INPUT: tuple[RawObj, Snapshot, int, Framework | None, int | None] | None = 
 def _one_run(seed: int) -> tuple[str | None, int, dict[str, dict[str, int]]]:
     """One run of the workload in _RUN_INPUT with this seed: (first copy's node, pending
     copies, distribution)."""
-    assert _RUN_INPUT is not None
+    if _RUN_INPUT is None:
+        raise RuntimeError("_one_run outside a --runs batch")
     pod, snapshot, replicas, framework, percentage = _RUN_INPUT
     sim = simulate(
         pod, snapshot, replicas=replicas, framework=framework, sampler=Sampler(percentage, seed)

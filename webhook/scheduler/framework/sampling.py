@@ -220,7 +220,8 @@ class Sampler:
         self.percentage = percentage
         self.seed = seed
         self.always = always
-        self.rng = random.Random(seed)
+        # A seeded draw replaying kube-scheduler's tie-breaks, not a secret.
+        self.rng = random.Random(seed)  # nosec B311
         # While not None, the bound of every draw made, in order (a cycle's draws, for
         # a caller that answers a twin cycle without running it: replay).
         self.draws: list[int] | None = None
