@@ -33,6 +33,7 @@ from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState
 from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.defaultpreemption import cycle_handle, first_failures, post_filter
+from webhook.scheduler.plugins.defaultpreemption.plugin import CyclePreemption
 from webhook.scheduler.plugins.interpodaffinity import filtering as ipa
 from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
 from webhook.scheduler.plugins.podtopologyspread import filtering as spread
@@ -328,3 +329,78 @@ def test_removing_pods_at_once_equals_a_fresh_pre_filter(
             assert ipa.add_pod(scratch, incoming, one, target).ok
             assert SPREAD.add_pod(scratch, incoming, one, target).ok
             assert all(a is b for a, b in zip(entries, scratch.values(), strict=True))
+
+
+# ---- the dry run on one node: its fast paths equal the plain one ----------------------
+
+
+def _crowded_cluster(nodes: Any, residents: Any, priorities: Any, budget: Any) -> list[RawObj]:
+    """The cluster _preemption_equals_reference builds: every resident on a node, with
+    its priority and cpu request, and a budget guarding app=a pods when asked."""
+    nodes = [
+        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
+    ]
+    objs = _profile_cluster(nodes, residents)
+    for obj, (value, request) in zip(
+        (o for o in objs if o["kind"] == "Pod"), priorities, strict=False
+    ):
+        obj["spec"]["priority"] = value
+        obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": request}}
+        at = int(obj["spec"]["nodeName"][1:]) % len(nodes)
+        obj["spec"]["nodeName"] = f"n{at}"
+    if budget is not None:
+        objs.append(pdb("guard", {"app": "a"}, budget))
+    return objs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=6),
+    st.lists(profile_resident_st, min_size=4, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([None, 0]),
+    st.sampled_from(["1", "3", "3"]),
+)
+def test_select_victims_on_node_fast_paths_equal_the_plain_one(
+    nodes, residents, priorities, incoming, budget, cpu
+) -> None:
+    """On every node, SelectVictimsOnNode with the shortcuts (InterPodAffinity's Filter
+    not run again where no PreFilter state changed, among them) gives the victims, the
+    budget violations and the status the plain path gives, which copies the node, runs
+    every plugin and every step."""
+    objs = _crowded_cluster(nodes, residents, priorities, budget)
+    snap = Snapshot.from_objects(objs)
+    fw = framework_of()
+    assert fw.post_filter is not None
+    pod = _incoming({**incoming, "node_name": None})
+    pod["spec"]["priority"] = 2000
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    got = place(pod, snap, framework=fw)
+    known = {v.name: v.filters for v in got.nodes}
+    fast, state = cycle_handle(pod, snap, fw.filters.prepare(pod, snap), fw.filter_names, known)
+    plain, plain_state = cycle_handle(pod, snap, fw.filters.prepare(pod, snap), fw.filter_names)
+    node_filters = fast.node_filters
+
+    def told(node: Any) -> Any:
+        checks = node_filters(node)
+        if checks is not None:
+            event("a reprieve runs the node's filters only")
+            if len(checks) < len(fast._dynamic_filters):
+                event("a filter reading the pods through its state skipped")
+        return checks
+
+    fast.node_filters = told  # type: ignore[method-assign]
+    pdbs = snap.listed("PodDisruptionBudget")
+    for info in snap.node_table().infos:
+        before = (list(info.pods), dict(info.requested), info.generation)
+        want = CyclePreemption(fw.post_filter, plain, False).select_victims_on_node(
+            CycleState(plain_state), pod, info, pdbs
+        )
+        have = CyclePreemption(fw.post_filter, fast, True).select_victims_on_node(
+            CycleState(state), pod, info, pdbs
+        )
+        assert have == want
+        assert (info.pods, info.requested, info.generation) == before  # a copy changed
+        event("victims" if want[0] else "no victims")
+
