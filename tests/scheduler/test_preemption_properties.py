@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import HOSTNAME, ZONE, make_pod, pdb, with_affinity
+from tests.builders import HOSTNAME, ZONE, make_node, make_pod, pdb, with_affinity
 from tests.scheduler.test_properties import (
     _incoming,
     _node_obj,
@@ -365,8 +365,9 @@ def _crowded_cluster(nodes: Any, residents: Any, priorities: Any, budget: Any) -
 def test_select_victims_on_node_fast_paths_equal_the_plain_one(
     nodes, residents, priorities, incoming, budget, cpu
 ) -> None:
-    """On every node, SelectVictimsOnNode with the shortcuts (InterPodAffinity's Filter
-    not run again where no PreFilter state changed, among them) gives the victims, the
+    """On every node, SelectVictimsOnNode with the shortcuts (the copy made without the
+    victims, NodeInfo.without; a reprieve taking back the pod it put back, remove_last;
+    InterPodAffinity's Filter not run again where no PreFilter state changed) gives the victims, the
     budget violations and the status the plain path gives, which copies the node, runs
     every plugin and every step."""
     objs = _crowded_cluster(nodes, residents, priorities, budget)
@@ -404,3 +405,50 @@ def test_select_victims_on_node_fast_paths_equal_the_plain_one(
         assert (info.pods, info.requested, info.generation) == before  # a copy changed
         event("victims" if want[0] else "no victims")
 
+
+# (add the pod back, or take back the pod added last, or remove any pod) per step
+steps_st = st.lists(st.tuples(st.sampled_from(["add", "last", "remove"]), st.integers(0, 15)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["100m", "1", "2"]), min_size=1, max_size=8),
+    st.lists(st.booleans(), min_size=8, max_size=8),
+    steps_st,
+)
+def test_node_copy_without_pods_equals_a_copy_then_remove_pods(cpus, gone, steps) -> None:
+    """NodeInfo.without(pods) equals snapshot() then remove_pods(pods), and stays equal
+    through any add_pod / remove_last / remove_pod after it (pods, their order, sums,
+    and lookups by key); the node copied is left as it was."""
+    objs = [make_node().name("n0").obj()] + [
+        make_pod().name(f"p{i}").node("n0").requests(cpu=cpu).obj() for i, cpu in enumerate(cpus)
+    ]
+    snap = Snapshot.from_objects(objs)
+    info = snap.nodes["n0"]
+    pods = list(info.pods)
+    victims = [p for p, g in zip(pods, gone, strict=False) if g]
+    amounts = [snap.requests_of(p) for p in victims]
+    before = (list(info.pods), dict(info.requested), dict(info.non_zero_requested))
+    fast = info.without(victims, amounts)
+    plain = info.snapshot()
+    plain.remove_pods(victims, amounts)
+    assert (info.pods, info.requested, info.non_zero_requested) == before
+    for which, i in steps:
+        p = pods[i % len(pods)]
+        amount = snap.requests_of(p)
+        held = any(q is p for q in fast.pods)
+        if which == "add" and not held:
+            fast.add_pod(p, *amount)
+            plain.add_pod(p, *amount)
+        elif which == "last" and fast.pods:
+            last = fast.pods[-1]
+            fast.remove_last(last, *snap.requests_of(last))
+            plain.remove_pod(last, *snap.requests_of(last))
+        elif which == "remove" and held:
+            fast.remove_pod(p, *amount)
+            plain.remove_pod(p, *amount)
+        assert fast.pods == plain.pods
+        assert fast.requested == plain.requested
+        assert fast.non_zero_requested == plain.non_zero_requested
+    assert fast._slot_map() == plain._slot_map()
+    assert (info.pods, info.requested, info.non_zero_requested) == before

@@ -265,8 +265,13 @@ class CyclePreemption:
             return [], 0, NO_VICTIMS
         if not exact and self.shortcuts and handle.fails_without(state, pod, node, potential):
             return [], 0, FAILS
-        node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
         amounts = {id(p): snapshot.requests_of(p) for p in potential}
+        if self.shortcuts:
+            # The copy made with the potential victims already gone (NodeInfo.without).
+            node = node.without(potential, list(amounts.values()))
+        else:
+            node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
+            node.remove_pods(potential, list(amounts.values()))
 
         def remove(p: RawObj) -> Status:
             node.remove_pod(p, *amounts[id(p)])
@@ -276,8 +281,7 @@ class CyclePreemption:
             node.add_pod(p, *amounts[id(p)])
             return handle.run_pre_filter_extension_add_pod(state, pod, p, node)
 
-        # Every potential victim removed: the node and the plugins' state at once.
-        node.remove_pods(potential, list(amounts.values()))
+        # Every potential victim removed: the node (above) and the plugins' state at once.
         entries = list(state.values())
         status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
         if not status.ok:
@@ -302,7 +306,7 @@ class CyclePreemption:
                 node.add_pod(p, *amount)
                 for check in checks:
                     if not check(state, pod, node).ok:
-                        node.remove_pod(p, *amount)
+                        node.remove_last(p, *amount)
                         victims.append(p)
                         num_violating += i < len(violating)
                         break
