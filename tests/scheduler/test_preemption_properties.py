@@ -452,3 +452,55 @@ def test_node_copy_without_pods_equals_a_copy_then_remove_pods(cpus, gone, steps
         assert fast.non_zero_requested == plain.non_zero_requested
     assert fast._slot_map() == plain._slot_map()
     assert (info.pods, info.requested, info.non_zero_requested) == before
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=2, max_size=6),
+    st.lists(profile_resident_st, min_size=6, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([None, 0]),
+    st.lists(st.tuples(st.integers(0, 15), st.sampled_from([0, 100, 1000, 3000])), max_size=3),
+)
+def test_victims_remembered_across_decisions_equal_the_plain_path(
+    nodes, residents, priorities, incoming, budget, changes
+) -> None:
+    """The plugin remembers each node's potential victims across decisions (victims_memo,
+    while the node's generation holds): decisions repeated on one snapshot, with pods
+    deleted or their priority changed in between, nominate what the plain path (no
+    shortcut, nothing remembered) nominates on the snapshot as it then is."""
+    objs = _crowded_cluster(nodes, residents, priorities, budget)
+    snap = Snapshot.from_objects(objs)
+    fw = framework_of()
+    assert fw.post_filter is not None
+    pod = _incoming({**incoming, "node_name": None})
+    pod["spec"]["priority"] = 2000
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    residents_now = [o for o in objs if o["kind"] == "Pod"]
+
+    def decide(shortcuts: bool) -> Any:
+        got = place(pod, snap, framework=fw)
+        if got.feasible:
+            return None
+        known = {v.name: v.filters for v in got.nodes} if shortcuts else None
+        prepared = fw.filters.prepare(pod, snap)
+        handle, state = cycle_handle(pod, snap, prepared, fw.filter_names, known)
+        statuses = first_failures(got.nodes)
+        assert fw.post_filter is not None
+        return post_filter(fw.post_filter, handle, state, pod, statuses, shortcuts)
+
+    for i, priority in [(None, None), *changes]:
+        if i is not None and residents_now:
+            victim = residents_now[i % len(residents_now)]
+            if priority == 3000:
+                snap.delete(victim)
+                residents_now.remove(victim)
+            else:
+                changed = {**victim, "spec": {**victim["spec"], "priority": priority}}
+                snap.upsert(changed)
+                residents_now[residents_now.index(victim)] = changed
+        first = decide(True)
+        if fw.post_filter.victims_memo:
+            event("potential victims remembered")
+        assert decide(True) == first == decide(False)
