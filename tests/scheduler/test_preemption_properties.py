@@ -504,3 +504,62 @@ def test_victims_remembered_across_decisions_equal_the_plain_path(
         if fw.post_filter.victims_memo:
             event("potential victims remembered")
         assert decide(True) == first == decide(False)
+
+
+def _swap_namespaces(spec: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A pod_st pod in "other" where it was in "default" and the other way round."""
+    return (spec[0], "default" if spec[1] == "other" else "other", *spec[2:])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=2),
+    st.lists(pod_st.map(_swap_namespaces), min_size=4, max_size=12),
+    profile_incoming_st,
+    incoming_terms_st,
+    st.integers(0, 3),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+    st.lists(constraint_st, min_size=1, max_size=2),
+)
+def test_removing_pods_at_once_from_another_namespace_equals_a_fresh_pre_filter(
+    nodes, pods, incoming_spec, terms, at, chosen, spread_constraints
+) -> None:
+    """remove_pods with the incoming pod outside "default" (where only the pods naming
+    its namespace count for PodTopologySpread, and InterPodAffinity's terms select its
+    namespace unless they say otherwise): both plugins' state as PreFilter finds the
+    cluster without those pods."""
+    node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
+    incoming = _incoming(
+        {**incoming_spec, "constraints": spread_constraints, "pod_affinity": None}
+        | {"node_name": None}
+    )
+    incoming["metadata"]["namespace"] = "other"
+    if terms:
+        anti, key = terms
+        with_affinity(incoming, "In", "app", key, ["a"], anti=anti, required=True)
+    name = f"n{at % len(nodes)}"
+    names = {
+        p["metadata"]["name"]
+        for p, pick in zip(residents, chosen, strict=False)
+        if pick and p["spec"]["nodeName"] == name
+    }
+    snap, state, before = _fresh(incoming, [*node_objs, *residents])
+    target = snap.nodes[name]
+    light = [p for p in target.pods if p["metadata"]["name"] in names]
+    ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    assert ipa.remove_pods(state, incoming, light, target).ok
+    assert SPREAD.remove_pods(state, incoming, light, target).ok
+    kept = [p for p in residents if p["metadata"]["name"] not in names]
+    _, want_state, want_spread = _fresh(incoming, [*node_objs, *kept])
+    if ipa_ran:
+        assert _ipa_view(state) == _ipa_view(want_state)
+    got_spread = _spread_of(state)
+    if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
+        assert isinstance(got_spread, spread.PreFilterState)
+        assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
+        assert got_spread.min_match_num == want_spread.min_match_num
+        if got_spread.tp_value_to_match_num != before.tp_value_to_match_num:
+            event("PodTopologySpread counts moved")
+    if ipa_ran and light:
+        event("InterPodAffinity state checked after a removal")
