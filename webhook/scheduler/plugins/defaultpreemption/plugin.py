@@ -165,7 +165,8 @@ class DefaultPreemption:
         # Node name -> its potential victims as last worked out (_NodeVictims), kept
         # across decisions: a node's generation changes with any pod on it, and only
         # nodes whose pods all store their priority are kept (a PriorityClass change
-        # moves no generation).
+        # moves no generation). CAVEAT: one entry per node name ever dry-run, a
+        # deleted node's kept until the process ends.
         self.victims_memo: dict[str, _NodeVictims] = {}
 
     def calculate_num_candidates(self, num_nodes: int) -> int:
@@ -190,10 +191,12 @@ class CyclePreemption:
         shortcuts: bool = True,
         offset: Callable[[int], int] | None = None,
     ) -> None:
-        """shortcuts: take the two exact shortcuts of select_victims_on_node (a node
-        that fails with its victims gone told from the state-only plugins; a reprieve
-        that changes only the node); False runs every step as upstream does (the
-        property tests' reference). offset: draws the first node dry-run from the
+        """shortcuts: take the exact shortcuts of select_victims_on_node (a node that
+        fails with its victims gone told from the state-only plugins; a reprieve that
+        changes only the node; the node's potential victims remembered across
+        decisions, DefaultPreemption.victims_memo; the copy made without them,
+        NodeInfo.without); False runs every step as upstream does (the property tests'
+        reference). offset: draws the first node dry-run from the
         number of potential nodes, as upstream's rand.Int31n (a sampled run's); None:
         offset 0 (see the module docstring)."""
         self.offset = offset
