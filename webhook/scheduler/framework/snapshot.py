@@ -279,7 +279,12 @@ class NodeInfo:
         """snapshot() then remove_pods(pods, amounts), in one pass and lighter: `pods` are
         objects of this node's `pods` (told apart by identity), and the copy looks pods up
         by key only once asked to (remove_pod)."""
-        gone = {id(p) for p in pods}
+        return self.without_removal(Removal.of(pods, amounts))
+
+    def without_removal(self, removal: Removal) -> NodeInfo:
+        """without(pods, amounts) for a Removal worked out once (Removal.of), which a dry
+        run may keep while this node's generation holds."""
+        gone = removal.gone
         other = NodeInfo(self.name)
         other.node = self.node
         other.labels = self.labels
@@ -287,13 +292,7 @@ class NodeInfo:
         other.requested = dict(self.requested)
         other.non_zero_requested = dict(self.non_zero_requested)
         other._slots = None
-        requested: dict[str, int] = {}
-        non_zero_requested: dict[str, int] = {}
-        for requests, non_zero in amounts:
-            for total, taken in ((requested, requests), (non_zero_requested, non_zero)):
-                for name, value in taken.items():
-                    total[name] = total.get(name, 0) + value
-        other._subtract(requested, non_zero_requested)
+        other._subtract(removal.requested, removal.non_zero_requested)
         other.generation = next(_GENERATIONS)
         return other
 
@@ -317,6 +316,30 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r}, pods={len(self.pods)})"
+
+
+class Removal(NamedTuple):
+    """Pods to take off a node at once (NodeInfo.without_removal): their ids (the pod
+    objects the node holds), and their summed requests and non-zero requests."""
+
+    gone: frozenset[int]
+    requested: dict[str, int]
+    non_zero_requested: dict[str, int]
+
+    @classmethod
+    def of(
+        cls,
+        pods: Sequence[RawObj],
+        amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]],
+    ) -> Removal:
+        """`pods` with each one's (requests, non-zero requests) (Snapshot.requests_of)."""
+        requested: dict[str, int] = {}
+        non_zero_requested: dict[str, int] = {}
+        for requests, non_zero in amounts:
+            for total, taken in ((requested, requests), (non_zero_requested, non_zero)):
+                for name, value in taken.items():
+                    total[name] = total.get(name, 0) + value
+        return cls(frozenset(id(p) for p in pods), requested, non_zero_requested)
 
 
 def _key_of(pod: RawObj) -> PodKey:

@@ -39,7 +39,7 @@ from webhook.scheduler.framework.preemption import (
     pod_start_time,
     resolve_priority,
 )
-from webhook.scheduler.framework.snapshot import DISRUPTION_TARGET, NodeInfo, Snapshot
+from webhook.scheduler.framework.snapshot import DISRUPTION_TARGET, NodeInfo, Removal, Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Reads, Status
 
 __all__ = ["NAME", "DefaultPreemption", "filter_pods_with_pdb_violation"]
@@ -123,10 +123,11 @@ class _NodeVictims:
 
     node, generation: the NodeInfo read and its generation then; preemptor: the
     priority the potential victims are lower than; potential: those pods, in the
-    node's order; amounts: id(pod) -> Snapshot.requests_of(pod), None until asked;
-    ordered: the potential victims most important first, None until asked."""
+    node's order; amounts: id(pod) -> Snapshot.requests_of(pod), and removal: them
+    all as one NodeInfo.without_removal takes, None until asked; ordered: the
+    potential victims most important first, None until asked."""
 
-    __slots__ = ("node", "generation", "preemptor", "potential", "amounts", "ordered")
+    __slots__ = ("node", "generation", "preemptor", "potential", "amounts", "removal", "ordered")
 
     def __init__(self, node: NodeInfo, preemptor: int, potential: list[RawObj]) -> None:
         self.node = node
@@ -134,6 +135,7 @@ class _NodeVictims:
         self.preemptor = preemptor
         self.potential = potential
         self.amounts: dict[int, tuple[Mapping[str, int], Mapping[str, int]]] | None = None
+        self.removal: Removal | None = None
         self.ordered: list[RawObj] | None = None
 
 
@@ -318,11 +320,12 @@ class CyclePreemption:
         if not exact and self.shortcuts and handle.fails_without(state, pod, node, potential):
             return [], 0, FAILS
         if memo is not None:
-            if memo.amounts is None:
+            if memo.amounts is None or memo.removal is None:
                 memo.amounts = {id(p): snapshot.requests_of(p) for p in potential}
+                memo.removal = Removal.of(potential, list(memo.amounts.values()))
             amounts = memo.amounts
             # The copy made with the potential victims already gone (NodeInfo.without).
-            node = node.without(potential, list(amounts.values()))
+            node = node.without_removal(memo.removal)
         else:
             amounts = {id(p): snapshot.requests_of(p) for p in potential}
             node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
