@@ -527,7 +527,8 @@ def test_removing_pods_at_once_from_another_namespace_equals_a_fresh_pre_filter(
     """remove_pods with the incoming pod outside "default" (where only the pods naming
     its namespace count for PodTopologySpread, and InterPodAffinity's terms select its
     namespace unless they say otherwise): both plugins' state as PreFilter finds the
-    cluster without those pods."""
+    cluster without those pods; PodTopologySpread's the same for the pods as a tuple,
+    whose counted labels it remembers."""
     node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
     residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
     incoming = _incoming(
@@ -548,8 +549,15 @@ def test_removing_pods_at_once_from_another_namespace_equals_a_fresh_pre_filter(
     target = snap.nodes[name]
     light = [p for p in target.pods if p["metadata"]["name"] in names]
     ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    # The same pods as a tuple, twice (the second time read as remembered), on copies.
+    as_tuple = tuple(light)
+    remembered = [CycleState(state), CycleState(state)]
+    for scratch in remembered:
+        assert SPREAD.remove_pods(scratch, incoming, as_tuple, target).ok
     assert ipa.remove_pods(state, incoming, light, target).ok
     assert SPREAD.remove_pods(state, incoming, light, target).ok
+    for scratch in remembered:
+        assert _spread_of(scratch) == _spread_of(state)
     kept = [p for p in residents if p["metadata"]["name"] not in names]
     _, want_state, want_spread = _fresh(incoming, [*node_objs, *kept])
     if ipa_ran:

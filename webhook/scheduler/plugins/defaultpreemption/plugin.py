@@ -129,7 +129,7 @@ class _NodeVictims:
 
     __slots__ = ("node", "generation", "preemptor", "potential", "amounts", "removal", "ordered")
 
-    def __init__(self, node: NodeInfo, preemptor: int, potential: list[RawObj]) -> None:
+    def __init__(self, node: NodeInfo, preemptor: int, potential: tuple[RawObj, ...]) -> None:
         self.node = node
         self.generation = node.generation
         self.preemptor = preemptor
@@ -239,7 +239,9 @@ class CyclePreemption:
         ):
             return hit
         stored = all(type(p["spec"].get("priority")) is int for p in node.pods)
-        entry = _NodeVictims(node, preemptor, self._lower_priority(node.pods, preemptor))
+        # A tuple: the plugins may remember what they read of it (it never changes).
+        potential = tuple(self._lower_priority(node.pods, preemptor))
+        entry = _NodeVictims(node, preemptor, potential)
         if stored:
             memo[node.name] = entry
         return entry
@@ -308,6 +310,7 @@ class CyclePreemption:
         """
         handle, snapshot = self.handle, self.snapshot
         memo: _NodeVictims | None = None
+        potential: Sequence[RawObj]
         if self.shortcuts:
             # Remembered across decisions while the node is unchanged (victims_memo).
             memo = self._potential_victims(node, self.priority(pod))
