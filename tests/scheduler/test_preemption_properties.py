@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import HOSTNAME, ZONE, make_pod, pdb, with_affinity
+from tests.builders import HOSTNAME, ZONE, make_node, make_pod, pdb, with_affinity
 from tests.scheduler.test_properties import (
     _incoming,
     _node_obj,
@@ -33,6 +33,7 @@ from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState
 from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.defaultpreemption import cycle_handle, first_failures, post_filter
+from webhook.scheduler.plugins.defaultpreemption.plugin import CyclePreemption
 from webhook.scheduler.plugins.interpodaffinity import filtering as ipa
 from webhook.scheduler.plugins.interpodaffinity.common import ExistingTermsIndex
 from webhook.scheduler.plugins.podtopologyspread import filtering as spread
@@ -328,3 +329,245 @@ def test_removing_pods_at_once_equals_a_fresh_pre_filter(
             assert ipa.add_pod(scratch, incoming, one, target).ok
             assert SPREAD.add_pod(scratch, incoming, one, target).ok
             assert all(a is b for a, b in zip(entries, scratch.values(), strict=True))
+
+
+# ---- the dry run on one node: its fast paths equal the plain one ----------------------
+
+
+def _crowded_cluster(nodes: Any, residents: Any, priorities: Any, budget: Any) -> list[RawObj]:
+    """The cluster _preemption_equals_reference builds: every resident on a node, with
+    its priority and cpu request, and a budget guarding app=a pods when asked."""
+    nodes = [
+        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
+    ]
+    objs = _profile_cluster(nodes, residents)
+    for obj, (value, request) in zip(
+        (o for o in objs if o["kind"] == "Pod"), priorities, strict=False
+    ):
+        obj["spec"]["priority"] = value
+        obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": request}}
+        at = int(obj["spec"]["nodeName"][1:]) % len(nodes)
+        obj["spec"]["nodeName"] = f"n{at}"
+    if budget is not None:
+        objs.append(pdb("guard", {"app": "a"}, budget))
+    return objs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=6),
+    st.lists(profile_resident_st, min_size=4, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([None, 0]),
+    st.sampled_from(["1", "3", "3"]),
+)
+def test_select_victims_on_node_fast_paths_equal_the_plain_one(
+    nodes, residents, priorities, incoming, budget, cpu
+) -> None:
+    """On every node, SelectVictimsOnNode with the shortcuts (the copy made without the
+    victims, NodeInfo.without; a reprieve taking back the pod it put back, remove_last;
+    InterPodAffinity's Filter not run again where no PreFilter state changed) gives the victims, the
+    budget violations and the status the plain path gives, which copies the node, runs
+    every plugin and every step."""
+    objs = _crowded_cluster(nodes, residents, priorities, budget)
+    snap = Snapshot.from_objects(objs)
+    fw = framework_of()
+    assert fw.post_filter is not None
+    pod = _incoming({**incoming, "node_name": None})
+    pod["spec"]["priority"] = 2000
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    got = place(pod, snap, framework=fw)
+    known = {v.name: v.filters for v in got.nodes}
+    fast, state = cycle_handle(pod, snap, fw.filters.prepare(pod, snap), fw.filter_names, known)
+    plain, plain_state = cycle_handle(pod, snap, fw.filters.prepare(pod, snap), fw.filter_names)
+    node_filters = fast.node_filters
+
+    def told(node: Any) -> Any:
+        checks = node_filters(node)
+        if checks is not None:
+            event("a reprieve runs the node's filters only")
+            if len(checks) < len(fast._dynamic_filters):
+                event("a filter reading the pods through its state skipped")
+        return checks
+
+    fast.node_filters = told  # type: ignore[method-assign]
+    pdbs = snap.listed("PodDisruptionBudget")
+    for info in snap.node_table().infos:
+        before = (list(info.pods), dict(info.requested), info.generation)
+        want = CyclePreemption(fw.post_filter, plain, False).select_victims_on_node(
+            CycleState(plain_state), pod, info, pdbs
+        )
+        have = CyclePreemption(fw.post_filter, fast, True).select_victims_on_node(
+            CycleState(state), pod, info, pdbs
+        )
+        assert have == want
+        assert (info.pods, info.requested, info.generation) == before  # a copy changed
+        event("victims" if want[0] else "no victims")
+
+
+# (add the pod back, or take back the pod added last, or remove any pod) per step
+steps_st = st.lists(st.tuples(st.sampled_from(["add", "last", "remove"]), st.integers(0, 15)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["100m", "1", "2"]), min_size=1, max_size=8),
+    st.lists(st.booleans(), min_size=8, max_size=8),
+    steps_st,
+)
+def test_node_copy_without_pods_equals_a_copy_then_remove_pods(cpus, gone, steps) -> None:
+    """NodeInfo.without(pods) equals snapshot() then remove_pods(pods), and stays equal
+    through any add_pod / remove_last / remove_pod after it (pods, their order, sums,
+    and lookups by key); the node copied is left as it was."""
+    objs = [make_node().name("n0").obj()] + [
+        make_pod().name(f"p{i}").node("n0").requests(cpu=cpu).obj() for i, cpu in enumerate(cpus)
+    ]
+    snap = Snapshot.from_objects(objs)
+    info = snap.nodes["n0"]
+    pods = list(info.pods)
+    victims = [p for p, g in zip(pods, gone, strict=False) if g]
+    amounts = [snap.requests_of(p) for p in victims]
+    before = (list(info.pods), dict(info.requested), dict(info.non_zero_requested))
+    fast = info.without(victims, amounts)
+    plain = info.snapshot()
+    plain.remove_pods(victims, amounts)
+    assert (info.pods, info.requested, info.non_zero_requested) == before
+    for which, i in steps:
+        p = pods[i % len(pods)]
+        amount = snap.requests_of(p)
+        held = any(q is p for q in fast.pods)
+        if which == "add" and not held:
+            fast.add_pod(p, *amount)
+            plain.add_pod(p, *amount)
+        elif which == "last" and fast.pods:
+            last = fast.pods[-1]
+            fast.remove_last(last, *snap.requests_of(last))
+            plain.remove_pod(last, *snap.requests_of(last))
+        elif which == "remove" and held:
+            fast.remove_pod(p, *amount)
+            plain.remove_pod(p, *amount)
+        assert fast.pods == plain.pods
+        assert fast.requested == plain.requested
+        assert fast.non_zero_requested == plain.non_zero_requested
+    assert fast._slot_map() == plain._slot_map()
+    assert (info.pods, info.requested, info.non_zero_requested) == before
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=2, max_size=6),
+    st.lists(profile_resident_st, min_size=6, max_size=16),
+    priorities_st,
+    profile_incoming_st,
+    st.sampled_from([None, 0]),
+    st.lists(st.tuples(st.integers(0, 15), st.sampled_from([0, 100, 1000, 3000])), max_size=3),
+)
+def test_victims_remembered_across_decisions_equal_the_plain_path(
+    nodes, residents, priorities, incoming, budget, changes
+) -> None:
+    """The plugin remembers each node's potential victims across decisions (victims_memo,
+    while the node's generation holds): decisions repeated on one snapshot, with pods
+    deleted or their priority changed in between, nominate what the plain path (no
+    shortcut, nothing remembered) nominates on the snapshot as it then is."""
+    objs = _crowded_cluster(nodes, residents, priorities, budget)
+    snap = Snapshot.from_objects(objs)
+    fw = framework_of()
+    assert fw.post_filter is not None
+    pod = _incoming({**incoming, "node_name": None})
+    pod["spec"]["priority"] = 2000
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    residents_now = [o for o in objs if o["kind"] == "Pod"]
+
+    def decide(shortcuts: bool) -> Any:
+        got = place(pod, snap, framework=fw)
+        if got.feasible:
+            return None
+        known = {v.name: v.filters for v in got.nodes} if shortcuts else None
+        prepared = fw.filters.prepare(pod, snap)
+        handle, state = cycle_handle(pod, snap, prepared, fw.filter_names, known)
+        statuses = first_failures(got.nodes)
+        assert fw.post_filter is not None
+        return post_filter(fw.post_filter, handle, state, pod, statuses, shortcuts)
+
+    for i, priority in [(None, None), *changes]:
+        if i is not None and residents_now:
+            victim = residents_now[i % len(residents_now)]
+            if priority == 3000:
+                snap.delete(victim)
+                residents_now.remove(victim)
+            else:
+                changed = {**victim, "spec": {**victim["spec"], "priority": priority}}
+                snap.upsert(changed)
+                residents_now[residents_now.index(victim)] = changed
+        first = decide(True)
+        if fw.post_filter.victims_memo:
+            event("potential victims remembered")
+        assert decide(True) == first == decide(False)
+
+
+def _swap_namespaces(spec: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A pod_st pod in "other" where it was in "default" and the other way round."""
+    return (spec[0], "default" if spec[1] == "other" else "other", *spec[2:])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=2),
+    st.lists(pod_st.map(_swap_namespaces), min_size=4, max_size=12),
+    profile_incoming_st,
+    incoming_terms_st,
+    st.integers(0, 3),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+    st.lists(constraint_st, min_size=1, max_size=2),
+)
+def test_removing_pods_at_once_from_another_namespace_equals_a_fresh_pre_filter(
+    nodes, pods, incoming_spec, terms, at, chosen, spread_constraints
+) -> None:
+    """remove_pods with the incoming pod outside "default" (where only the pods naming
+    its namespace count for PodTopologySpread, and InterPodAffinity's terms select its
+    namespace unless they say otherwise): both plugins' state as PreFilter finds the
+    cluster without those pods; PodTopologySpread's the same for the pods as a tuple,
+    whose counted labels it remembers."""
+    node_objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    residents = [_pod(j, spec, len(nodes)) for j, spec in enumerate(pods)]
+    incoming = _incoming(
+        {**incoming_spec, "constraints": spread_constraints, "pod_affinity": None}
+        | {"node_name": None}
+    )
+    incoming["metadata"]["namespace"] = "other"
+    if terms:
+        anti, key = terms
+        with_affinity(incoming, "In", "app", key, ["a"], anti=anti, required=True)
+    name = f"n{at % len(nodes)}"
+    names = {
+        p["metadata"]["name"]
+        for p, pick in zip(residents, chosen, strict=False)
+        if pick and p["spec"]["nodeName"] == name
+    }
+    snap, state, before = _fresh(incoming, [*node_objs, *residents])
+    target = snap.nodes[name]
+    light = [p for p in target.pods if p["metadata"]["name"] in names]
+    ipa_ran = isinstance(state.get(ipa.PRE_FILTER_STATE_KEY), ipa.PreFilterState)
+    # The same pods as a tuple, twice (the second time read as remembered), on copies.
+    as_tuple = tuple(light)
+    remembered = [CycleState(state), CycleState(state)]
+    for scratch in remembered:
+        assert SPREAD.remove_pods(scratch, incoming, as_tuple, target).ok
+    assert ipa.remove_pods(state, incoming, light, target).ok
+    assert SPREAD.remove_pods(state, incoming, light, target).ok
+    for scratch in remembered:
+        assert _spread_of(scratch) == _spread_of(state)
+    kept = [p for p in residents if p["metadata"]["name"] not in names]
+    _, want_state, want_spread = _fresh(incoming, [*node_objs, *kept])
+    if ipa_ran:
+        assert _ipa_view(state) == _ipa_view(want_state)
+    got_spread = _spread_of(state)
+    if isinstance(want_spread, spread.PreFilterState) and want_spread.constraints:
+        assert isinstance(got_spread, spread.PreFilterState)
+        assert got_spread.tp_value_to_match_num == want_spread.tp_value_to_match_num
+        assert got_spread.min_match_num == want_spread.min_match_num
+        if got_spread.tp_value_to_match_num != before.tp_value_to_match_num:
+            event("PodTopologySpread counts moved")
+    if ipa_ran and light:
+        event("InterPodAffinity state checked after a removal")

@@ -18,7 +18,10 @@ declare: `fails_without` tells a node that fails with its victims gone from the
 plugins whose Filter reads only their PreFilter state and the node's labels (no
 "pods" nor "requested" read), on their state alone and without copying the node;
 `node_filters` is what a reprieve runs when it changed only the node (no victim
-counted in any PreFilter state: types.PreFilterExtensions, RemovePods).
+counted in any PreFilter state: types.PreFilterExtensions, RemovePods): not the
+Filters that read the node's pods only through their state
+(`filter_reads_pods_through_state`, InterPodAffinity's), which passed before and see
+nothing changed.
 """
 
 from __future__ import annotations
@@ -53,6 +56,15 @@ def pod_key(pod: RawObj) -> tuple[str, str]:
 def _reads_node_pods(plugin: Any) -> bool:
     reads = getattr(plugin, "reads", None)
     return bool(NODE_DEPENDENT_FIELDS.intersection(getattr(reads, "node_fields", ())))
+
+
+def _pods_through_state(plugin: Any) -> bool:
+    """Whether the plugin's Filter reads the node's pods only through its PreFilter state
+    (declared by `filter_reads_pods_through_state`), which its PreFilterExtensions keep
+    current: with that state unchanged and the node's labels too, its verdict is."""
+    return bool(getattr(plugin, "filter_reads_pods_through_state", False)) and implements(
+        plugin, PreFilterExtensions
+    )
 
 
 def _changes_with_pods(plugin: Any) -> bool:
@@ -125,10 +137,16 @@ RemovePods);
             if plugin is not None and name in self.dynamic
         ]
         state_only = {id(p) for p in self._state_only}
+        # What a reprieve that left every PreFilter state as it was runs: the dynamic
+        # Filters but those reading only their state and the node's labels, and those
+        # reading the node's pods only through their state (_pods_through_state).
         self._node_filters = [
             plugin.filter
             for name, plugin in self.steps
-            if plugin is not None and name in self.dynamic and id(plugin) not in state_only
+            if plugin is not None
+            and name in self.dynamic
+            and id(plugin) not in state_only
+            and not _pods_through_state(plugin)
         ]
         # Node name -> whether every other plugin passes there (from `known`).
         self._others_pass: dict[str, bool] = {}

@@ -169,7 +169,9 @@ class NodeInfo:
         self.pods: list[RawObj] = []
         self.requested: dict[str, int] = {}
         self.non_zero_requested: dict[str, int] = {}
-        self._slots: dict[PodKey, int] = {}
+        # Pod key -> its index in pods; None until asked on a copy made by `without`
+        # (its dry run mostly adds and takes back the pod added last: no key needed).
+        self._slots: dict[PodKey, int] | None = {}
         self.generation = next(_GENERATIONS)
         if node is not None:
             self.set_node(node)
@@ -181,14 +183,21 @@ class NodeInfo:
         # while the change was under way keeps its result under that number only.
         self.generation = next(_GENERATIONS)
 
+    def _slot_map(self) -> dict[PodKey, int]:
+        slots = self._slots
+        if slots is None:
+            slots = self._slots = {_key_of(p): i for i, p in enumerate(self.pods)}
+        return slots
+
     def _add(
         self,
-        key: PodKey,
+        key: PodKey | None,
         pod: RawObj,
         requests: Mapping[str, int],
         non_zero: Mapping[str, int],
     ) -> None:
-        self._slots[key] = len(self.pods)
+        if self._slots is not None:
+            self._slots[key if key is not None else _key_of(pod)] = len(self.pods)
         self.pods.append(pod)
         for total, amounts in ((self.requested, requests), (self.non_zero_requested, non_zero)):
             for name, value in amounts.items():
@@ -198,12 +207,13 @@ class NodeInfo:
     def _remove(
         self, key: PodKey, requests: Mapping[str, int], non_zero: Mapping[str, int]
     ) -> None:
-        i = self._slots.pop(key)
+        slots = self._slot_map()
+        i = slots.pop(key)
         last = self.pods.pop()
         if i < len(self.pods):
             # Swap-remove: order carries no meaning and this keeps removal O(1).
             self.pods[i] = last
-            self._slots[_key_of(last)] = i
+            slots[_key_of(last)] = i
         self._subtract(requests, non_zero)
         self.generation = next(_GENERATIONS)
 
@@ -222,15 +232,29 @@ class NodeInfo:
     ) -> None:
         """NodeInfo.AddPodInfo on a copy made by `snapshot()` (never on a stored one):
         `pod` with its requests (Snapshot.requests_of) counts here."""
-        self._add(_key_of(pod), pod, requests, non_zero)
+        self._add(_key_of(pod) if self._slots is not None else None, pod, requests, non_zero)
 
     def remove_pod(
         self, pod: RawObj, requests: Mapping[str, int], non_zero: Mapping[str, int]
     ) -> None:
         """NodeInfo.RemovePod on a copy made by `snapshot()`; a pod not here is ignored."""
         key = _key_of(pod)
-        if key in self._slots:
+        if key in self._slot_map():
             self._remove(key, requests, non_zero)
+
+    def remove_last(
+        self, pod: RawObj, requests: Mapping[str, int], non_zero: Mapping[str, int]
+    ) -> None:
+        """remove_pod for the pod added last (add_pod), which needs no lookup by key: a
+        dry run's reprieve taking back a pod it has just put back."""
+        if not self.pods or self.pods[-1] is not pod:
+            self.remove_pod(pod, requests, non_zero)
+            return
+        self.pods.pop()
+        if self._slots is not None:
+            self._slots.pop(_key_of(pod), None)
+        self._subtract(requests, non_zero)
+        self.generation = next(_GENERATIONS)
 
     def remove_pods(
         self, pods: Sequence[RawObj], amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]]
@@ -249,6 +273,29 @@ class NodeInfo:
         self._subtract(requested, non_zero_requested)
         self.generation = next(_GENERATIONS)
 
+    def without(
+        self, pods: Sequence[RawObj], amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]]
+    ) -> NodeInfo:
+        """snapshot() then remove_pods(pods, amounts), in one pass and lighter: `pods` are
+        objects of this node's `pods` (told apart by identity), and the copy looks pods up
+        by key only once asked to (remove_pod)."""
+        return self.without_removal(Removal.of(pods, amounts))
+
+    def without_removal(self, removal: Removal) -> NodeInfo:
+        """without(pods, amounts) for a Removal worked out once (Removal.of), which a dry
+        run may keep while this node's generation holds."""
+        gone = removal.gone
+        other = NodeInfo(self.name)
+        other.node = self.node
+        other.labels = self.labels
+        other.pods = [p for p in self.pods if id(p) not in gone]
+        other.requested = dict(self.requested)
+        other.non_zero_requested = dict(self.non_zero_requested)
+        other._slots = None
+        other._subtract(removal.requested, removal.non_zero_requested)
+        other.generation = next(_GENERATIONS)
+        return other
+
     def snapshot(self) -> NodeInfo:
         """NodeInfo.Snapshot: a copy whose pods and sums can change (preemption's dry
         runs) without touching this one; the Node object and labels are shared."""
@@ -263,12 +310,36 @@ class NodeInfo:
         other.pods = list(self.pods)
         other.requested = dict(self.requested)
         other.non_zero_requested = dict(self.non_zero_requested)
-        other._slots = dict(self._slots)
+        other._slots = dict(self._slots) if self._slots is not None else None
         other.generation = self.generation
         return other
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r}, pods={len(self.pods)})"
+
+
+class Removal(NamedTuple):
+    """Pods to take off a node at once (NodeInfo.without_removal): their ids (the pod
+    objects the node holds), and their summed requests and non-zero requests."""
+
+    gone: frozenset[int]
+    requested: dict[str, int]
+    non_zero_requested: dict[str, int]
+
+    @classmethod
+    def of(
+        cls,
+        pods: Sequence[RawObj],
+        amounts: Sequence[tuple[Mapping[str, int], Mapping[str, int]]],
+    ) -> Removal:
+        """`pods` with each one's (requests, non-zero requests) (Snapshot.requests_of)."""
+        requested: dict[str, int] = {}
+        non_zero_requested: dict[str, int] = {}
+        for requests, non_zero in amounts:
+            for total, taken in ((requested, requests), (non_zero_requested, non_zero)):
+                for name, value in taken.items():
+                    total[name] = total.get(name, 0) + value
+        return cls(frozenset(id(p) for p in pods), requested, non_zero_requested)
 
 
 def _key_of(pod: RawObj) -> PodKey:

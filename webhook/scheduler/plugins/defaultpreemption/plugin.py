@@ -23,7 +23,7 @@ defaults are used).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace
@@ -39,7 +39,7 @@ from webhook.scheduler.framework.preemption import (
     pod_start_time,
     resolve_priority,
 )
-from webhook.scheduler.framework.snapshot import DISRUPTION_TARGET, NodeInfo, Snapshot
+from webhook.scheduler.framework.snapshot import DISRUPTION_TARGET, NodeInfo, Removal, Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Reads, Status
 
 __all__ = ["NAME", "DefaultPreemption", "filter_pods_with_pdb_violation"]
@@ -117,6 +117,28 @@ def _same(entries: Sequence[object], state: CycleState) -> bool:
     )
 
 
+class _NodeVictims:
+    """What select_victims_on_node works out of a node before changing anything, for
+    one preemptor priority: valid while the node's generation is the one read.
+
+    node, generation: the NodeInfo read and its generation then; preemptor: the
+    priority the potential victims are lower than; potential: those pods, in the
+    node's order; amounts: id(pod) -> Snapshot.requests_of(pod), and removal: them
+    all as one NodeInfo.without_removal takes, None until asked; ordered: the
+    potential victims most important first, None until asked."""
+
+    __slots__ = ("node", "generation", "preemptor", "potential", "amounts", "removal", "ordered")
+
+    def __init__(self, node: NodeInfo, preemptor: int, potential: tuple[RawObj, ...]) -> None:
+        self.node = node
+        self.generation = node.generation
+        self.preemptor = preemptor
+        self.potential = potential
+        self.amounts: dict[int, tuple[Mapping[str, int], Mapping[str, int]]] | None = None
+        self.removal: Removal | None = None
+        self.ordered: list[RawObj] | None = None
+
+
 class DefaultPreemption:
     """The plugin (preemption.Interface): its args, and the decisions the Evaluator asks
     of it; `handle` runs the profile's filters (set per cycle by `for_cycle`)."""
@@ -142,6 +164,12 @@ class DefaultPreemption:
         problems = validate_default_preemption_args(self.args)
         if problems:
             raise ValueError("; ".join(problems))
+        # Node name -> its potential victims as last worked out (_NodeVictims), kept
+        # across decisions: a node's generation changes with any pod on it, and only
+        # nodes whose pods all store their priority are kept (a PriorityClass change
+        # moves no generation). CAVEAT: one entry per node name ever dry-run, a
+        # deleted node's kept until the process ends.
+        self.victims_memo: dict[str, _NodeVictims] = {}
 
     def calculate_num_candidates(self, num_nodes: int) -> int:
         """Port of default_preemption.go: calculateNumCandidates (int32 arithmetic)."""
@@ -165,10 +193,12 @@ class CyclePreemption:
         shortcuts: bool = True,
         offset: Callable[[int], int] | None = None,
     ) -> None:
-        """shortcuts: take the two exact shortcuts of select_victims_on_node (a node
-        that fails with its victims gone told from the state-only plugins; a reprieve
-        that changes only the node); False runs every step as upstream does (the
-        property tests' reference). offset: draws the first node dry-run from the
+        """shortcuts: take the exact shortcuts of select_victims_on_node (a node that
+        fails with its victims gone told from the state-only plugins; a reprieve that
+        changes only the node; the node's potential victims remembered across
+        decisions, DefaultPreemption.victims_memo; the copy made without them,
+        NodeInfo.without); False runs every step as upstream does (the property tests'
+        reference). offset: draws the first node dry-run from the
         number of potential nodes, as upstream's rand.Int31n (a sampled run's); None:
         offset 0 (see the module docstring)."""
         self.offset = offset
@@ -195,6 +225,26 @@ class CyclePreemption:
         if hit is None:
             hit = self._priorities[id(pod)] = resolve_priority(pod, self.snapshot)[0]
         return hit
+
+    def _potential_victims(self, node: NodeInfo, preemptor: int) -> _NodeVictims:
+        """_lower_priority(node.pods, preemptor) with what is worked out of it later,
+        remembered in the plugin's victims_memo while the node's generation holds."""
+        memo = self.plugin.victims_memo
+        hit = memo.get(node.name)
+        if (
+            hit is not None
+            and hit.node is node
+            and hit.generation == node.generation
+            and hit.preemptor == preemptor
+        ):
+            return hit
+        stored = all(type(p["spec"].get("priority")) is int for p in node.pods)
+        # A tuple: the plugins may remember what they read of it (it never changes).
+        potential = tuple(self._lower_priority(node.pods, preemptor))
+        entry = _NodeVictims(node, preemptor, potential)
+        if stored:
+            memo[node.name] = entry
+        return entry
 
     def _lower_priority(self, pods: Sequence[RawObj], preemptor: int) -> list[RawObj]:
         """The pods isPreemptionAllowed lets `preemptor` evict, in their order: those of
@@ -259,14 +309,30 @@ class CyclePreemption:
         Port of default_preemption.go: SelectVictimsOnNode.
         """
         handle, snapshot = self.handle, self.snapshot
-        potential = self._lower_priority(node.pods, self.priority(pod))
+        memo: _NodeVictims | None = None
+        potential: Sequence[RawObj]
+        if self.shortcuts:
+            # Remembered across decisions while the node is unchanged (victims_memo).
+            memo = self._potential_victims(node, self.priority(pod))
+            potential = memo.potential
+        else:
+            potential = self._lower_priority(node.pods, self.priority(pod))
 
         if not potential:
             return [], 0, NO_VICTIMS
         if not exact and self.shortcuts and handle.fails_without(state, pod, node, potential):
             return [], 0, FAILS
-        node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
-        amounts = {id(p): snapshot.requests_of(p) for p in potential}
+        if memo is not None:
+            if memo.amounts is None or memo.removal is None:
+                memo.amounts = {id(p): snapshot.requests_of(p) for p in potential}
+                memo.removal = Removal.of(potential, list(memo.amounts.values()))
+            amounts = memo.amounts
+            # The copy made with the potential victims already gone (NodeInfo.without).
+            node = node.without_removal(memo.removal)
+        else:
+            amounts = {id(p): snapshot.requests_of(p) for p in potential}
+            node = node.snapshot()  # the dry run changes a copy (upstream copies it first)
+            node.remove_pods(potential, list(amounts.values()))
 
         def remove(p: RawObj) -> Status:
             node.remove_pod(p, *amounts[id(p)])
@@ -276,8 +342,7 @@ class CyclePreemption:
             node.add_pod(p, *amounts[id(p)])
             return handle.run_pre_filter_extension_add_pod(state, pod, p, node)
 
-        # Every potential victim removed: the node and the plugins' state at once.
-        node.remove_pods(potential, list(amounts.values()))
+        # Every potential victim removed: the node (above) and the plugins' state at once.
         entries = list(state.values())
         status = handle.run_pre_filter_extension_remove_pods(state, pod, potential, node)
         if not status.ok:
@@ -289,7 +354,12 @@ class CyclePreemption:
         status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.ok:
             return [], 0, status
-        potential = self._sorted(potential)
+        if memo is not None:
+            if memo.ordered is None:
+                memo.ordered = self._sorted(potential)
+            potential = memo.ordered
+        else:
+            potential = self._sorted(potential)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[RawObj] = []
         num_violating = 0
@@ -302,7 +372,7 @@ class CyclePreemption:
                 node.add_pod(p, *amount)
                 for check in checks:
                     if not check(state, pod, node).ok:
-                        node.remove_pod(p, *amount)
+                        node.remove_last(p, *amount)
                         victims.append(p)
                         num_violating += i < len(violating)
                         break

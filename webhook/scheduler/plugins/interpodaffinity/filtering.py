@@ -340,7 +340,21 @@ def remove_pods(state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: No
         return SUCCESS
     bumps: list[tuple[list[tuple[str, str]], ...]] = []
     terms = (*s.affinity_terms, *s.anti_affinity_terms)
+    # When no term selects every namespace, a pod without affinity of its own outside
+    # the terms' namespaces counts nowhere: told by one lookup, no term matched.
+    spaces: frozenset[str] | None = None
+    if not any(t.selects_all_namespaces for t in terms):
+        spaces = frozenset().union(*(t.namespaces for t in terms))
     for other in pods:
+        if spaces is not None:
+            spec, meta = other.get("spec"), other.get("metadata")
+            if (
+                type(spec) is dict
+                and type(meta) is dict
+                and not spec.get("affinity")
+                and (meta.get("namespace") or "default") not in spaces
+            ):
+                continue
         if _counts_nowhere(terms, other):
             continue
         found = _bumps(s, pod, other, node)

@@ -34,6 +34,9 @@ class InterPodAffinity:
 
     name: ClassVar[str] = NAME
     node_key_reads_pod: ClassVar[bool] = True
+    # Filter reads the node's labels and its PreFilter state only: the node's pods
+    # ("pods" below, for PreFilter) reach it through the counts AddPod/RemovePod keep.
+    filter_reads_pods_through_state: ClassVar[bool] = True
     # NormalizeScore maps each raw score by the set of raw scores alone (see placement).
     normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(

@@ -208,6 +208,46 @@ def with_pod(s: PreFilterState, updated: RawObj, node: NodeInfo, delta: int) -> 
     return replace(s, tp_value_to_match_num=tuple(counts), min_match_num=tuple(minimums))
 
 
+# The labels of the pods of one namespace that count, by the tuple of pods they were
+# read from (a dry run hands the same tuple of a node's potential victims to every
+# decision while the node is unchanged): id -> (that tuple, the namespace, labels).
+_COUNTED: dict[int, tuple[tuple[RawObj, ...], str, list[dict[str, str]]]] = {}
+_COUNTED_LIMIT = 65536
+
+
+def _counted_labels(pods: Sequence[RawObj], namespace: str) -> list[dict[str, str]]:
+    """The labels of those of `pods` in `namespace` and not terminating, in order;
+    remembered for a tuple of pods (immutable, kept alive by the entry)."""
+    kept = type(pods) is tuple
+    if kept:
+        hit = _COUNTED.get(id(pods))
+        if hit is not None and hit[0] is pods and hit[1] == namespace:
+            return hit[2]
+    counted = []
+    if type(namespace) is str and namespace and namespace != "default":
+        # Only a pod whose metadata names this very namespace is in it (no default to
+        # fall back on): told apart in one pass.
+        for p in pods:
+            meta = p.get("metadata")
+            if type(meta) is dict and meta.get("namespace") == namespace:
+                if meta.get("deletionTimestamp") is None:
+                    counted.append(pod_labels(p))
+    else:
+        for p in pods:
+            # _namespace_of inlined: this runs for every pod of every node dry-run.
+            meta = p.get("metadata")
+            ns = meta.get("namespace") if type(meta) is dict else None
+            if ns != namespace and ((type(ns) is str and ns) or _namespace_of(p) != namespace):
+                continue
+            if not is_terminating(p):
+                counted.append(pod_labels(p))
+    if kept:
+        if len(_COUNTED) >= _COUNTED_LIMIT:
+            _COUNTED.clear()
+        _COUNTED[id(pods)] = (pods, namespace, counted)  # type: ignore[assignment]
+    return counted
+
+
 def without_pods(s: PreFilterState, pods: Sequence[RawObj], node: NodeInfo) -> PreFilterState:
     """with_pod(..., -1) for each of `pods`, all on `node`, as one new state: the node's
     inclusion and domain looked up once, each constraint's count moved once."""
@@ -216,16 +256,7 @@ def without_pods(s: PreFilterState, pods: Sequence[RawObj], node: NodeInfo) -> P
     labels = node.labels
     if any(c.topology_key not in labels for c in s.constraints):
         return s  # nodeLabelsMatchSpreadConstraints
-    namespace = s.namespace
-    counted = []
-    for p in pods:
-        # _namespace_of inlined: this runs for every pod of every node dry-run.
-        meta = p.get("metadata")
-        ns = meta.get("namespace") if type(meta) is dict else None
-        if ns != namespace and ((type(ns) is str and ns) or _namespace_of(p) != namespace):
-            continue
-        if not is_terminating(p):
-            counted.append(pod_labels(p))
+    counted = _counted_labels(pods, s.namespace)
     if not counted:
         return s
     inclusion = s.inclusion
