@@ -234,22 +234,7 @@ def test_preemption_on_a_full_cluster_equals_one_node_at_a_time(
 def _preemption_equals_reference(
     nodes: Any, residents: Any, priorities: Any, incoming: Any, priority: int, budget: Any, cpu: str
 ) -> None:
-    # Nodes that hold pods (cordoned ones and ones without allocatable seldom preempt).
-    nodes = [
-        {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
-    ]
-    objs = _profile_cluster(nodes, residents)
-    for obj, (value, request) in zip(
-        (o for o in objs if o["kind"] == "Pod"), priorities, strict=False
-    ):
-        obj["spec"]["priority"] = value
-        obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": request}}
-        # Every resident on a node of the cluster: victims to choose from.
-        at = int(obj["spec"]["nodeName"][1:]) % len(nodes)
-        obj["spec"]["nodeName"] = f"n{at}"
-    if budget is not None:
-        objs.append(pdb("guard", {"app": "a"}, budget))
-    snap = Snapshot.from_objects(objs)
+    snap = Snapshot.from_objects(_crowded_cluster(nodes, residents, priorities, budget))
     fw = framework_of()
     pod = _incoming({**incoming, "node_name": None})
     pod["spec"]["priority"] = priority
@@ -337,6 +322,7 @@ def test_removing_pods_at_once_equals_a_fresh_pre_filter(
 def _crowded_cluster(nodes: Any, residents: Any, priorities: Any, budget: Any) -> list[RawObj]:
     """The cluster _preemption_equals_reference builds: every resident on a node, with
     its priority and cpu request, and a budget guarding app=a pods when asked."""
+    # Nodes that hold pods (cordoned ones and ones without allocatable seldom preempt).
     nodes = [
         {**n, "unschedulable": False, "allocatable": n["allocatable"] or ("4", "10")} for n in nodes
     ]
@@ -346,6 +332,7 @@ def _crowded_cluster(nodes: Any, residents: Any, priorities: Any, budget: Any) -
     ):
         obj["spec"]["priority"] = value
         obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": request}}
+        # Every resident on a node of the cluster: victims to choose from.
         at = int(obj["spec"]["nodeName"][1:]) % len(nodes)
         obj["spec"]["nodeName"] = f"n{at}"
     if budget is not None:
