@@ -392,9 +392,17 @@ def pdb(
     return out
 
 
-def scaled(kind: str, name: str, replicas: int | None, namespace: str = "default") -> RawObj:
+def scaled(
+    kind: str,
+    name: str,
+    replicas: int | None,
+    namespace: str = "default",
+    *,
+    owner: tuple[str, str, str] | None = None,
+) -> RawObj:
     """A controller object (Deployment, ReplicaSet, StatefulSet, ...) with spec.replicas,
-    as an audit snapshot holds it (its template is not read)."""
+    as an audit snapshot holds it (its template is not read); `owner` (kind, name, uid):
+    its controller, as a Deployment controls its ReplicaSets."""
     api = "v1" if kind == "ReplicationController" else "apps/v1"
     if kind in ("Job", "CronJob"):
         api = "batch/v1"
@@ -406,6 +414,11 @@ def scaled(kind: str, name: str, replicas: int | None, namespace: str = "default
     }
     if replicas is not None:
         obj["spec"]["replicas"] = replicas
+    if owner is not None:
+        kind_, name_, uid = owner
+        obj["metadata"]["ownerReferences"] = [
+            {"kind": kind_, "name": name_, "uid": uid, "controller": True}
+        ]
     return obj
 
 

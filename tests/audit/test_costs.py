@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests import paths
-from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector
+from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, scaled, selector
 from webhook.audit.costs import all_costs, workload_costs
 from webhook.audit.html import audit_page
 from webhook.audit.inventory import ClusterState, Workload
@@ -58,18 +58,7 @@ def pod(
 
 
 def replicaset(name: str, deployment: str = "web") -> RawObj:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "ownerReferences": [
-                {"kind": "Deployment", "name": deployment, "controller": True, "uid": "d"}
-            ],
-        },
-        "spec": {"replicas": 1},
-    }
+    return scaled("ReplicaSet", name, 1, owner=("Deployment", deployment, "d"))
 
 
 ZONES = [node("a1", "a"), node("a2", "a"), node("b1", "b"), node("c1", "c")]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import make_pod
+from tests.builders import make_pod, scaled
 from webhook.api.kube import RawObj
 from webhook.controllers.ranking import DELETION_COST
 from webhook.controllers.replicaset import (
@@ -26,18 +26,7 @@ NOW = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
 
 def rs(name: str, owner_uid: str = "123") -> RawObj:
     """Upstream's newReplicaSet: controlled by the owner with `owner_uid`."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "ownerReferences": [
-                {"uid": owner_uid, "controller": True, "kind": "Deployment", "name": "d"}
-            ],
-        },
-    }
+    return scaled("ReplicaSet", name, None, owner=("Deployment", "d", owner_uid))
 
 
 def new_pod(
