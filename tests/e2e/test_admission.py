@@ -91,28 +91,39 @@ def test_an_invalid_deployment_is_refused_with_the_words_of_topospread_check(
 def test_the_webhook_refuses_what_only_it_knows_with_its_message(
     cp: ControlPlane, webhook: Webhook, ns: str
 ) -> None:
-    """policy.denyUnschedulable: a Deployment whose pods no node can take is refused by
-    validate.topospread.io itself, through kubectl."""
+    """policy.denyUnschedulable: a Pod whose spread no node can satisfy (a DoNotSchedule
+    constraint on a label no node carries) is refused by validate.topospread.io itself,
+    through kubectl, with 403 Forbidden and the constraint named."""
     config = webhook.config
     webhook.restart(config + "\npolicy:\n  denyUnschedulable: true\n")
     try:
-        nowhere = deployment("nowhere", 1, [zone()])
-        nowhere["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "none-has-this"}
-        out = apply(cp, ns, nowhere)
+        out = apply(cp, ns, pod("nowhere", [
+            {**zone(), "topologyKey": "example.com/rack-none-has"}]))
         assert out.returncode != 0
-        assert 'admission webhook "validate.topospread.io" denied the request' in out.stderr
+        assert ('admission webhook "validate.topospread.io" denied the request: pods '
+                '"nowhere" is forbidden: unschedulable in the current cluster state '
+                '(policy.denyUnschedulable): spec.topologySpreadConstraints[0]: no node fits'
+                ) in out.stderr, out.stderr
     finally:
         webhook.restart(config)
 
 
-def test_warnings_reach_kubectl_with_their_ids(
-    cp: ControlPlane, webhook: Webhook, ns: str
+def test_warnings_reach_kubectl_as_topospread_check_words_them(
+    cp: ControlPlane, webhook: Webhook, ns: str, tmp_path: Path
 ) -> None:
-    """A valid Deployment that counts both revisions together is admitted with the
-    warning kubectl prints."""
-    out = apply(cp, ns, deployment("web", 1, [zone()]))
+    """A valid Deployment that counts both revisions together is admitted, and kubectl
+    prints the webhook's warnings: those `topospread check` gives for the same object."""
+    obj = deployment("web", 1, [zone()])
+    out = apply(cp, ns, obj)
     assert out.returncode == 0, out.stderr
-    assert "Warning:" in out.stderr and "revisions" in out.stderr, out.stderr
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump({**obj, "metadata": {"name": "web", "namespace": ns}}))
+    warnings = json.loads(topospread("check", "-o", "json", str(path)).stdout)[0]["warnings"]
+    assert any("pod-template-hash" in w["message"] for w in warnings), warnings
+    printed = [line.removeprefix("Warning: ") for line in out.stderr.splitlines()
+               if line.startswith("Warning: ")]
+    assert printed == [f"{w['field']}: {w['message']}" if w.get("field") else w["message"]
+                       for w in warnings]
 
 
 # ---- the pods the real controllers create
