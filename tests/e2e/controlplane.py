@@ -570,8 +570,12 @@ class ControlPlane:
         self.wait_for(f"nodes {sorted(names)} Ready", ready, timeout)
 
     def namespace(self, name: str) -> str:
-        """Create a namespace and wait for its default ServiceAccount."""
+        """Create a namespace and wait for its default ServiceAccount (made here when no
+        controller manager runs to make it)."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if "kube-controller-manager" not in self.components:
+            self.apply({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": "default", "namespace": name}})
         self.wait_for(
             f"ServiceAccount {name}/default",
             lambda: self.kubectl("get", "sa", "default", "-n", name).returncode == 0,
