@@ -17,41 +17,41 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.report import record
 from tests.e2e.webhook import topospread
 
-CASES = int(os.environ.get("TOPOSPREAD_E2E_VALIDATION_CASES", "400"))
+CASES = int(os.environ.get("TOPOSPREAD_E2E_VALIDATION_CASES", "1000"))
 ABSENT = object()
 
-MAX_SKEW = [1, 1, 2, 0, -1]
-KEYS = ["topology.kubernetes.io/zone", "kubernetes.io/hostname", "", "bad key",
-        "example.com/rack", "a/b/c", "-x"]
-WHEN = ["DoNotSchedule", "ScheduleAnyway", "", "Never"]
-MIN_DOMAINS: list[Any] = [ABSENT, ABSENT, 1, 3, 0, -2]
-SELECTORS: list[Any] = [
-    ABSENT,
-    {"matchLabels": {"app": "web"}},
-    {"matchLabels": {"app": "web"}},
-    {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]},
-    {"matchLabels": {"bad key!": "x"}},
-    {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]},
-    {"matchExpressions": [{"key": "version", "operator": "NotIn", "values": ["v0"]}]},
-]
-MATCH_LABEL_KEYS: list[Any] = [
-    ABSENT, ABSENT, ["version"], ["app"], ["version", "version"], ["bad key!"],
-    ["pod-template-hash"], ["missing"],
-]
-POLICIES: list[Any] = [ABSENT, ABSENT, "Honor", "Ignore", "Sometimes"]
+# Per field: the valid choices first, then the invalid ones. A constraint takes valid
+# values except for the few fields a case corrupts, so that most cases carry one or two
+# errors (each rule met on its own) and some none.
+FIELDS: dict[str, tuple[list[Any], list[Any]]] = {
+    "maxSkew": ([1, 2, 5], [0, -1]),
+    "topologyKey": (["topology.kubernetes.io/zone", "kubernetes.io/hostname",
+                     "example.com/rack"], ["", "bad key", "a/b/c", "-x", "x" * 64]),
+    "whenUnsatisfiable": (["DoNotSchedule", "ScheduleAnyway"], ["", "Never"]),
+    "minDomains": ([ABSENT, 1, 3], [0, -2]),
+    "labelSelector": (
+        [{"matchLabels": {"app": "web"}},
+         {"matchExpressions": [{"key": "version", "operator": "NotIn", "values": ["v0"]}]},
+         {"matchExpressions": [{"key": "app", "operator": "Exists"}]}],
+        [ABSENT,
+         {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]},
+         {"matchLabels": {"bad key!": "x"}},
+         {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]},
+         {"matchExpressions": [{"key": "app", "operator": "Sometimes", "values": ["x"]}]}],
+    ),
+    "matchLabelKeys": ([ABSENT, ["version"], ["pod-template-hash"], ["missing"]],
+                       [["app"], ["version", "version"], ["bad key!"], ["version", "app"]]),
+    "nodeAffinityPolicy": ([ABSENT, "Honor", "Ignore"], ["Sometimes", ""]),
+    "nodeTaintsPolicy": ([ABSENT, "Honor", "Ignore"], ["Sometimes", ""]),
+}
 
 
 def constraint(rng: random.Random) -> dict[str, Any]:
-    fields = {
-        "maxSkew": rng.choice(MAX_SKEW),
-        "topologyKey": rng.choice(KEYS),
-        "whenUnsatisfiable": rng.choice(WHEN),
-        "minDomains": rng.choice(MIN_DOMAINS),
-        "labelSelector": rng.choice(SELECTORS),
-        "matchLabelKeys": rng.choice(MATCH_LABEL_KEYS),
-        "nodeAffinityPolicy": rng.choice(POLICIES),
-        "nodeTaintsPolicy": rng.choice(POLICIES),
-    }
+    bad = set(rng.sample(sorted(FIELDS), rng.choice([0, 1, 1, 1, 2, 3])))
+    fields = {name: rng.choice(choices[1] if name in bad else choices[0])
+              for name, choices in FIELDS.items()}
+    if "minDomains" not in bad and fields["whenUnsatisfiable"] == "ScheduleAnyway":
+        fields["minDomains"] = ABSENT
     return {k: v for k, v in fields.items() if v is not ABSENT}
 
 
