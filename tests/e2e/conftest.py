@@ -38,7 +38,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def cp() -> Iterator[ControlPlane]:
     """The control plane of K8S (default the newest minor), with the shared nodes Ready."""
     workdir = Path(tempfile.mkdtemp(prefix="topospread-e2e-"))
-    plane = ControlPlane(workdir, os.environ.get("K8S", DEFAULT_MINOR))
+    # Scheduler at -v=10: the placement suite compares every plugin's score per node.
+    plane = ControlPlane(workdir, os.environ.get("K8S", DEFAULT_MINOR), scheduler_verbosity=10)
     try:
         plane.start()
         plane.add_nodes([

@@ -320,6 +320,8 @@ class ControlPlane:
     # Taint-based eviction and node monitoring shortened so outage tests take seconds.
     unreachable_toleration_seconds: int = 10
     node_grace_seconds: int = 12
+    # kube-scheduler's log level: at 10 it logs every plugin's score for every node.
+    scheduler_verbosity: int = 2
     extra_apiserver_flags: list[str] = field(default_factory=list)
     # Which processes to run, in start order: a test of the API alone needs no more.
     components: tuple[str, ...] = ("etcd", "kube-apiserver", "kube-controller-manager",
@@ -445,7 +447,7 @@ class ControlPlane:
             f"--authorization-kubeconfig={self.admin_kubeconfig}",
             "--bind-address=127.0.0.1", f"--secure-port={port}",
             f"--cert-dir={self.workdir / 'scheduler-certs'}",
-            *(["-v=10"] if os.environ.get("TOPOSPREAD_SCHEDULER_V10") else []),
+            f"-v={self.scheduler_verbosity}",
         ], lambda: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
 
     def _start_kwok(self, bins: dict[str, Path], timeout: float) -> None:

@@ -3,10 +3,12 @@ node lifecycle controllers against the audit's drills, on nodes of the test's ow
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,27 +81,49 @@ def zones_of(cp: ControlPlane, pods: list[dict[str, Any]]) -> Counter[str]:
     return Counter(node_zone[p["spec"]["nodeName"]] for p in pods)
 
 
+SNAPSHOT_KINDS = ("nodes,pods,namespaces,services,replicasets,statefulsets,"
+                  "replicationcontrollers,deployments,daemonsets,jobs,cronjobs,pv,pvc,"
+                  "storageclasses,csinodes,poddisruptionbudgets,priorityclasses")
+
+
 def audit(cp: ControlPlane, *args: str) -> dict[str, Any]:
-    out = topospread("audit", "--kubeconfig", str(cp.admin_kubeconfig), "-o", "json", *args)
+    """`topospread audit -o json` on the live cluster (or on a --snapshot among args)."""
+    source = [] if "--snapshot" in args else ["--kubeconfig", str(cp.admin_kubeconfig)]
+    out = topospread("audit", *source, "-o", "json", *args)
     assert out.returncode in (0, 1), out.stderr
     return dict(json.loads(out.stdout))
 
 
+def snapshot(cp: ControlPlane, path: Path) -> Path:
+    """The cluster as `kubectl get ... -A -o json` prints it: the audit's snapshot file."""
+    path.write_text(cp.kubectl("get", SNAPSHOT_KINDS, "-A", "-o", "json", check=True).stdout)
+    return path
+
+
 def test_scale_down_deletes_the_pods_audit_predicted(
-    cp: ControlPlane, nodes: list[str], ns: str
+    cp: ControlPlane, nodes: list[str], ns: str, tmp_path: Path
 ) -> None:
     """`kubectl scale` 6 → 3: the ReplicaSet controller deletes exactly the pods
-    `audit --scale` named, whose Ready times come from kwok."""
-    cp.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("web", 6)),
+    `audit --scale` names for the state just before and the moment of the scale.
+
+    Three pods become Ready some seconds after the other three, so the ranking's log2
+    buckets of Ready age tell the two halves apart. Pods equal on every rule (Ready in the
+    same second, one per node) are a tie that Go's unstable sort breaks by list order:
+    neither the audit nor anyone can predict which of them goes."""
+    cp.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("web", 3)),
                check=True)
+    wait_ready(cp, ns, 3)
+    time.sleep(3)
+    cp.kubectl("scale", "-n", ns, "deployment/web", "--replicas=6", check=True)
     before = wait_ready(cp, ns, 6)
-    # Ready times a second apart at least, so the log2 buckets are the controller's too.
-    time.sleep(2)
-    predicted = audit(cp, "--scale", f"deployment/{ns}/web=3")
+    state = snapshot(cp, tmp_path / "before.json")
+    now = dt.datetime.now(dt.UTC)
+    cp.kubectl("scale", "-n", ns, "deployment/web", "--replicas=3", check=True)
+    predicted = audit(cp, "--snapshot", str(state), "--scale", f"deployment/{ns}/web=3",
+                      "--now", now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     change = predicted["workloadChanges"][0]
     expected = {d["pod"].split("/", 1)[1] for d in change["deleted"]}
     assert len(expected) == 3
-    cp.kubectl("scale", "-n", ns, "deployment/web", "--replicas=3", check=True)
     after = wait_ready(cp, ns, 3)
     deleted = {p["metadata"]["name"] for p in before} - {p["metadata"]["name"] for p in after}
     assert deleted == expected
@@ -109,20 +133,29 @@ def test_rollout_ends_in_the_domains_audit_predicted(
     cp: ControlPlane, nodes: list[str], ns: str
 ) -> None:
     """`kubectl rollout restart`: the new ReplicaSet's pods end spread over the zones as
-    `audit --rollout` says."""
+    `audit --rollout` says: the same counts per zone, up to which zone takes the odd pod
+    (5 pods on 3 zones end 2/2/1; where the 1 goes is a score tie the scheduler breaks at
+    random). Both the drill's created pods and its constraint entry must say so."""
     cp.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("web", 5)),
                check=True)
     wait_ready(cp, ns, 5)
     predicted = audit(cp, "--rollout", f"deployment/{ns}/web")
     entry = next(w for w in predicted["workloads"]
                  if w["name"] == "web" and w["namespace"] == ns)
-    domains = {k: v for k, v in entry["constraints"][0]["domains"].items() if k in ZONES}
+    # One entry per ReplicaSet (matchLabelKeys has pod-template-hash): the new one's
+    # holds every pod once the rollout is done.
+    domains = max((c["domains"] for c in entry["constraints"]), key=lambda d: sum(d.values()))
     cp.kubectl("rollout", "restart", "-n", ns, "deployment/web", check=True)
     cp.kubectl("rollout", "status", "-n", ns, "deployment/web", "--timeout=120s",
                check=True, timeout=150)
     after = wait_ready(cp, ns, 5)
     got = zones_of(cp, after)
-    assert {z: got.get(z, 0) for z in ZONES} == {z: domains.get(z, 0) for z in ZONES}
+    zone_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE)
+               for n in cp.get("nodes")["items"]}
+    created = Counter(zone_of[c["node"]] for c in predicted["workloadChanges"][0]["created"])
+    real = sorted(got.get(z, 0) for z in ZONES)
+    assert sorted(created.get(z, 0) for z in ZONES) == real
+    assert sorted(domains.get(z, 0) for z in ZONES) == real
 
 
 def test_an_unreachable_zone_moves_replacements_where_audit_predicted(
@@ -135,7 +168,7 @@ def test_an_unreachable_zone_moves_replacements_where_audit_predicted(
                input=json.dumps(deployment("web", 6, hard=False)), check=True)
     wait_ready(cp, ns, 6)
     lost = ZONES[2]
-    predicted = audit(cp, "--unreachable-nodes", f"{ZONE}={lost}")
+    predicted = audit(cp, "--include-soft", "--unreachable-nodes", f"{ZONE}={lost}")
     entry = next(w for w in predicted["workloads"]
                  if w["name"] == "web" and w["namespace"] == ns)
     domains = entry["constraints"][0]["domains"]

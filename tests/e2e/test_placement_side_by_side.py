@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +36,47 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
 DRY_RUN = {"topospread.io/dry-run": "true"}
+# The default profile's score weights (pkg/scheduler/apis/config/v1/default_plugins.go):
+# kube-scheduler logs each plugin's score already weighted, simulate before the weight.
+WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
+           "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+           "ImageLocality": 1, "DynamicResources": 1}
+SCORED = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" '
+                    r'node="([^"]+)" score=(-?\d+)')
+
+
+class ScoreLog:
+    """kube-scheduler's -v=10 log read as it grows: each pod's scores once, from where the
+    previous read stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size
+
+    def scores(self, pod: str) -> dict[tuple[str, str], int]:
+        """(node, plugin) -> weighted score the scheduler logged for `pod` since last read."""
+        out = {}
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += chunk.rfind(b"\n") + 1
+        for m in SCORED.finditer(chunk.decode(errors="replace")):
+            if m.group(1) == pod:
+                out[(m.group(3), m.group(2))] = int(m.group(4))
+        return out
+
+
+def score_differences(sim: dict[str, Any], theirs: dict[tuple[str, str], int]
+                      ) -> list[dict[str, Any]]:
+    """Every (node, plugin) whose weighted score differs from the scheduler's log; a
+    plugin the model does not run counts as 0."""
+    ours = {(n["name"], plugin): score * WEIGHTS.get(plugin, 1)
+            for n in sim["nodes"] if n.get("feasible")
+            for plugin, score in (n.get("scores") or {}).items()}
+    return [{"node": node, "plugin": plugin, "scheduler": value,
+             "topospread": ours.get((node, plugin), 0)}
+            for (node, plugin), value in sorted(theirs.items())
+            if ours.get((node, plugin), 0) != value]
 
 
 def world_nodes(rng: random.Random, world: str) -> list[dict[str, Any]]:
@@ -187,6 +229,7 @@ def run_world(cp: ControlPlane, seed: int, tmp: Path) -> list[dict[str, Any]]:
         sims = sims if isinstance(sims, list) else [sims]
         assert len(sims) == len(incoming), out.stderr
         cases = []
+        log = ScoreLog(cp.process("kube-scheduler").log)
         for pod, sim in zip(incoming, sims, strict=True):
             name = pod["metadata"]["name"]
             status, created = cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
@@ -199,8 +242,11 @@ def run_world(cp: ControlPlane, seed: int, tmp: Path) -> list[dict[str, Any]]:
             annotation_ties = [t["node"] for t in placement.get("top", [])
                                if placement.get("top") and
                                t.get("score") == placement["top"][0].get("score")]
+            scores = log.scores(f"{ns}/{name}")
             cases.append({
                 "world": world, "pod": name, "bound": bound,
+                "scoresCompared": len(scores),
+                "scoreDifferences": score_differences(sim, scores),
                 "simulate": sim.get("selectedNode"), "tied": tied,
                 "annotation": annotated or None,
                 "simulateVerdict": verdict(bound, sim.get("selectedNode"), tied),
@@ -223,15 +269,23 @@ def test_placements_equal_kube_schedulers_bindings(
     sim = Counter(c["simulateVerdict"] for c in cases)
     ann = Counter(c["annotationVerdict"] for c in cases)
     pending = sum(c["bound"] is None for c in cases)
+    compared = sum(c["scoresCompared"] for c in cases)
+    differing = Counter(d["plugin"] for c in cases for d in c["scoreDifferences"])
     minor = cp.minor
+    record("placement-scores", minor, {"cases": len(cases), "scores": compared,
+                                       "differ": sum(differing.values()), **differing},
+           [c for c in cases if c["scoreDifferences"]][:50])
     record("placement-simulate", minor, {"cases": len(cases), **sim, "pending": pending},
            [c for c in cases if c["simulateVerdict"] == "disagree"])
     record("placement-annotation", minor, {"cases": len(cases), **ann},
            [c for c in cases if c["annotationVerdict"] == "disagree"])
     print(f"\nplacement side by side (v{minor}): {len(cases)} cases ({pending} pending); "
           f"simulate: {sim['agree']} agree, {sim['tie']} tie, {sim['disagree']} disagree; "
-          f"annotation: {ann['agree']} agree, {ann['tie']} tie, {ann['disagree']} disagree")
+          f"annotation: {ann['agree']} agree, {ann['tie']} tie, {ann['disagree']} disagree; "
+          f"per-plugin scores: {compared} compared, {sum(differing.values())} differ "
+          f"{dict(differing)}")
     bad = [c for c in cases if c["simulateVerdict"] == "disagree"]
     assert not bad, json.dumps(bad[:3], indent=1)
     bad = [c for c in cases if c["annotationVerdict"] == "disagree"]
     assert not bad, json.dumps(bad[:3], indent=1)
+    assert compared > 0 and not differing, dict(differing)
