@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.webhook import NAMESPACE, Webhook, rendered
+from tests.e2e.webhook import NAMESPACE, NOT_APPLIED, Webhook, rendered, to_url
+from tests.install.test_helm import _tls_values, helm_template
 
 SA = f"system:serviceaccount:{NAMESPACE}:{NAMESPACE}"
 AUDIT_SA = f"system:serviceaccount:{NAMESPACE}:{NAMESPACE}-audit"
@@ -87,3 +90,41 @@ def test_the_audit_writes_only_what_its_option_turns_on(
     finally:
         cp.kubectl("delete", "clusterrole,clusterrolebinding", f"{NAMESPACE}-audit",
                    "--ignore-not-found")
+
+
+# Every install variant, rendered by `topospread manifests` and by the Helm chart.
+VARIANTS = [(), ("--audit",), ("--audit-rebalance",), ("--deletion-costs",),
+            ("--audit", "--audit-rebalance", "--deletion-costs")]
+
+
+@pytest.mark.parametrize("flags", VARIANTS, ids=[" ".join(v) or "default" for v in VARIANTS])
+def test_every_rendering_is_accepted_by_the_api_server(
+    cp: ControlPlane, webhook: Webhook, flags: tuple[str, ...]
+) -> None:
+    """`kubectl apply --dry-run=server` of each rendering: the real API server validates
+    every object (schemas, RBAC rules, webhook configurations) and accepts them all."""
+    objs = rendered(webhook.cert_dir, *flags)
+    out = cp.kubectl("apply", "--dry-run=server", "-f", "-",
+                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("(server dry run)") == len(objs)
+
+
+def test_the_helm_chart_installs_and_admits_through_its_own_configurations(
+    cp: ControlPlane, webhook: Webhook, ns: str
+) -> None:
+    """The chart rendered with the webhook's certificates, applied with kubectl (Service
+    reference turned into the loopback URL): its ServiceAccount keeps read-only rights and
+    its webhook configurations bring pods through /mutate."""
+    chart = to_url(helm_template(_tls_values(webhook.cert_dir)), webhook.port)
+    cp.apply([o for o in chart if o["kind"] not in NOT_APPLIED])
+    for verb, resource in READS[:3]:
+        assert can_i(cp, SA, verb, resource)
+    for verb, resource in WRITES:
+        assert not can_i(cp, SA, verb, resource)
+    probe = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "probe", "annotations": {"topospread.io/dry-run": "true"}},
+             "spec": {"containers": [{"name": "c", "image": "registry.test/c:1"}]}}
+    status, body = cp.api("POST", f"/api/v1/namespaces/{ns}/pods", probe)
+    assert status == 201, body
+    assert "topospread.io/placement" in body["metadata"]["annotations"]
