@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests import paths
-from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from tests.builders import DNS, ZONE, make_node, make_pod, scaled, selector
 from webhook.audit.inventory import ClusterState
 from webhook.audit.workloads import (
     Target,
@@ -162,6 +162,91 @@ def test_scale_down_deletes_as_the_replicaset_controller_ranks() -> None:
     left = sorted(str(p["spec"]["nodeName"]) for p in drill.state.running)
     assert left == ["node-c1", "node-c2", "node-c2"]
     assert drill.pending == [] and change["created"] == []
+
+
+def rs_pod(name: str, node: str, phase: str, ready: str | None) -> RawObj:
+    """A pod of ReplicaSet shop/rs (upstream's newPod), on `node` ("" unscheduled)."""
+    b = make_pod().name(name).namespace("shop").uid(f"uid-{name}").label("app", "web")
+    b = b.owner("ReplicaSet", "rs", "uid-rs").phase(phase)
+    if node:
+        b = b.node(node)
+    out = b.obj()
+    if ready is not None:
+        out["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    return out
+
+
+UNSCHEDULED_PENDING = rs_pod("unscheduled-pending-pod", "", "Pending", None)
+SCHEDULED_PENDING = rs_pod("scheduled-pending-pod", "fake-node", "Pending", None)
+NOT_READY = rs_pod("scheduled-running-not-ready-pod", "fake-node", "Running", "False")
+READY_ON_1 = rs_pod("scheduled-running-ready-pod-on-node-1", "fake-node-1", "Running", "True")
+READY_ON_2 = rs_pod("scheduled-running-ready-pod-on-node-2", "fake-node-2", "Running", "True")
+
+# Upstream's TestGetPodsToDelete (replica_set_test.go) cases whose pods are distinct,
+# played as a cluster: ReplicaSet shop/rs with these pods scaled down by diff.
+# name, pods, diff, deleted
+SCALE_DOWN_CASES = [
+    ("diff < len(pods)", [READY_ON_1, NOT_READY], 1, [NOT_READY]),
+    ("scheduled vs unscheduled, diff < len(pods)",
+     [SCHEDULED_PENDING, UNSCHEDULED_PENDING], 1, [UNSCHEDULED_PENDING]),
+    ("pending vs running, diff < len(pods)", [SCHEDULED_PENDING, NOT_READY], 1,
+     [SCHEDULED_PENDING]),
+    ("various pod phases and conditions, diff < len(pods)",
+     [READY_ON_1, READY_ON_2, NOT_READY, SCHEDULED_PENDING, UNSCHEDULED_PENDING], 3,
+     [UNSCHEDULED_PENDING, SCHEDULED_PENDING, NOT_READY]),
+    # The issue's cluster: one pod bound, one Pending without a node, 2 -> 1.
+    ("a ReplicaSet of 2 with one pod unscheduled scaled to 1",
+     [READY_ON_1, UNSCHEDULED_PENDING], 1, [UNSCHEDULED_PENDING]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pods", "diff", "deleted"),
+    [case[1:] for case in SCALE_DOWN_CASES],
+    ids=[case[0] for case in SCALE_DOWN_CASES],
+)
+def test_scale_down_counts_and_deletes_unscheduled_pods(
+    pods: list[RawObj], diff: int, deleted: list[RawObj]
+) -> None:
+    """The drill's ReplicaSet counts its unscheduled pods among its active ones and
+    deletes as getPodsToDelete ranks them: unassigned first."""
+    owner = scaled("ReplicaSet", "rs", len(pods), "shop")
+    names = ("fake-node", "fake-node-1", "fake-node-2")
+    cluster = [make_node().name(n).hostname().obj() for n in names]
+    state = ClusterState.from_objects([*cluster, owner, *pods])
+    request = WorkloadRequest(scales=[(parse_target("rs/shop/rs"), len(pods) - diff)], now=NOW)
+    (change,) = run_workloads(state, request).workload_changes
+    assert change["from"] == len(pods)
+    assert [d["pod"] for d in change["deleted"]] == [
+        f"shop/{p['metadata']['name']}" for p in deleted
+    ]
+    unbound = [d["node"] for d in change["deleted"] if d["pod"] == "shop/unscheduled-pending-pod"]
+    assert unbound in ([], [None])
+
+
+def test_scale_up_counts_unscheduled_pods() -> None:
+    """2 pods, one unscheduled, scaled to 3: the ReplicaSet creates one, not two."""
+    owner = scaled("ReplicaSet", "rs", 2, "shop")
+    state = ClusterState.from_objects(
+        [make_node().name("fake-node-1").hostname().obj(), owner, READY_ON_1, UNSCHEDULED_PENDING]
+    )
+    request = WorkloadRequest(scales=[(parse_target("rs/shop/rs"), 3)], now=NOW)
+    (change,) = run_workloads(state, request).workload_changes
+    assert (change["from"], len(change["created"]), change["deleted"]) == (2, 1, [])
+
+
+def test_a_scale_down_after_a_scale_up_deletes_the_pods_still_pending_first() -> None:
+    """rs/shop/rs 1 -> 3 on one node with room for 2: one new pod binds, one waits;
+    then 3 -> 1: the waiting pod (unassigned) goes first, then the newer bound one."""
+    node = make_node().name("fake-node-1").hostname().allocatable(pods="2").obj()
+    owner = scaled("ReplicaSet", "rs", 1, "shop")
+    state = ClusterState.from_objects([node, owner, READY_ON_1])
+    target = parse_target("rs/shop/rs")
+    drill = run_workloads(state, WorkloadRequest(scales=[(target, 3), (target, 1)], now=NOW))
+    up, down = drill.workload_changes
+    assert [c["node"] for c in up["created"]] == ["fake-node-1", None]
+    assert [d["pod"] for d in down["deleted"]] == ["shop/rs-2", "shop/rs-1"]
+    assert drill.pending == []
 
 
 def test_deletion_costs_keep_the_spread() -> None:

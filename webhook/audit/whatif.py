@@ -430,6 +430,15 @@ class Replacer:
             else:
                 self._wake(bound)
 
+    def withdraw(self, key: str) -> RawObj | None:
+        """Take a waiting pod out of the queue (its controller deleted it); the pod, or
+        None when `key` is not waiting."""
+        for item in list(self.waiting.values()):
+            if item.key == key:
+                self._placed(item)
+                return item.pod
+        return None
+
     def _wait(self, item: _Waiting) -> None:
         self.waiting[item.seq] = item
         (self._any if item.any else self._by_ns.setdefault(item.namespace, {}))[item.seq] = item

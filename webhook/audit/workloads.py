@@ -41,8 +41,11 @@ reported beside.
 CAVEAT: new pods are named `<ReplicaSet>-<n>` (the controller would generate a random
 suffix) and the new ReplicaSet `<Deployment>-<hash of the template>`; the pod template
 hash is not kube-controller-manager's (an FNV hash of the template and collision
-count). Only running pods are counted (pending pods of the workload are not in the
-audit's state). maxSurge and maxUnavailable unset on a RollingUpdate Deployment read as
+count). A controller counts its unscheduled pods (no node yet: ClusterState.unscheduled)
+among its active ones and deletes them first, as it deletes the new pods the drill
+made that still wait; the drill runs no scheduling cycle for a pod that was
+unscheduled before it (CAVEAT: a deletion that frees room for one does not place it).
+maxSurge and maxUnavailable unset on a RollingUpdate Deployment read as
 the API server's default, 25%.
 """
 
@@ -191,7 +194,7 @@ def known_workloads(state: ClusterState, namespace: str) -> list[str]:
     for kind, ns, name in state.owners:
         if ns == namespace and kind in _FLAG_KIND:
             found.add(Target(kind, ns, name))
-    for pod in state.running:
+    for pod in (*state.running, *state.unscheduled):
         if pod_namespace(pod) != namespace:
             continue
         w = state.workload_of(pod)
@@ -234,6 +237,10 @@ class _Cluster:
         # each controller syncs against, without a scan of every pod.
         self.by_owner: dict[tuple[str, str, str], dict[str, RawObj]] = {}
         for p in state.running:
+            self._add(pod_key(p), p)
+        # Counted by their controllers, deleted first; the drill runs no scheduling
+        # cycle for them (see the CAVEAT).
+        for p in state.unscheduled:
             self._add(pod_key(p), p)
         self.replacer = Replacer(self.work, settings, self._placed, residents=state.running)
         self.deleted: list[tuple[str, str]] = []
@@ -279,11 +286,24 @@ class _Cluster:
             if pod_namespace(p) == namespace and _owned_by(p, kind, name)
         ]
 
+    def active_of(self, kind: str, namespace: str, name: str) -> list[RawObj]:
+        """What the controller `kind/name` counts as its active pods: the live ones
+        (bound or unscheduled) and the ones it created that wait in the queue."""
+        waiting = self.replacer.pending_pods
+        return [
+            *self.pods_of(kind, namespace, name),
+            *(waiting[k] for k in self.pending_of(kind, namespace, name)),
+        ]
+
     def delete(self, pods: Iterable[RawObj]) -> list[tuple[str, str]]:
         out = []
         for pod in pods:
             key = pod_key(pod)
             if key not in self.alive:
+                # One the drill created that still waits: out of the queue.
+                if self.replacer.withdraw(key) is not None:
+                    self.displaced[key] = self.state.workload_of(pod)
+                    out.append((key, ""))
                 continue
             self.displaced[key] = self.state.workload_of(pod)
             del self.alive[key]
@@ -319,13 +339,17 @@ class _Cluster:
         gone = {k for k in self.replacer.preempted if k not in self.replacer.placed}
         return [p for k, p in self.alive.items() if k not in gone and spec(p).get("nodeName")]
 
+    def unscheduled(self) -> list[RawObj]:
+        """The pods unscheduled before the drill that are still there."""
+        return [p for p in self.alive.values() if not spec(p).get("nodeName")]
+
     def outcome(
         self,
         changes: list[RawObj],
         steps: list[RawObj] | None = None,
         stalled: RawObj | None = None,
     ) -> WhatIf:
-        after = ClusterState(self.work, self.running(), self.owners)
+        after = ClusterState(self.work, self.running(), self.owners, self.unscheduled())
         pending = self.replacer.pending_pods
         return WhatIf(
             [],
@@ -398,7 +422,8 @@ def _replicas(owner: RawObj | None, fallback: int) -> int:
 
 
 def _entry(key: str, node: str | None) -> RawObj:
-    return {"pod": key, "node": node}
+    """A pod and its node; None for a pod on none (unscheduled or pending)."""
+    return {"pod": key, "node": node or None}
 
 
 # ---- scale ---------------------------------------------------------------------------------
@@ -462,11 +487,11 @@ def _sync_replica_set(
     """The ReplicaSet (or ReplicationController) controller's manageReplicas: delete
     getPodsToDelete's pods or create the missing ones; (deleted, created keys)."""
     pods = cluster.pods_of(kind, namespace, name)
-    pending = cluster.pending_of(kind, namespace, name)
-    have = len(pods) + len(pending)
+    active = cluster.active_of(kind, namespace, name)
+    have = len(active)
     cluster.set_replicas(kind, namespace, name, want)
     if have > want:
-        doomed = get_pods_to_delete(pods, related, have - want, cluster.now)
+        doomed = get_pods_to_delete(active, related, have - want, cluster.now)
         return cluster.delete(doomed), []
     if have < want:
         base = model if model is not None else _model(pods, owner)
@@ -710,12 +735,11 @@ def _rollout(
         return [p for name in (*olds, new_name) for p in cluster.pods_of("ReplicaSet", ns, name)]
 
     def sync_new() -> tuple[list[tuple[str, str]], list[str]]:
-        pods = cluster.pods_of("ReplicaSet", ns, new_name)
-        pending = cluster.pending_of("ReplicaSet", ns, new_name)
-        have = len(pods) + len(pending)
+        active = cluster.active_of("ReplicaSet", ns, new_name)
+        have = len(active)
         if have > new.replicas:
             return cluster.delete(
-                get_pods_to_delete(pods, related(), have - new.replicas, cluster.now)
+                get_pods_to_delete(active, related(), have - new.replicas, cluster.now)
             ), []
         fresh = [
             _fresh(model, cluster.name(ns, new_name), ns, new_ref, cluster.now, labels)
