@@ -381,6 +381,106 @@ def test_recreate_deletes_every_old_pod_first() -> None:
     assert len(second["created"]) == 9 and second["newReplicas"] == 9
 
 
+HASHED = {
+    "maxSkew": 1,
+    "topologyKey": ZONE,
+    "whenUnsatisfiable": DNS,
+    "labelSelector": {"matchLabels": {"app": "web"}},
+    "matchLabelKeys": ["pod-template-hash"],
+}
+
+
+def hashed_cluster(merged: bool) -> list[RawObj]:
+    """Zones a (a roomy node), b (a small one) and c (a node full with its one pod);
+    Deployment shop/web of 3 with pod-template-hash in matchLabelKeys, maxSurge 1 and
+    maxUnavailable 1; its ReplicaSet web-old's pods one a zone, their selectors merged
+    by the API server (v1.34+: `pod-template-hash In [old]`) or not (older clusters)."""
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}],
+            "topologySpreadConstraints": [HASHED],
+        },
+    }
+    web = deployment(
+        "web", 3, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}}
+    )
+    web["spec"]["template"] = template
+    old = replica_set("web-old", "web", 3, 1, "2026-11-01T00:00:00Z")
+    old["spec"]["template"] = {
+        "metadata": {"labels": {"app": "web", "pod-template-hash": "old"}},
+        "spec": template["spec"],
+    }
+    out = [
+        make_node().name("a1").hostname().zone("a").allocatable(cpu="64", pods="110").obj(),
+        make_node().name("b1").hostname().zone("b").allocatable(cpu="4", pods="110").obj(),
+        make_node().name("c1").hostname().zone("c").allocatable(cpu="4", pods="1").obj(),
+        web,
+        old,
+    ]
+    for i, node in enumerate(["a1", "b1", "c1"]):
+        p = (
+            make_pod()
+            .name(f"web-old-{i}")
+            .namespace("shop")
+            .uid(f"uid-web-old-{i}")
+            .labels({"app": "web", "pod-template-hash": "old"})
+            .owner("ReplicaSet", "web-old", "uid-web-old")
+            .node(node)
+            .ready()
+            .requests(cpu="100m")
+            .constraints([json.loads(json.dumps(HASHED))])
+            .obj()
+        )
+        if merged:
+            p["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"] = [
+                {"key": "pod-template-hash", "operator": "In", "values": ["old"]}
+            ]
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("merged", [True, False], ids=["v1.34+ merged selectors", "unmerged"])
+def test_rollout_with_the_hash_in_match_label_keys_spreads_the_new_revision(merged: bool) -> None:
+    """The new pods come from the Deployment's template, merged once with their own
+    hash: they count the new revision alone, so no zone holds two of them while
+    another holds none (the second new pod does not follow the first into the roomy
+    zone a), and the constraint entry counts the 3 new pods under one hash."""
+    state = ClusterState.from_objects(hashed_cluster(merged))
+    drill = run_workloads(
+        state, WorkloadRequest(rollout=(parse_target("deploy/shop/web"), None), now=NOW)
+    )
+    zone_of = {"a1": "a", "b1": "b", "c1": "c"}
+    new = [p for p in drill.state.running if p["metadata"]["labels"]["pod-template-hash"] != "old"]
+    assert len(new) == 3 and drill.stalled is None
+    zones = sorted(zone_of[p["spec"]["nodeName"]] for p in new)
+    assert zones == ["a", "b", "c"]
+    for p in new:
+        (c,) = p["spec"]["topologySpreadConstraints"]
+        own = p["metadata"]["labels"]["pod-template-hash"]
+        assert c["labelSelector"]["matchExpressions"] == [
+            {"key": "pod-template-hash", "operator": "In", "values": [own]}
+        ]
+
+
+def test_cli_rollout_entry_counts_the_new_revision_under_one_hash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a v1.34+ cluster (selectors merged), the workload's constraint entry after the
+    rollout counts its 3 new pods, one a zone, under a selector with its own hash only."""
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"kind": "List", "items": hashed_cluster(merged=True)}))
+    argv = ["--snapshot", str(path), "--rollout", "deploy/shop/web"]
+    code = main(["audit", *argv, "--now", "2026-11-27T12:00:00Z", "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    (web,) = [w for w in doc["workloads"] if w["name"] == "web"]
+    (entry,) = web["constraints"]
+    assert entry["domains"] == {"a": 1, "b": 1, "c": 1} and not entry["violated"]
+    (expr,) = entry["labelSelector"]["matchExpressions"]
+    assert expr["key"] == "pod-template-hash" and expr["values"] != ["old"]
+    assert code == 0
+
+
 def test_separated_adds_the_hash_once() -> None:
     template = {
         "spec": {

@@ -54,7 +54,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,7 +62,7 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
 from webhook.audit.budgets import is_ready
 from webhook.audit.costs import workload_costs
-from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key, unbound
+from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key
 from webhook.audit.spread import ConstraintSpread, evaluate
 from webhook.audit.whatif import WORKLOAD, Replacer, WhatIf, diagnose_pending
 from webhook.config import Settings
@@ -77,6 +77,7 @@ from webhook.controllers.deployment import (
     scale_down_old_replica_sets_for_recreate,
 )
 from webhook.controllers.gotime import parse_time
+from webhook.controllers.pods import new_pod, template_of
 from webhook.controllers.ranking import DELETION_COST
 from webhook.controllers.replicaset import get_indirectly_related_pods, get_pods_to_delete
 from webhook.controllers.statefulset import scale_statefulset
@@ -114,6 +115,9 @@ _FLAG_KIND = {"Deployment": "deployment", "ReplicaSet": "replicaset"} | {
     "ReplicationController": "replicationcontroller",
 }
 TEMPLATE_HASH = "pod-template-hash"
+# The labels the StatefulSet controller gives each pod.
+POD_NAME = "statefulset.kubernetes.io/pod-name"
+POD_INDEX = "apps.kubernetes.io/pod-index"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
@@ -219,18 +223,21 @@ def check_target(state: ClusterState, target: Target) -> None:
 # ---- the cluster as the drill changes it ---------------------------------------------------
 
 
-def _rfc3339(t: datetime | None) -> str | None:
-    return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class _Cluster:
     """The drill's private copy of the cluster: the running pods by key, the queue that
     places new pods, and what was deleted and created, in order."""
 
-    def __init__(self, state: ClusterState, settings: Settings, now: datetime | None) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        settings: Settings,
+        now: datetime | None,
+        server_version: tuple[int, int] | None = None,
+    ) -> None:
         self.state = state
         self.settings = settings
         self.now = now
+        self.server_version = server_version
         self.work = state.snapshot.copy()
         self.alive: dict[str, RawObj] = {}
         # (namespace, controller kind, controller name) -> its live pods by key: what
@@ -324,6 +331,26 @@ class _Cluster:
         self.taken.add(f"{namespace}/{stem}-{n}")
         return f"{stem}-{n}"
 
+    def new_pod(
+        self,
+        template: RawObj,
+        name: str,
+        namespace: str,
+        owner: RawObj,
+        labels: Mapping[str, str] | None = None,
+    ) -> RawObj:
+        """A pod `owner` creates from `template` now, as the modelled API server admits
+        it (controllers.pods.new_pod)."""
+        return new_pod(
+            template,
+            name,
+            namespace,
+            owner,
+            labels=labels,
+            now=self.now,
+            server_version=self.server_version,
+        )
+
     def create(self, pods: Sequence[RawObj]) -> list[str]:
         """Submit new pods (unbound) in creation order; their keys."""
         keys = [pod_key(p) for p in pods]
@@ -370,50 +397,22 @@ class _Cluster:
         )
 
 
-def _fresh(
-    model: RawObj,
-    name: str,
-    namespace: str,
-    owner: RawObj,
-    now: datetime | None,
-    labels: dict[str, str] | None = None,
-) -> RawObj:
-    """A new pod as its controller creates it: `model` (a running pod or a pod template)
-    unbound, under `name`, controlled by `owner` (kind, name, uid)."""
-    pod = unbound(model) if model.get("kind") == "Pod" else {"spec": model.get("spec") or {}}
-    md: RawObj = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"drill-{namespace}-{name}",
-        "labels": dict(labels if labels is not None else as_dict(meta(model).get("labels"))),
-        "ownerReferences": [
-            {
-                "apiVersion": "apps/v1" if owner["kind"] != "ReplicationController" else "v1",
-                "kind": owner["kind"],
-                "name": owner["name"],
-                "uid": owner.get("uid") or f"uid-{owner['name']}",
-                "controller": True,
-            }
-        ],
-    }
-    created = _rfc3339(now)
-    if created is not None:
-        md["creationTimestamp"] = created
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": dict(pod.get("spec") or {})}
-
-
 def _owner_ref(state: ClusterState, kind: str, namespace: str, name: str) -> RawObj:
     obj = state.owners.get((kind, namespace, name))
     uid = meta(obj).get("uid") if obj is not None else None
     return {"kind": kind, "name": name, "uid": uid if isinstance(uid, str) else ""}
 
 
-def _model(pods: Sequence[RawObj], owner: RawObj | None) -> RawObj | None:
-    """What new pods are made from: the newest running pod, else the owner's template."""
-    if pods:
-        return max(pods, key=lambda p: str(meta(p).get("creationTimestamp") or ""))
+def _template(pods: Sequence[RawObj], owner: RawObj | None) -> RawObj | None:
+    """What new pods are made from: the owner's pod template, else the one its newest
+    pod was made from (controllers.pods.template_of); None with neither."""
     template = as_dict(spec(owner).get("template")) if owner is not None else {}
-    return template or None
+    if template:
+        return template
+    if pods:
+        newest = max(pods, key=lambda p: str(meta(p).get("creationTimestamp") or ""))
+        return template_of(newest)
+    return None
 
 
 def _replicas(owner: RawObj | None, fallback: int) -> int:
@@ -494,14 +493,14 @@ def _sync_replica_set(
         doomed = get_pods_to_delete(active, related, have - want, cluster.now)
         return cluster.delete(doomed), []
     if have < want:
-        base = model if model is not None else _model(pods, owner)
+        base = model if model is not None else _template(pods, owner)
         if base is None:
             raise ValueError(
                 f"{kind} {namespace}/{name}: no running pod and no template to create pods from"
             )
         ref = _owner_ref(cluster.state, kind, namespace, name)
         fresh = [
-            _fresh(base, cluster.name(namespace, name), namespace, ref, cluster.now, labels)
+            cluster.new_pod(base, cluster.name(namespace, name), namespace, ref, labels)
             for _ in range(want - have)
         ]
         return [], cluster.create(fresh)
@@ -557,14 +556,16 @@ def _scale_statefulset(cluster: _Cluster, target: Target, want: int) -> None:
     gone, names = scale_statefulset(target.name, pods, want, start if isinstance(start, int) else 0)
     cluster.delete(gone)
     if names:
-        base = _model(pods, owner)
+        base = _template(pods, owner)
         if base is None:
             raise ValueError(f"{target}: no running pod and no template to create pods from")
         ref = _owner_ref(cluster.state, "StatefulSet", target.namespace, target.name)
         fresh = []
         for name in names:
             cluster.taken.add(f"{target.namespace}/{name}")
-            fresh.append(_fresh(base, name, target.namespace, ref, cluster.now))
+            # The StatefulSet controller's own labels (stateful_set_utils.go).
+            own = {POD_NAME: name, POD_INDEX: name.rpartition("-")[2]}
+            fresh.append(cluster.new_pod(base, name, target.namespace, ref, own))
         cluster.create(fresh)
 
 
@@ -655,27 +656,22 @@ def separated(template: RawObj) -> tuple[RawObj, bool]:
 def _new_template(cluster: _Cluster, target: Target, file: RawObj | None) -> RawObj:
     """The new revision's pod template (metadata + spec), pod-template-hash left out."""
     if file is not None:
-        template = as_dict(spec(file).get("template"))
-        if not template:
+        given = as_dict(spec(file).get("template"))
+        if not given:
             raise ValueError(
                 f"--rollout {target.flag}: the Deployment in FILE has no spec.template"
             )
-        return copy.deepcopy(template)
+        return copy.deepcopy(given)
     rss = _replica_sets_of(cluster, target)
     pods = [p for name, _ in rss for p in cluster.pods_of("ReplicaSet", target.namespace, name)]
     owner = cluster.owners.get(("Deployment", target.namespace, target.name))
-    model = _model(pods, owner)
-    if model is None:
+    template = _template(pods, owner)
+    if template is None:
         raise ValueError(f"{target}: no running pod and no template to roll out")
-    labels = dict(as_dict(meta(model).get("labels")))
+    labels = dict(as_dict(meta(template).get("labels")))
     labels.pop(TEMPLATE_HASH, None)
     # The same template under a new revision (as an image bump gives).
-    return {
-        "metadata": {"labels": labels},
-        "spec": copy.deepcopy(
-            spec(unbound(model)) if model.get("kind") == "Pod" else as_dict(model.get("spec"))
-        ),
-    }
+    return {"metadata": {"labels": labels}, "spec": copy.deepcopy(as_dict(template.get("spec")))}
 
 
 def _rollout(
@@ -697,11 +693,7 @@ def _rollout(
     digest = template_hash(template, "" if file is not None else "next revision")
     new_name = f"{target.name}-{digest}"
     labels = {**as_dict(meta(template).get("labels")), TEMPLATE_HASH: digest}
-    model = {
-        "kind": "PodTemplate",
-        "metadata": {"labels": labels},
-        "spec": template.get("spec") or {},
-    }
+    model = {"metadata": {"labels": labels}, "spec": template.get("spec") or {}}
     wanted = (
         _replicas(file, _replicas(owner, before)) if file is not None else _replicas(owner, before)
     )
@@ -742,7 +734,7 @@ def _rollout(
                 get_pods_to_delete(active, related(), have - new.replicas, cluster.now)
             ), []
         fresh = [
-            _fresh(model, cluster.name(ns, new_name), ns, new_ref, cluster.now, labels)
+            cluster.new_pod(model, cluster.name(ns, new_name), ns, new_ref)
             for _ in range(new.replicas - have)
         ]
         return [], cluster.create(fresh)
