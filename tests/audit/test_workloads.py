@@ -481,6 +481,26 @@ def test_cli_rollout_entry_counts_the_new_revision_under_one_hash(
     assert code == 0
 
 
+@pytest.mark.parametrize(
+    ("version", "merged"), [((1, 34), True), ((1, 33), False)], ids=["v1.34", "v1.33"]
+)
+def test_new_pods_are_merged_as_the_modelled_api_server_merges(
+    version: tuple[int, int], merged: bool
+) -> None:
+    """--server-version 1.33 admits the new pods with matchLabelKeys unmerged (the
+    scheduler merges when it reads them); 1.34 merges at creation."""
+    state = ClusterState.from_objects(hashed_cluster(merged=False))
+    request = WorkloadRequest(
+        rollout=(parse_target("deploy/shop/web"), None), now=NOW, server_version=version
+    )
+    drill = run_workloads(state, request)
+    new = [p for p in drill.state.running if p["metadata"]["labels"]["pod-template-hash"] != "old"]
+    assert len(new) == 3
+    for p in new:
+        selector = p["spec"]["topologySpreadConstraints"][0]["labelSelector"]
+        assert ("matchExpressions" in selector) == merged
+
+
 def test_separated_adds_the_hash_once() -> None:
     template = {
         "spec": {
@@ -551,6 +571,7 @@ def test_cli_rollout_json(capsys: pytest.CaptureFixture[str]) -> None:
         (["--rollout", "sts/shop/web"], "a rollout is a Deployment's"),
         (["--now", "tomorrow", "--scale", "deploy/shop/web=1"], "--now"),
         (["--now", "2026-11-27T12:00:00Z"], "--now is the controllers' clock"),
+        (["--server-version", "1.33"], "--server-version is the API server of --scale"),
     ],
 )
 def test_cli_usage_errors(

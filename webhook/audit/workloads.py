@@ -12,13 +12,16 @@ pods (ActivePodsWithRanks order, the rank counting the pods of every ReplicaSet 
 same Deployment on the pod's node); a Deployment not mid-rollout scales its one
 ReplicaSet so; mid-rollout, its size change is split across its ReplicaSets by
 proportional scaling (deployment.scale), then each ReplicaSet deletes its share; a
-StatefulSet removes its highest ordinals. **Scale up**: the new pods are created from
-a running pod of the workload (the newest revision's) or the object's template, and
-placed one after another in creation order.
+StatefulSet removes its highest ordinals. **Scale up**: the new pods are built by
+controllers.pods.new_pod from the owner's template (else the one the newest pod was
+made from), merged as the modelled API server (`server_version`) merges at creation,
+and placed one after another in creation order.
 
 **Rollout**: the new revision's template is the Deployment's own (a new revision, as
 an image bump gives) or, with FILE, that of the Deployment in FILE (its strategy and
-replicas too). RollingUpdate is played step by step: reconcileNewReplicaSet; if it did
+replicas too); its pods are built from it as a scale-up's are, so each carries its own
+pod-template-hash only, on a cluster whose old pods' selectors the API server merged
+(v1.34+) or not. RollingUpdate is played step by step: reconcileNewReplicaSet; if it did
 not scale, reconcileOldReplicaSets (unhealthy old pods first, then old ReplicaSets
 oldest first within maxUnavailable), each ReplicaSet's controller deleting or
 creating pods to match, the waiting new pods tried again after deletions. A new pod is
@@ -144,11 +147,13 @@ class Target:
 @dataclass(frozen=True)
 class WorkloadRequest:
     """What the flags ask: scales (target, replicas) in the order given, or one rollout
-    (target, the Deployment read from FILE or None); `now`: the controllers' clock."""
+    (target, the Deployment read from FILE or None); `now`: the controllers' clock;
+    `server_version`: the API server admitting the new pods (None: the newest)."""
 
     scales: list[tuple[Target, int]] = field(default_factory=list)
     rollout: tuple[Target, RawObj | None] | None = None
     now: datetime | None = None
+    server_version: tuple[int, int] | None = None
 
 
 def parse_target(text: str) -> Target:
@@ -826,7 +831,7 @@ def run_workloads(
     """The drill `request` asks for; ValueError on a workload it cannot drill (the CLI
     reports it as a usage error). The caller's state is left untouched."""
     settings = settings or Settings()
-    cluster = _Cluster(state, settings, request.now)
+    cluster = _Cluster(state, settings, request.now, request.server_version)
     if request.rollout is not None:
         target, file = request.rollout
         return _rollout(cluster, target, file)
@@ -858,7 +863,7 @@ def needs_separate_revisions(state: ClusterState, request: WorkloadRequest) -> b
     if request.rollout is None:
         return False
     target, file = request.rollout
-    cluster = _Cluster(state, Settings(), request.now)
+    cluster = _Cluster(state, Settings(), request.now, request.server_version)
     try:
         template = _new_template(cluster, target, file)
     except ValueError:
@@ -875,7 +880,8 @@ def with_separate_revisions(
     if request.rollout is None:
         return {}
     target, file = request.rollout
-    drill = _rollout(_Cluster(state, settings, request.now), target, file, separate=True)
+    cluster = _Cluster(state, settings, request.now, request.server_version)
+    drill = _rollout(cluster, target, file, separate=True)
     return {
         str(target): {
             "constraints": [
