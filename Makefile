@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads properties-deep fuzz audit lock certs \
 	clean browser report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -115,6 +115,12 @@ bench-load: $(STAMP)
 # (docs/workloads.md).
 bench-workloads: $(STAMP)
 	$(PY) bench/bench_workloads.py
+
+# The properties drawing from tests/clusters.py, 2,000 examples each (the suite runs
+# their own counts).
+properties-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:randomly tests/audit/test_workload_properties.py \
+	  tests/audit/test_drill_properties.py tests/controllers/test_costs.py
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/server/test_fuzz.py
