@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 from tests.clusters import HASH, NS, ZONE, Drawn, examples, workload_clusters
 from webhook.api.labels import compile_selector
 from webhook.audit.inventory import ClusterState, controller_of, pod_key
+from webhook.audit.spread import evaluate
 from webhook.audit.whatif import WhatIf
-from webhook.audit.workloads import WorkloadRequest, parse_target, run_workloads
+from webhook.audit.workloads import (
+    WorkloadRequest,
+    parse_target,
+    run_workloads,
+    with_deletion_costs,
+)
+from webhook.config import Settings
 
 RawObj = dict[str, Any]
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -133,3 +140,23 @@ def test_a_rollout_counting_its_revision_alone_keeps_it_within_max_skew(c: Drawn
             counts[zone] += 1
     assert max(counts.values()) - min(counts.values()) <= c.max_skew, counts
     event(f"stalled: {drill.stalled is not None}")
+
+
+@SETTINGS
+@given(workload_clusters(), st.integers(0, 8))
+def test_with_deletion_costs_but_no_cost_is_the_drill_itself(c: Drawn, n: int) -> None:
+    """The withDeletionCosts comparison plays the drill again on the same cluster, its
+    unscheduled pods included: with no cost to add, it ends where the drill ends."""
+    state = ClusterState.from_objects(c.objects)
+    request = WorkloadRequest(scales=[(parse_target(f"deploy/{NS}/web"), n)], now=NOW)
+    drill = run_workloads(state, request)
+    after = drill.state
+    web = [p for p in after.running if str(after.workload_of(p)) == f"Deployment {NS}/web"]
+    plain = [
+        entry.to_json()
+        for w in evaluate(after, pods=web)
+        if str(w.workload) == f"Deployment {NS}/web"
+        for entry in w.constraints
+    ]
+    costs = with_deletion_costs(state, request, Settings(), costs_of=lambda *_: {})
+    assert costs[f"Deployment {NS}/web"] == plain

@@ -211,7 +211,7 @@ def unreachable_nodes(
     queue.sort(key=lambda item: queue_order(item[0]))
     replacer = Replacer(work, settings, residents=staying)
     replacer.submit((pod_key(p), fresh) for p, fresh in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners)
+    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
     return WhatIf(
         lost,
         after,
@@ -289,7 +289,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
     blocked = {pod_key(p): budgets.blocker(p) or "" for p in refused}
     stuck = {str(spec(p).get("nodeName")) for p in refused}
     running = replacer.running(p for p in state.running if pod_key(p) not in gone)
-    after = ClusterState(work, running, state.owners)
+    after = ClusterState(work, running, state.owners, state.unscheduled)
     return WhatIf(
         targets,
         after,

@@ -493,7 +493,7 @@ def without_nodes(
     queue = sorted((p for p in displaced if not node_bound(p)), key=queue_order)
     replacer = Replacer(work, settings, residents=staying)
     replacer.submit((pod_key(p), recreated(p)) for p in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners)
+    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
     return WhatIf(
         removed,
         after,

@@ -904,7 +904,7 @@ def _with_costs(state: ClusterState, costs: dict[str, int]) -> ClusterState:
             }
             pod = {**pod, "metadata": md}
         running.append(pod)
-    return ClusterState(state.snapshot, running, state.owners)
+    return ClusterState(state.snapshot, running, state.owners, state.unscheduled)
 
 
 def with_deletion_costs(
