@@ -140,8 +140,16 @@ def _stats(items: Sequence[tuple[int | str, str, str]]) -> str:
     return f'<ul class="stats">{cells}</ul>'
 
 
-def _names(names: Sequence[Any], what: str, *, open_up_to: int = ROWS_SHOWN) -> str:
-    """A list of names: inline when short, collapsed past `open_up_to`, capped at
+def _names(
+    names: Sequence[Any],
+    what: str,
+    *,
+    open_up_to: int = ROWS_SHOWN,
+    summary: str | None = None,
+    cls: str = "",
+) -> str:
+    """A list of names: inline when short, collapsed past `open_up_to` (behind
+    `summary`, by default the count of `what`; `cls`: the details' classes), capped at
     NAMES_SHOWN with a count of the rest."""
     if not names:
         return ""
@@ -152,7 +160,9 @@ def _names(names: Sequence[Any], what: str, *, open_up_to: int = ROWS_SHOWN) -> 
     inner = f'<ul class="list">{items}</ul>'
     if len(names) <= open_up_to:
         return inner
-    return f"<details><summary>{_e(_n(len(names), what))}</summary>{inner}</details>"
+    head = summary if summary is not None else _n(len(names), what)
+    attr = f' class="{_e(cls)}"' if cls else ""
+    return f"<details{attr}><summary>{_e(head)}</summary>{inner}</details>"
 
 
 def _bar(now: int, top: int, *, was: int | None = None, limit: int | None = None) -> str:
@@ -654,16 +664,8 @@ def _verdict(entries: Any) -> str:
 
 def _folded(rows: Sequence[str], what: str) -> str:
     """A list of pods behind its count (`what`: "deleted", "created")."""
-    if not rows:
-        return ""
-    shown = rows[:NAMES_SHOWN]
-    items = "".join(f"<li><code>{_e(r)}</code></li>" for r in shown)
-    if len(rows) > len(shown):
-        items += f'<li class="mute">and {len(rows) - len(shown):,} more</li>'
-    return (
-        f'<details class="pods {_e(what)}"><summary>{_n(len(rows), "pod")} {_e(what)}</summary>'
-        f'<ul class="list">{items}</ul></details>'
-    )
+    head = f"{_n(len(rows), 'pod')} {what}"
+    return _names(rows, "pod", open_up_to=0, summary=head, cls=f"pods {what}")
 
 
 def _workload_changes(doc: Mapping[str, Any]) -> str:
