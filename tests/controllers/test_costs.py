@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
+from tests.clusters import examples
 from webhook.audit.costs import all_costs
 from webhook.audit.inventory import ClusterState
 from webhook.audit.keeper import plan_writes
@@ -130,7 +131,7 @@ def single_constraint(draw: st.DrawFn) -> tuple[Counted, list[str], dict[str, in
     return Counted("zone", domain_of, floors, least), list(order), ties, min_domains
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(single_constraint())
 def test_any_k_lowest_costs_leave_the_least_skew(
     case: tuple[Counted, list[str], dict[str, int], int],
@@ -178,7 +179,7 @@ def zones_and_hosts(draw: st.DrawFn) -> tuple[list[Counted], list[str], dict[str
     )
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(zones_and_hosts())
 def test_the_first_constraint_keeps_its_guarantee_under_a_second(
     case: tuple[list[Counted], list[str], dict[str, int]],
@@ -335,7 +336,7 @@ def small_clusters(draw: st.DrawFn) -> tuple[list[RawObj], list[RawObj], int | N
     return nodes, ours + others, min_domains
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(60)
 @given(small_clusters(), st.randoms(use_true_random=False))
 def test_the_scheduler_counts_the_least_skew_after_any_k_deletions(
     case: tuple[list[RawObj], list[RawObj], int | None], rnd: Any
@@ -447,7 +448,7 @@ def _annotated(pods: Sequence[RawObj], costs: Mapping[str, int]) -> list[RawObj]
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(40)
 @given(small_clusters(), st.integers(0, 3), st.randoms(use_true_random=False))
 def test_stable_costs_an_unchanged_cluster_plans_nothing_and_k_new_pods_plan_k(
     case: tuple[list[RawObj], list[RawObj], int | None], k: int, rnd: Any
