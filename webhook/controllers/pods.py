@@ -176,9 +176,11 @@ def template_of(pod: RawObj) -> RawObj:
     merge appended (see the CAVEAT). Not its annotations: a pod's deletion cost is
     most often its own, set on it after its creation."""
     labels = meta(pod).get("labels")
+    pod_spec = {k: v for k, v in spec(pod).items() if k != "nodeName"}
     out: RawObj = {
         "metadata": {"labels": dict(labels)} if isinstance(labels, dict) else {},
-        "spec": {k: copy.deepcopy(v) for k, v in spec(pod).items() if k != "nodeName"},
+        # Copied only when a selector is to be edited (the common pod has no keys).
+        "spec": copy.deepcopy(pod_spec) if _merges(pod_spec) else pod_spec,
     }
     _rewrite(out, merge=False, spread=True, affinity=True)
     return out
