@@ -117,10 +117,11 @@ bench-workloads: $(STAMP)
 	$(PY) bench/bench_workloads.py
 
 # The properties drawing from tests/clusters.py, 2,000 examples each (the suite runs
-# their own counts).
+# their own counts), and the placement property beside them (the long profile's 5,000).
 properties-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:randomly tests/audit/test_workload_properties.py \
-	  tests/audit/test_drill_properties.py tests/controllers/test_costs.py
+	  tests/audit/test_drill_properties.py tests/controllers/test_costs.py \
+	  tests/scheduler/test_properties.py::test_replicas_never_exceed_max_skew
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/server/test_fuzz.py
