@@ -135,11 +135,20 @@ def test_a_label_value_renders_as_text_and_runs_nothing(browser: Browser, tmp_pa
     assert PAYLOAD in names
 
 
-@pytest.mark.parametrize("which", ["audit", "drill", "simulate"])
+@pytest.mark.parametrize("which", ["audit", "drill", "rollout", "simulate"])
 def test_no_horizontal_scroll_at_320_px(browser: Browser, tmp_path: Path, which: str) -> None:
     pages: dict[str, Any] = {
         "audit": lambda: demo_audit("--plan")[1],
         "drill": lambda: audit_page(drill_document()),
+        "rollout": lambda: cli(
+            "audit",
+            "--snapshot",
+            str(paths.ROOT / "docs" / "examples" / "workloads.json"),
+            "--rollout",
+            "deploy/shop/web",
+            "-o",
+            "html",
+        )[1],
         "simulate": lambda: cli(
             "simulate",
             "--snapshot",
