@@ -312,9 +312,9 @@ class _Cluster:
         for pod in pods:
             key = pod_key(pod)
             if key not in self.alive:
-                # One the drill created that still waits: out of the queue.
+                # One the drill created that still waits: out of the queue (it never
+                # ran, so it is not among the pods the drill took down).
                 if self.replacer.withdraw(key) is not None:
-                    self.displaced[key] = self.state.workload_of(pod)
                     out.append((key, ""))
                 continue
             self.displaced[key] = self.state.workload_of(pod)
