@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads properties-deep fuzz audit lock certs \
 	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -133,6 +133,13 @@ bench-load: $(STAMP)
 # (docs/workloads.md).
 bench-workloads: $(STAMP)
 	$(PY) bench/bench_workloads.py
+
+# The properties drawing from tests/clusters.py, 2,000 examples each (the suite runs
+# their own counts), and the placement property beside them (the long profile's 5,000).
+properties-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:randomly tests/audit/test_workload_properties.py \
+	  tests/audit/test_drill_properties.py tests/controllers/test_costs.py \
+	  tests/scheduler/test_properties.py::test_replicas_never_exceed_max_skew
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/server/test_fuzz.py
