@@ -187,3 +187,37 @@ def test_an_unreachable_zone_moves_replacements_where_audit_predicted(
     finally:
         for n in lost_nodes:
             cp.kubectl("label", "node", n, f"{KWOK_LABEL}=true", "--overwrite")
+
+
+def test_scale_down_deletes_the_unscheduled_pod_first_as_audit_predicted(
+    cp: ControlPlane, nodes: list[str], ns: str, tmp_path: Path
+) -> None:
+    """A ReplicaSet of 2 with one pod bound and one Pending (required anti-affinity on one
+    allowed node), scaled to 1: the ReplicaSet controller deletes the Pending pod
+    (unassigned before assigned), and `audit --scale` says so, with no node."""
+    obj = deployment("lone", 1)
+    spec = obj["spec"]["template"]["spec"]
+    spec["nodeSelector"] = {"world": WORLD, "kubernetes.io/hostname": nodes[0]}
+    spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "lone"}},
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    cp.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(obj), check=True)
+    bound = wait_ready(cp, ns, 1)[0]["metadata"]["name"]
+    cp.kubectl("scale", "-n", ns, "deployment/lone", "--replicas=2", check=True)
+
+    def pending() -> str | None:
+        for p in live_pods(cp, ns):
+            conds = p.get("status", {}).get("conditions", [])
+            if any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
+                   for c in conds):
+                return str(p["metadata"]["name"])
+        return None
+
+    waiting = cp.wait_for("the second pod Unschedulable", pending)
+    state = snapshot(cp, tmp_path / "before.json")
+    predicted = audit(cp, "--snapshot", str(state), "--scale", f"deployment/{ns}/lone=1")
+    assert predicted["workloadChanges"][0]["deleted"] == [{"pod": f"{ns}/{waiting}",
+                                                           "node": None}]
+    cp.kubectl("scale", "-n", ns, "deployment/lone", "--replicas=1", check=True)
+    after = wait_ready(cp, ns, 1)
+    assert [p["metadata"]["name"] for p in after] == [bound]
