@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads properties-deep fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
 	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -82,6 +82,12 @@ cluster: $(STAMP) control-plane
 E2E_FLAGS ?=
 test-e2e: $(STAMP) control-plane
 	K8S=$(K8S) $(PY) -m pytest -q --e2e tests/e2e $(E2E_FLAGS)
+
+# kube-scheduler binding the pods a zone loss displaces, beside `audit --without-nodes`
+# re-placing them, on the same cluster (bench/bench_vs_scheduler.py; docs/performance.md).
+BENCH_VS_FLAGS ?= --runs 1
+bench-vs-scheduler: $(STAMP) control-plane
+	$(PY) bench/bench_vs_scheduler.py $(BENCH_VS_FLAGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check webhook tests bench

@@ -18,7 +18,9 @@ drill's wall time less `simulate`'s (loading the file and deciding one pod).
 
 --percentage: kube-scheduler's percentageOfNodesToScore and the drill's
 --percentage-of-nodes-to-score (default 100: every node scored; 0: adaptive, as both
-run by default). Prints one table row per run and the ratio of the rates.
+run by default). --qps: kube-scheduler's client rate limit (default its own, 50 requests
+per second with bursts of 100, which caps its bindings; a large value shows the pace of
+its scheduling itself). Prints one table row per run and the ratio of the rates.
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ def load(cp: ControlPlane, snapshot: Path) -> tuple[int, float]:
     namespaces = sorted({o["metadata"]["namespace"] for o in items if o["kind"] == "Pod"})
     loader.all([("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                          "metadata": {"name": ns}}) for ns in namespaces])
+    # No controller manager makes the namespaces' default ServiceAccount: made here.
+    loader.all([(f"/api/v1/namespaces/{ns}/serviceaccounts",
+                 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+                for ns in namespaces])
     loader.all([("/api/v1/nodes", o) for n, o in nodes.items() if n not in lost])
     loader.all([(f"/apis/apps/v1/namespaces/{o['metadata']['namespace']}/replicasets",
                  strip_uid({**o, "spec": {**o["spec"], "template": {
@@ -145,11 +151,14 @@ def scheduled(cp: ControlPlane) -> int:
     return sum(int(m.group(1)) for m in SCHEDULED.finditer(text))
 
 
-def kube_scheduler(cp: ControlPlane, displaced: int, percentage: int) -> tuple[float, float]:
+def kube_scheduler(cp: ControlPlane, displaced: int, percentage: int,
+                   qps: int) -> tuple[float, float]:
     """Start kube-scheduler; (seconds first to last binding, seconds from its start)."""
     cp.scheduler_config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration",
                            "percentageOfNodesToScore": percentage}
+    if qps:
+        cp.scheduler_config["clientConnection"] = {"qps": qps, "burst": qps}
     t0 = time.perf_counter()
     cp._start_scheduler({"kube-scheduler": Path(cp.bin("kube-scheduler"))}, 120)
     first = None
@@ -168,21 +177,29 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cluster_args(parser)
     parser.add_argument("--percentage", type=int, default=100)
+    parser.add_argument("--qps", type=int, default=0,
+                        help="kube-scheduler's clientConnection qps and burst (default: its "
+                        "own, 50 and 100: each binding is one API request)")
     args = parser.parse_args()
     snap, pod, _ = make_cluster(args, "topospread-vs-scheduler-")
     sampling = ["--percentage-of-nodes-to-score", str(args.percentage)] \
         if args.percentage != 100 else []
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, {args.deployments} Deployments; "
-          f"percentage {args.percentage}; load average {os.getloadavg()[0]:.2f}")
+          f"percentage {args.percentage}; kube-scheduler qps {args.qps or 'default'}; "
+          f"load average {os.getloadavg()[0]:.2f}")
     print("| run | displaced | kube-scheduler first→last | pods/s | from its start | pods/s "
           "| audit drill | simulate | pods/s | ours / theirs |")
     for i in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="topospread-vs-") as tmp:
-            cp = ControlPlane(Path(tmp), components=("etcd", "kube-apiserver"))
+            # No kubelet or node lifecycle controller clears the not-ready taint the
+            # TaintNodesByCondition admission plugin puts on every new Node: off.
+            cp = ControlPlane(Path(tmp), components=("etcd", "kube-apiserver"),
+                              extra_apiserver_flags=[
+                                  "--disable-admission-plugins=TaintNodesByCondition"])
             cp.start()
             try:
                 displaced, loaded = load(cp, snap)
-                span, since_start = kube_scheduler(cp, displaced, args.percentage)
+                span, since_start = kube_scheduler(cp, displaced, args.percentage, args.qps)
             finally:
                 cp.stop()
         sim, _, _, _ = run(["simulate", "--snapshot", str(snap), pod, "-o", "json"])

@@ -436,7 +436,9 @@ class ControlPlane:
             "kind": "KubeSchedulerConfiguration",
             "percentageOfNodesToScore": 100,
         }
-        config = {**config, "clientConnection": {"kubeconfig": str(self.admin_kubeconfig)},
+        config = {**config,
+                  "clientConnection": {**config.get("clientConnection", {}),
+                                       "kubeconfig": str(self.admin_kubeconfig)},
                   "leaderElection": {"leaderElect": False}}
         path = self.workdir / "scheduler.yaml"
         path.write_text(yaml.safe_dump(config))
