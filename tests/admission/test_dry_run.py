@@ -487,7 +487,7 @@ def test_documented_example_on_the_demo_snapshot() -> None:
         ],
         "preemption": None,
         "reasons": {
-            "node(s) had untolerated taint {node.kubernetes.io/unschedulable: }": 1,
+            "node(s) had untolerated taint(s)": 1,
             UNSCHEDULABLE: 1,
         },
         "distribution": {
