@@ -73,7 +73,9 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
         "distribution",
         "preemption",
         "scaleUp",
+        "kubernetesVersion",
     ]
+    assert doc["kubernetesVersion"] == "1.37"  # offline: the newest
     assert doc["preemption"] is None
     assert doc["scaleUp"] == {}  # placed: nothing pending
     assert doc["pod"] == "default/web"

@@ -24,7 +24,9 @@ __all__ = [
     "KubeVersion",
     "VersionError",
     "features_for",
+    "nearest_supported",
     "parse_kubernetes_version",
+    "resolve_version",
     "supported_text",
 ]
 
@@ -173,3 +175,42 @@ def features_for(
             )
         gates[name] = value
     return Features(version, MappingProxyType(gates))
+
+
+def nearest_supported(server: tuple[int, int]) -> KubeVersion:
+    """The supported release closest to an API server's (major, minor): the oldest for an
+    older server, the newest for a newer one (a live cluster is never refused)."""
+    version = KubeVersion(server[0], server[1])
+    if version in SUPPORTED:
+        return version
+    return SUPPORTED[0] if version < SUPPORTED[0] else NEWEST
+
+
+def resolve_version(
+    flag: KubeVersion | None,
+    server_flag: tuple[int, int] | None,
+    configured: KubeVersion | None,
+    cluster: tuple[int, int] | None,
+) -> tuple[KubeVersion, tuple[int, int]]:
+    """(the release modelled, the API server whose rules apply), from the first of:
+    --kubernetes-version, --server-version, the config's kubernetesVersion, the live
+    cluster's /version, the newest. One answer for both: the API server's rules (its
+    validation and matchLabelKeys merge) follow the release modelled, except that
+    --server-version and a live cluster may name an API server older than any supported
+    release, whose rules are kept while the scheduler model runs the oldest supported.
+
+    VersionError when --kubernetes-version and --server-version name different minors."""
+    if flag is not None:
+        if server_flag is not None and server_flag != flag.minor_version:
+            raise VersionError(
+                f"--kubernetes-version {flag} and --server-version "
+                f"{server_flag[0]}.{server_flag[1]} disagree: give one"
+            )
+        return flag, flag.minor_version
+    if server_flag is not None:
+        return nearest_supported(server_flag), server_flag
+    if configured is not None:
+        return configured, configured.minor_version
+    if cluster is not None:
+        return nearest_supported(cluster), cluster
+    return NEWEST, NEWEST.minor_version
