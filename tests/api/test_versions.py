@@ -61,12 +61,10 @@ def test_newest_is_the_offline_default() -> None:
         (KubeVersion(1, 35), "NodeDeclaredFeatures", False),
         (KubeVersion(1, 36), "NodeDeclaredFeatures", True),
         (KubeVersion(1, 37), "NodeDeclaredFeatures", True),
-        # StorageCapacityScoring and VolumeLimitScaling: beta and on from 1.37.
+        # StorageCapacityScoring: beta and on from 1.37.
         (KubeVersion(1, 35), "StorageCapacityScoring", False),
         (KubeVersion(1, 36), "StorageCapacityScoring", False),
         (KubeVersion(1, 37), "StorageCapacityScoring", True),
-        (KubeVersion(1, 36), "VolumeLimitScaling", False),
-        (KubeVersion(1, 37), "VolumeLimitScaling", True),
     ],
 )
 def test_gate_defaults_per_release(version: KubeVersion, gate: str, want: bool) -> None:
@@ -95,7 +93,7 @@ def test_feature_gates_override_the_defaults() -> None:
             KubeVersion(1, 36),
             {"SchedulerQueueingHints": True},
             "featureGates: unknown feature gate 'SchedulerQueueingHints' (the model knows "
-            "NodeDeclaredFeatures, StorageCapacityScoring, VolumeLimitScaling)",
+            "NodeDeclaredFeatures, StorageCapacityScoring)",
         ),
         (
             KubeVersion(1, 36),

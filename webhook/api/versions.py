@@ -120,13 +120,6 @@ GATES: Mapping[str, Mapping[tuple[int, int], GateSpec]] = MappingProxyType(
             (1, 36): GateSpec(False),
             (1, 37): GateSpec(True),
         },
-        # NodeVolumeLimits refuses a pod whose CSI driver a node does not report
-        # (beta and on in 1.37).
-        "VolumeLimitScaling": {
-            (1, 35): GateSpec(False),
-            (1, 36): GateSpec(False),
-            (1, 37): GateSpec(True),
-        },
     }
 )
 

@@ -64,7 +64,7 @@ REGISTRY: dict[str, Factory] = {
     "PodTopologySpread": _with_args(PodTopologySpread),
     "InterPodAffinity": _with_args(InterPodAffinity),
     "NodeResourcesBalancedAllocation": _with_features(NodeResourcesBalancedAllocation),
-    "ImageLocality": _no_args(ImageLocality),
+    "ImageLocality": lambda _args, features: ImageLocality(features=features),
     "NodeDeclaredFeatures": _no_args(NodeDeclaredFeatures),
     # Its PreEnqueue only: the pods it would allocate devices for are not modelled.
     "DynamicResources": _no_args(DynamicResources),
