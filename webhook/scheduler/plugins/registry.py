@@ -65,7 +65,7 @@ REGISTRY: dict[str, Factory] = {
     "InterPodAffinity": _with_args(InterPodAffinity),
     "NodeResourcesBalancedAllocation": _with_features(NodeResourcesBalancedAllocation),
     "ImageLocality": lambda _args, features: ImageLocality(features=features),
-    "NodeDeclaredFeatures": _no_args(NodeDeclaredFeatures),
+    "NodeDeclaredFeatures": lambda _args, features: NodeDeclaredFeatures(features=features),
     # Its PreEnqueue only: the pods it would allocate devices for are not modelled.
     "DynamicResources": _no_args(DynamicResources),
     "DefaultPreemption": _with_args(DefaultPreemption),
