@@ -21,9 +21,10 @@ SMALL = str(DATA / "small.json")
 WEB = str(DATA / "web-pod.json")
 # interfaces.md "Scheduler profile": the filter plugins in the scheduler's order, and
 # the default score weights.
+# v1.37's filter order (the offline default): NodeName before NodeUnschedulable.
 PLUGINS = [
-    "NodeUnschedulable",
     "NodeName",
+    "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodePorts",
