@@ -29,6 +29,7 @@ from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, S
 from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON_UNSATISFIED_REQUIREMENTS,
+    ERR_REASON_V1_35,
     FEATURES,
     Feature,
     NodeDeclaredFeatures,
@@ -144,6 +145,31 @@ FILTER: list[tuple[str, Any, frozenset[str] | None, Status]] = [
 def test_filter(node: Any, reqs: frozenset[str] | None, want: Status) -> None:
     """TestFilter: code and message."""
     plugin = NodeDeclaredFeatures()
+    cycle = CycleState()
+    if reqs is not None:
+        cycle[plugin.name] = reqs
+    assert plugin.filter(cycle, make_pod().name("test-pod").obj(), node_info(node)) == want
+
+
+# v1.35.4's TestFilter: the same cases, whose unmatched nodes name the unmet feature.
+V1_35_UNMET = {
+    "Node does not match requirements": A,
+    "Node has no declared features": A,
+    "Node with some but not all required features": B,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "node", "reqs", "want"), FILTER, ids=[f"v1.35: {c[0]}" for c in FILTER]
+)
+def test_filter_v1_35(
+    name: str, node: Any, reqs: frozenset[str] | None, want: Status
+) -> None:
+    """v1.35.4's TestFilter, under its case names: a node that does not match says
+    "node declared features check failed - unsatisfied requirements: <feature>"."""
+    if name in V1_35_UNMET:
+        want = Status(Code.UNRESOLVABLE, f"{ERR_REASON_V1_35}: {V1_35_UNMET[name]}")
+    plugin = NodeDeclaredFeatures(features=features_for(KubeVersion(1, 35)))
     cycle = CycleState()
     if reqs is not None:
         cycle[plugin.name] = reqs
