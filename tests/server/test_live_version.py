@@ -7,7 +7,7 @@ import pytest
 
 from webhook.api.versions import KubeVersion
 from webhook.config import Settings, settings_from_dict
-from webhook.server.app import live_settings
+from webhook.server.app import api_server_version, live_settings
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,14 @@ def test_feature_gates_apply_to_the_cluster_release() -> None:
     live = live_settings(settings, (1, 35))
     assert live.modelled_version == KubeVersion(1, 35)
     assert "NodeDeclaredFeatures" in live.scheduler[0].enabled("filter")
+
+
+def test_the_config_names_the_api_server_too() -> None:
+    """One setting: with kubernetesVersion in the config, the API server's rules
+    (validation, the matchLabelKeys merge) are that release's, whatever /version says;
+    without it, the cluster's."""
+    configured = settings_from_dict({"kubernetesVersion": "1.36"})
+    assert api_server_version(configured, (1, 33)) == (1, 36)
+    assert api_server_version(configured, None) == (1, 36)
+    assert api_server_version(Settings(), (1, 33)) == (1, 33)
+    assert api_server_version(Settings(), None) is None

@@ -83,6 +83,16 @@ def _server_version(source: ClusterSource) -> tuple[int, int] | None:
         return None
 
 
+def api_server_version(
+    settings: Settings, server_version: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    """The API server whose rules apply: the config's kubernetesVersion when it names
+    one (resolve_version's order: the config before the cluster), else the cluster's."""
+    if settings.kubernetes_version is not None:
+        return settings.kubernetes_version.minor_version
+    return server_version
+
+
 def live_settings(settings: Settings, server_version: tuple[int, int] | None) -> Settings:
     """The settings for the cluster's own release: the API server's /version decides
     unless the config names kubernetesVersion (resolve_version's order); the newest
@@ -108,14 +118,16 @@ def _answer(services: Services, operation: Operation, body: bytes) -> tuple[int,
     started = time.perf_counter()
     source = services.source
     if source is None:
-        ctx = ReviewContext(settings=services.settings)
+        ctx = ReviewContext(
+            settings=services.settings, server_version=api_server_version(services.settings, None)
+        )
         answer = answer_review(body, operation, ctx)
     else:
         from webhook.cluster.source import read_snapshot
 
         # Hold the read side for the whole review: a placement sees one consistent state.
         with read_snapshot(source) as snapshot:
-            server_version = _server_version(source)
+            server_version = api_server_version(services.settings, _server_version(source))
             ctx = ReviewContext(
                 settings=live_settings(services.settings, server_version),
                 server_version=server_version,
