@@ -6,8 +6,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads fuzz audit lock certs \
-	clean browser report-screenshot image image-base image-tools test-image dist test-dist sbom
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
+	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -65,6 +65,30 @@ test-bandit: $(STAMP)
 test-pytest: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_FLAGS)
 
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl, kwok) built from the Go module proxy into build/ (docs/testing.md). K8S picks the
+# minor: 1.37 (default), 1.36 or 1.35, each from its wrapper module under tests/e2e/go/.
+K8S ?= 1.37
+control-plane:
+	@command -v go >/dev/null 2>&1 || { echo "make control-plane needs Go (1.26+) on PATH" >&2; exit 2; }
+	sh tests/e2e/go/build.sh $(CURDIR)/build $(K8S)
+
+# A control plane with six kwok nodes in three zones, for a person; Ctrl-C stops it.
+cluster: $(STAMP) control-plane
+	K8S=$(K8S) $(PY) -m tests.e2e.controlplane
+
+# The webhook installed into the real API server and every answer checked against the
+# real scheduler and controllers (tests/e2e). Run by .ci/run after make test.
+E2E_FLAGS ?=
+test-e2e: $(STAMP) control-plane
+	K8S=$(K8S) $(PY) -m pytest -q --e2e tests/e2e $(E2E_FLAGS)
+
+# kube-scheduler binding the pods a zone loss displaces, beside `audit --without-nodes`
+# re-placing them, on the same cluster (bench/bench_vs_scheduler.py; docs/performance.md).
+BENCH_VS_FLAGS ?= --runs 1
+bench-vs-scheduler: $(STAMP) control-plane
+	$(PY) bench/bench_vs_scheduler.py $(BENCH_VS_FLAGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check webhook tests bench
 
@@ -115,6 +139,13 @@ bench-load: $(STAMP)
 # (docs/workloads.md).
 bench-workloads: $(STAMP)
 	$(PY) bench/bench_workloads.py
+
+# The properties drawing from tests/clusters.py, 2,000 examples each (the suite runs
+# their own counts), and the placement property beside them (the long profile's 5,000).
+properties-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:randomly tests/audit/test_workload_properties.py \
+	  tests/audit/test_drill_properties.py tests/controllers/test_costs.py \
+	  tests/scheduler/test_properties.py::test_replicas_never_exceed_max_skew
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q tests/server/test_fuzz.py

@@ -27,3 +27,22 @@ def _budgets_never_run_out(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     set their own clock over this one."""
     monkeypatch.setattr(budget, "_clock", lambda: 0.0)
     yield
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--e2e",
+        action="store_true",
+        help="collect tests/e2e: the real control plane (`make test-e2e` builds and runs it)",
+    )
+
+
+def pytest_ignore_collect(collection_path: os.PathLike[str], config: pytest.Config) -> bool | None:
+    """tests/e2e runs only with --e2e: `make test` needs no Go and no control plane."""
+    from pathlib import Path
+
+    e2e = Path(__file__).parent / "e2e"
+    path = Path(collection_path)
+    if not config.getoption("--e2e") and (path == e2e or e2e in path.parents):
+        return True
+    return None

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tests.audit.planning import applied, violations
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, pdb, scaled, selector
+from tests.clusters import COST, HASH, examples
 from webhook.api.labels import parse_selector
 from webhook.audit.budgets import Budgets
 from webhook.audit.drills import drain_nodes, unreachable_nodes
@@ -20,14 +21,18 @@ from webhook.config import Settings
 
 RawObj = dict[str, Any]
 APPS = ("web", "api")
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = examples(40)
 
 
 @st.composite
 def clusters(draw: Any) -> list[RawObj]:
-    """2-5 nodes in zones a-c (room for 3-6 pods each), 0-10 pods of two ReplicaSets
-    spread over zone or hostname (maxSkew 1-2, nodeTaintsPolicy unset), DaemonSet pods
-    on some nodes, pods Ready or not, and a budget per app (none, int, percent)."""
+    """2-5 nodes in zones a-c (room for 3-6 pods each), maybe one more without a zone,
+    0-10 pods of two ReplicaSets spread over zone or hostname (maxSkew 1-2,
+    nodeTaintsPolicy unset; pod-template-hash in matchLabelKeys or not, the selectors
+    merged by a v1.34+ API server or not), DaemonSet pods on some nodes, pods Ready or
+    not, unscheduled, terminating, or with a deletion cost somebody else set, another
+    ReplicaSet's pod matching an app's selector, and a budget per app (none, int,
+    percent)."""
     n = draw(st.integers(2, 5))
     nodes = [
         make_node()
@@ -38,24 +43,53 @@ def clusters(draw: Any) -> list[RawObj]:
         .obj()
         for i in range(n)
     ]
+    if draw(st.booleans()):
+        nodes.append(make_node().name("nx").hostname().allocatable(pods="4").obj())
     objects: list[RawObj] = [*nodes]
+    merged = draw(st.booleans())
     for app in APPS:
         key = draw(st.sampled_from([ZONE, HOSTNAME]))
         skew = draw(st.integers(1, 2))
         count = draw(st.integers(0, 5))
+        hashed = draw(st.booleans())
         objects.append(scaled("ReplicaSet", app, count))
         for j in range(count):
+            extra: dict[str, Any] = {"matchLabelKeys": [HASH]} if hashed else {}
             b = (
                 make_pod()
                 .name(f"{app}-{j}")
-                .label("app", app)
+                .labels({"app": app, HASH: f"{app}-1"})
                 .owner("ReplicaSet", app)
-                # Half of them on n0: skewed spreads, so plans have moves to make.
-                .node(f"n{draw(st.one_of(st.just(0), st.integers(0, n - 1)))}")
-                .spread(skew, key, DNS, selector({"app": app}))
+                .spread(skew, key, DNS, selector({"app": app}), **extra)
                 .ready(draw(st.sampled_from(["True", "True", "False"])))
             )
-            objects.append(b.obj())
+            # Half of them on n0: skewed spreads, so plans have moves to make; some
+            # unscheduled, some on the node without a zone.
+            where = draw(st.one_of(st.just(0), st.integers(-1, len(nodes) - 1)))
+            if where >= 0:
+                b = b.node(nodes[where]["metadata"]["name"])
+            else:
+                b = b.phase("Pending")
+            if draw(st.integers(0, 7)) == 0:
+                b = b.terminating()
+            if draw(st.integers(0, 3)) == 0:
+                b = b.annotation(COST, str(draw(st.integers(-3, 3))))
+            pod = b.obj()
+            if hashed and merged:
+                pod["spec"]["topologySpreadConstraints"][0]["labelSelector"][
+                    "matchExpressions"
+                ] = [{"key": HASH, "operator": "In", "values": [f"{app}-1"]}]
+            objects.append(pod)
+        if draw(st.booleans()):
+            objects.append(
+                make_pod()
+                .name(f"{app}-other")
+                .labels({"app": app, HASH: "other"})
+                .owner("ReplicaSet", f"{app}-other")
+                .node(f"n{draw(st.integers(0, n - 1))}")
+                .ready()
+                .obj()
+            )
         budget = draw(
             st.sampled_from(
                 [None, {"max_unavailable": 0}, {"max_unavailable": 1}, {"min_available": 1},

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests import paths
 from tests.audit.reports import (
     PAYLOAD,
     WEB_POD,
@@ -134,11 +135,20 @@ def test_a_label_value_renders_as_text_and_runs_nothing(browser: Browser, tmp_pa
     assert PAYLOAD in names
 
 
-@pytest.mark.parametrize("which", ["audit", "drill", "simulate"])
+@pytest.mark.parametrize("which", ["audit", "drill", "rollout", "simulate"])
 def test_no_horizontal_scroll_at_320_px(browser: Browser, tmp_path: Path, which: str) -> None:
     pages: dict[str, Any] = {
         "audit": lambda: demo_audit("--plan")[1],
         "drill": lambda: audit_page(drill_document()),
+        "rollout": lambda: cli(
+            "audit",
+            "--snapshot",
+            str(paths.ROOT / "docs" / "examples" / "workloads.json"),
+            "--rollout",
+            "deploy/shop/web",
+            "-o",
+            "html",
+        )[1],
         "simulate": lambda: cli(
             "simulate",
             "--snapshot",
@@ -183,3 +193,70 @@ def test_colours_follow_the_colour_scheme_and_print_is_light(
     )
     assert len(fills) == 2  # over the limit, and within it
     assert page.errors == []
+
+
+EXAMPLES = paths.ROOT / "docs" / "examples"
+NOW = "2026-11-27T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("args", "answer", "lists"),
+    [
+        (
+            [
+                "--snapshot",
+                str(EXAMPLES / "workloads.json"),
+                "--rollout",
+                "deploy/shop/web",
+                "--now",
+                NOW,
+            ],
+            ".workload-change .constraint",
+            "details.pods",
+        ),
+        (
+            [
+                "--snapshot",
+                str(EXAMPLES / "workloads.json"),
+                "--scale",
+                "deploy/shop/web=3",
+                "--now",
+                NOW,
+            ],
+            ".workload-change .constraint",
+            "details.pods",
+        ),
+        (
+            [
+                "--snapshot",
+                str(EXAMPLES / "zone-outage.json"),
+                "--unreachable-nodes",
+                "topology.kubernetes.io/zone=zone-a",
+            ],
+            ".drill-verdict",
+            "p.drill-nodes",
+        ),
+    ],
+    ids=["rollout", "scale", "zone outage"],
+)
+def test_a_drill_page_leads_with_the_answer(
+    browser: Browser, tmp_path: Path, args: list[str], answer: str, lists: str
+) -> None:
+    """On the docs' examples the verdict and the before -> after bars are drawn above
+    the drill's lists (a node drill's violating cards too), and a workload drill's pod
+    lists and steps start folded."""
+    html = cli("audit", *args, "-o", "html")[1]
+    page = load(browser, tmp_path, html)
+    assert page.errors == []
+    top = page.eval(
+        f"""[document.querySelector({json.dumps(answer)}).getBoundingClientRect().top,
+             document.querySelector({json.dumps(lists)}).getBoundingClientRect().top,
+             document.querySelector('article.card.violated').getBoundingClientRect().top]"""
+    )
+    assert top[0] < top[1], top
+    if "--now" not in args:
+        assert top[2] < top[1], top
+    folded = page.eval(
+        "[...document.querySelectorAll('details.pods, details.steps')].map(d => d.open)"
+    )
+    assert not any(folded)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests import paths
-from tests.builders import DNS, ZONE, make_node, make_pod, selector
+from tests.builders import DNS, ZONE, make_node, make_pod, scaled, selector
 from webhook.audit.inventory import ClusterState
 from webhook.audit.workloads import (
     Target,
@@ -164,6 +164,91 @@ def test_scale_down_deletes_as_the_replicaset_controller_ranks() -> None:
     assert drill.pending == [] and change["created"] == []
 
 
+def rs_pod(name: str, node: str, phase: str, ready: str | None) -> RawObj:
+    """A pod of ReplicaSet shop/rs (upstream's newPod), on `node` ("" unscheduled)."""
+    b = make_pod().name(name).namespace("shop").uid(f"uid-{name}").label("app", "web")
+    b = b.owner("ReplicaSet", "rs", "uid-rs").phase(phase)
+    if node:
+        b = b.node(node)
+    out = b.obj()
+    if ready is not None:
+        out["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    return out
+
+
+UNSCHEDULED_PENDING = rs_pod("unscheduled-pending-pod", "", "Pending", None)
+SCHEDULED_PENDING = rs_pod("scheduled-pending-pod", "fake-node", "Pending", None)
+NOT_READY = rs_pod("scheduled-running-not-ready-pod", "fake-node", "Running", "False")
+READY_ON_1 = rs_pod("scheduled-running-ready-pod-on-node-1", "fake-node-1", "Running", "True")
+READY_ON_2 = rs_pod("scheduled-running-ready-pod-on-node-2", "fake-node-2", "Running", "True")
+
+# Upstream's TestGetPodsToDelete (replica_set_test.go) cases whose pods are distinct,
+# played as a cluster: ReplicaSet shop/rs with these pods scaled down by diff.
+# name, pods, diff, deleted
+SCALE_DOWN_CASES = [
+    ("diff < len(pods)", [READY_ON_1, NOT_READY], 1, [NOT_READY]),
+    ("scheduled vs unscheduled, diff < len(pods)",
+     [SCHEDULED_PENDING, UNSCHEDULED_PENDING], 1, [UNSCHEDULED_PENDING]),
+    ("pending vs running, diff < len(pods)", [SCHEDULED_PENDING, NOT_READY], 1,
+     [SCHEDULED_PENDING]),
+    ("various pod phases and conditions, diff < len(pods)",
+     [READY_ON_1, READY_ON_2, NOT_READY, SCHEDULED_PENDING, UNSCHEDULED_PENDING], 3,
+     [UNSCHEDULED_PENDING, SCHEDULED_PENDING, NOT_READY]),
+    # The issue's cluster: one pod bound, one Pending without a node, 2 -> 1.
+    ("a ReplicaSet of 2 with one pod unscheduled scaled to 1",
+     [READY_ON_1, UNSCHEDULED_PENDING], 1, [UNSCHEDULED_PENDING]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pods", "diff", "deleted"),
+    [case[1:] for case in SCALE_DOWN_CASES],
+    ids=[case[0] for case in SCALE_DOWN_CASES],
+)
+def test_scale_down_counts_and_deletes_unscheduled_pods(
+    pods: list[RawObj], diff: int, deleted: list[RawObj]
+) -> None:
+    """The drill's ReplicaSet counts its unscheduled pods among its active ones and
+    deletes as getPodsToDelete ranks them: unassigned first."""
+    owner = scaled("ReplicaSet", "rs", len(pods), "shop")
+    names = ("fake-node", "fake-node-1", "fake-node-2")
+    cluster = [make_node().name(n).hostname().obj() for n in names]
+    state = ClusterState.from_objects([*cluster, owner, *pods])
+    request = WorkloadRequest(scales=[(parse_target("rs/shop/rs"), len(pods) - diff)], now=NOW)
+    (change,) = run_workloads(state, request).workload_changes
+    assert change["from"] == len(pods)
+    assert [d["pod"] for d in change["deleted"]] == [
+        f"shop/{p['metadata']['name']}" for p in deleted
+    ]
+    unbound = [d["node"] for d in change["deleted"] if d["pod"] == "shop/unscheduled-pending-pod"]
+    assert unbound in ([], [None])
+
+
+def test_scale_up_counts_unscheduled_pods() -> None:
+    """2 pods, one unscheduled, scaled to 3: the ReplicaSet creates one, not two."""
+    owner = scaled("ReplicaSet", "rs", 2, "shop")
+    state = ClusterState.from_objects(
+        [make_node().name("fake-node-1").hostname().obj(), owner, READY_ON_1, UNSCHEDULED_PENDING]
+    )
+    request = WorkloadRequest(scales=[(parse_target("rs/shop/rs"), 3)], now=NOW)
+    (change,) = run_workloads(state, request).workload_changes
+    assert (change["from"], len(change["created"]), change["deleted"]) == (2, 1, [])
+
+
+def test_a_scale_down_after_a_scale_up_deletes_the_pods_still_pending_first() -> None:
+    """rs/shop/rs 1 -> 3 on one node with room for 2: one new pod binds, one waits;
+    then 3 -> 1: the waiting pod (unassigned) goes first, then the newer bound one."""
+    node = make_node().name("fake-node-1").hostname().allocatable(pods="2").obj()
+    owner = scaled("ReplicaSet", "rs", 1, "shop")
+    state = ClusterState.from_objects([node, owner, READY_ON_1])
+    target = parse_target("rs/shop/rs")
+    drill = run_workloads(state, WorkloadRequest(scales=[(target, 3), (target, 1)], now=NOW))
+    up, down = drill.workload_changes
+    assert [c["node"] for c in up["created"]] == ["fake-node-1", None]
+    assert [d["pod"] for d in down["deleted"]] == ["shop/rs-2", "shop/rs-1"]
+    assert drill.pending == []
+
+
 def test_deletion_costs_keep_the_spread() -> None:
     """With topospread's costs on the pods, the same scale-down leaves one pod a zone."""
     request = WorkloadRequest(scales=[(parse_target("deploy/shop/web"), 3)], now=NOW)
@@ -296,6 +381,126 @@ def test_recreate_deletes_every_old_pod_first() -> None:
     assert len(second["created"]) == 9 and second["newReplicas"] == 9
 
 
+HASHED = {
+    "maxSkew": 1,
+    "topologyKey": ZONE,
+    "whenUnsatisfiable": DNS,
+    "labelSelector": {"matchLabels": {"app": "web"}},
+    "matchLabelKeys": ["pod-template-hash"],
+}
+
+
+def hashed_cluster(merged: bool) -> list[RawObj]:
+    """Zones a (a roomy node), b (a small one) and c (a node full with its one pod);
+    Deployment shop/web of 3 with pod-template-hash in matchLabelKeys, maxSurge 1 and
+    maxUnavailable 1; its ReplicaSet web-old's pods one a zone, their selectors merged
+    by the API server (v1.34+: `pod-template-hash In [old]`) or not (older clusters)."""
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}],
+            "topologySpreadConstraints": [HASHED],
+        },
+    }
+    web = deployment(
+        "web", 3, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}}
+    )
+    web["spec"]["template"] = template
+    old = replica_set("web-old", "web", 3, 1, "2026-11-01T00:00:00Z")
+    old["spec"]["template"] = {
+        "metadata": {"labels": {"app": "web", "pod-template-hash": "old"}},
+        "spec": template["spec"],
+    }
+    out = [
+        make_node().name("a1").hostname().zone("a").allocatable(cpu="64", pods="110").obj(),
+        make_node().name("b1").hostname().zone("b").allocatable(cpu="4", pods="110").obj(),
+        make_node().name("c1").hostname().zone("c").allocatable(cpu="4", pods="1").obj(),
+        web,
+        old,
+    ]
+    for i, node in enumerate(["a1", "b1", "c1"]):
+        p = (
+            make_pod()
+            .name(f"web-old-{i}")
+            .namespace("shop")
+            .uid(f"uid-web-old-{i}")
+            .labels({"app": "web", "pod-template-hash": "old"})
+            .owner("ReplicaSet", "web-old", "uid-web-old")
+            .node(node)
+            .ready()
+            .requests(cpu="100m")
+            .constraints([json.loads(json.dumps(HASHED))])
+            .obj()
+        )
+        if merged:
+            p["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"] = [
+                {"key": "pod-template-hash", "operator": "In", "values": ["old"]}
+            ]
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("merged", [True, False], ids=["v1.34+ merged selectors", "unmerged"])
+def test_rollout_with_the_hash_in_match_label_keys_spreads_the_new_revision(merged: bool) -> None:
+    """The new pods come from the Deployment's template, merged once with their own
+    hash: they count the new revision alone, so no zone holds two of them while
+    another holds none (the second new pod does not follow the first into the roomy
+    zone a), and the constraint entry counts the 3 new pods under one hash."""
+    state = ClusterState.from_objects(hashed_cluster(merged))
+    drill = run_workloads(
+        state, WorkloadRequest(rollout=(parse_target("deploy/shop/web"), None), now=NOW)
+    )
+    zone_of = {"a1": "a", "b1": "b", "c1": "c"}
+    new = [p for p in drill.state.running if p["metadata"]["labels"]["pod-template-hash"] != "old"]
+    assert len(new) == 3 and drill.stalled is None
+    zones = sorted(zone_of[p["spec"]["nodeName"]] for p in new)
+    assert zones == ["a", "b", "c"]
+    for p in new:
+        (c,) = p["spec"]["topologySpreadConstraints"]
+        own = p["metadata"]["labels"]["pod-template-hash"]
+        assert c["labelSelector"]["matchExpressions"] == [
+            {"key": "pod-template-hash", "operator": "In", "values": [own]}
+        ]
+
+
+def test_cli_rollout_entry_counts_the_new_revision_under_one_hash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a v1.34+ cluster (selectors merged), the workload's constraint entry after the
+    rollout counts its 3 new pods, one a zone, under a selector with its own hash only."""
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"kind": "List", "items": hashed_cluster(merged=True)}))
+    argv = ["--snapshot", str(path), "--rollout", "deploy/shop/web"]
+    code = main(["audit", *argv, "--now", "2026-11-27T12:00:00Z", "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    (web,) = [w for w in doc["workloads"] if w["name"] == "web"]
+    (entry,) = web["constraints"]
+    assert entry["domains"] == {"a": 1, "b": 1, "c": 1} and not entry["violated"]
+    (expr,) = entry["labelSelector"]["matchExpressions"]
+    assert expr["key"] == "pod-template-hash" and expr["values"] != ["old"]
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("version", "merged"), [((1, 34), True), ((1, 33), False)], ids=["v1.34", "v1.33"]
+)
+def test_new_pods_are_merged_as_the_modelled_api_server_merges(
+    version: tuple[int, int], merged: bool
+) -> None:
+    """--server-version 1.33 admits the new pods with matchLabelKeys unmerged (the
+    scheduler merges when it reads them); 1.34 merges at creation."""
+    state = ClusterState.from_objects(hashed_cluster(merged=False))
+    request = WorkloadRequest(
+        rollout=(parse_target("deploy/shop/web"), None), now=NOW, server_version=version
+    )
+    drill = run_workloads(state, request)
+    new = [p for p in drill.state.running if p["metadata"]["labels"]["pod-template-hash"] != "old"]
+    assert len(new) == 3
+    for p in new:
+        selector = p["spec"]["topologySpreadConstraints"][0]["labelSelector"]
+        assert ("matchExpressions" in selector) == merged
+
+
 def test_separated_adds_the_hash_once() -> None:
     template = {
         "spec": {
@@ -366,6 +571,7 @@ def test_cli_rollout_json(capsys: pytest.CaptureFixture[str]) -> None:
         (["--rollout", "sts/shop/web"], "a rollout is a Deployment's"),
         (["--now", "tomorrow", "--scale", "deploy/shop/web=1"], "--now"),
         (["--now", "2026-11-27T12:00:00Z"], "--now is the controllers' clock"),
+        (["--server-version", "1.33"], "--server-version is the API server of --scale"),
     ],
 )
 def test_cli_usage_errors(

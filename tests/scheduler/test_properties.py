@@ -64,6 +64,7 @@ from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import Framework, framework_of
 
 NODES = ["n0", "n1", "n2", "n3"]
+HASH = "pod-template-hash"
 NAMESPACES = ["default", "other"]
 SELECTORS = [{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {"tier": "y"}]
 
@@ -143,16 +144,27 @@ cluster_st = st.lists(
 )
 
 
+# Pods beside the replicas that must not count: another app's (anywhere), and the
+# replicas' own kind that no spread counts: unscheduled, terminating, or (with
+# pod-template-hash in matchLabelKeys) of the old revision.
+OTHER_KINDS = ["other app", "unscheduled", "terminating", "old revision"]
+
+
 @given(
     cluster_st,
     st.integers(1, 3),
     st.integers(1, 12),
     st.one_of(st.none(), st.integers(1, 5)),
-    st.lists(st.integers(0, 7), max_size=6),
+    st.lists(st.tuples(st.integers(0, 7), st.sampled_from(OTHER_KINDS)), max_size=6),
+    st.sampled_from(["no matchLabelKeys", "merged (v1.34+)", "unmerged"]),
 )
-def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains, others) -> None:
+def test_replicas_never_exceed_max_skew(
+    cluster, max_skew, replicas, min_domains, others, merge
+) -> None:
     """From no matching pod, every placement keeps max - min <= maxSkew over the
-    eligible domains (zones of nodes carrying the key), whatever else fails."""
+    eligible domains (zones of nodes carrying the key), whatever else fails, on nodes
+    with or without the zone, beside pods no spread counts; with pod-template-hash in
+    matchLabelKeys, merged into the selector by the API server or not."""
     objs: list[dict[str, Any]] = []
     for i, (zone, unschedulable) in enumerate(cluster):
         b = make_node().name(f"n{i}")
@@ -161,16 +173,31 @@ def test_replicas_never_exceed_max_skew(cluster, max_skew, replicas, min_domains
         if unschedulable:
             b = b.unschedulable()
         objs.append(b.obj())
-    # Pods that do not match the selector may sit anywhere.
-    for j, idx in enumerate(others):
-        if idx < len(cluster):
-            objs.append(make_pod().name(f"o{j}").label("app", "other").node(f"n{idx}").obj())
-    extra = {"minDomains": min_domains} if min_domains is not None else {}
+    hashed = merge != "no matchLabelKeys"
+    for j, (idx, kind) in enumerate(others):
+        if idx >= len(cluster) or (kind == "old revision" and not hashed):
+            continue
+        b = make_pod().name(f"o{j}")
+        if kind == "other app":
+            b = b.label("app", "other").node(f"n{idx}")
+        elif kind == "unscheduled":
+            b = b.labels({"app": "web", HASH: "new"}).phase("Pending")
+        elif kind == "terminating":
+            b = b.labels({"app": "web", HASH: "new"}).node(f"n{idx}").terminating()
+        else:
+            b = b.labels({"app": "web", HASH: "old"}).node(f"n{idx}")
+        objs.append(b.obj())
+    extra: dict[str, Any] = {"minDomains": min_domains} if min_domains is not None else {}
+    if hashed:
+        extra["matchLabelKeys"] = [HASH]
+    web = selector({"app": "web"})
+    if merge == "merged (v1.34+)":
+        web["matchExpressions"] = [{"key": HASH, "operator": "In", "values": ["new"]}]
     pod = (
         make_pod()
         .name("web")
-        .label("app", "web")
-        .spread(max_skew, ZONE, DNS, selector({"app": "web"}), **extra)
+        .labels({"app": "web", HASH: "new"})
+        .spread(max_skew, ZONE, DNS, web, **extra)
         .obj()
     )
     sim = simulate(pod, Snapshot.from_objects(objs), replicas=replicas, framework=spread_only())

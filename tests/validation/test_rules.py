@@ -362,7 +362,24 @@ def test_update_old_pod_failing_new_rules_keeps_legacy_rules() -> None:
     twice = selector(None, expr("app", "In", "web"), expr("app", "In", "web"))
     stored = constrained_pod(constraint(1, ZONE, DNS, twice, matchLabelKeys=["app"]))
     assert errors(stored, old=stored) == [f'{P}[0].matchLabelKeys[0]: Invalid value: "app": {BOTH}']
-    assert errors(stored) == [f'{P}[0][0]: Invalid value: "app": {BOTH}'] * 2
+    assert errors(stored, server_version=(1, 36)) == [
+        f'{P}[0][0]: Invalid value: "app": {BOTH}'
+    ] * 2
+    assert errors(stored) == [f'{P}[0][0]: Invalid value: "app": {BOTH}']
+
+
+def test_errors_that_read_the_same_are_reported_once_from_v1_37() -> None:
+    """v1.37 filters handwritten errors through ErrorList.Filter (declarative validation),
+    which keeps the first of the errors that render the same text; v1.36 reports each."""
+    dup = constrained_pod(
+        constraint(1, ZONE, DNS, selector(None, expr("version", "NotIn", "v0")),
+                   matchLabelKeys=["version", "version"]),
+        labels={"app": "web", "version": "v1"},
+    )
+    once = [f'{P}[0][1]: Invalid value: "version": {BOTH}']
+    assert errors(dup, server_version=(1, 37)) == once
+    assert errors(dup) == once
+    assert errors(dup, server_version=(1, 36)) == once * 2
 
 
 def test_update_old_invalid_selector_is_allowed() -> None:

@@ -45,11 +45,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from webhook.api.kube import RawObj, as_dict, spec
+from webhook.api.kube import RawObj, spec
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import toleration_tolerates
 from webhook.audit.budgets import Budgets
-from webhook.audit.inventory import ClusterState, controller_of, pod_key, unbound
+from webhook.audit.inventory import ClusterState, controller_of, pod_key
 from webhook.audit.whatif import (
     DRAIN,
     UNREACHABLE,
@@ -61,6 +61,7 @@ from webhook.audit.whatif import (
     queue_order,
 )
 from webhook.config import Settings
+from webhook.controllers.pods import recreated
 
 __all__ = [
     "UNREACHABLE_TAINT",
@@ -167,15 +168,13 @@ def _recreated(pod: RawObj) -> bool:
 
 def _replacement(pod: RawObj, taken: set[str]) -> RawObj:
     """The pod its controller creates to replace `pod`, unbound, under a fresh name."""
-    fresh = unbound(pod)
     name = str(meta_of(pod).get("name") or "")
     ns = str(meta_of(pod).get("namespace") or "default")
     new = f"{name}-new"
     while f"{ns}/{new}" in taken:
         new += "-new"
     taken.add(f"{ns}/{new}")
-    fresh["metadata"] = {**as_dict(fresh.get("metadata")), "name": new}
-    return fresh
+    return recreated(pod, new)
 
 
 def unreachable_nodes(
@@ -212,7 +211,7 @@ def unreachable_nodes(
     queue.sort(key=lambda item: queue_order(item[0]))
     replacer = Replacer(work, settings, residents=staying)
     replacer.submit((pod_key(p), fresh) for p, fresh in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners)
+    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
     return WhatIf(
         lost,
         after,
@@ -272,7 +271,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
         if controller_of(pod) is None:
             not_recreated.append(key)
             return True
-        fresh = unbound(pod)
+        fresh = recreated(pod)
         budgets.add(fresh, healthy=False)
         replacer.submit([(key, fresh)])
         return True
@@ -290,7 +289,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
     blocked = {pod_key(p): budgets.blocker(p) or "" for p in refused}
     stuck = {str(spec(p).get("nodeName")) for p in refused}
     running = replacer.running(p for p in state.running if pod_key(p) not in gone)
-    after = ClusterState(work, running, state.owners)
+    after = ClusterState(work, running, state.owners, state.unscheduled)
     return WhatIf(
         targets,
         after,

@@ -81,6 +81,7 @@ th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid var(--line);v
 th{font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.selected td{font-weight:600}
 details{margin:.4rem 0}summary{cursor:pointer}
+.workload-change .answer{max-width:40rem}.drill-verdict{font-weight:600}
 ol.plan,ul.list{padding-left:1.25rem;margin:.35rem 0}
 @media print{:root{--bg:#fff;--fg:#000;--mute:#444;--card:#fff;--line:#999}
 body{padding:0}.card{border-color:#999}}
@@ -139,8 +140,16 @@ def _stats(items: Sequence[tuple[int | str, str, str]]) -> str:
     return f'<ul class="stats">{cells}</ul>'
 
 
-def _names(names: Sequence[Any], what: str, *, open_up_to: int = ROWS_SHOWN) -> str:
-    """A list of names: inline when short, collapsed past `open_up_to`, capped at
+def _names(
+    names: Sequence[Any],
+    what: str,
+    *,
+    open_up_to: int = ROWS_SHOWN,
+    summary: str | None = None,
+    cls: str = "",
+) -> str:
+    """A list of names: inline when short, collapsed past `open_up_to` (behind
+    `summary`, by default the count of `what`; `cls`: the details' classes), capped at
     NAMES_SHOWN with a count of the rest."""
     if not names:
         return ""
@@ -151,7 +160,9 @@ def _names(names: Sequence[Any], what: str, *, open_up_to: int = ROWS_SHOWN) -> 
     inner = f'<ul class="list">{items}</ul>'
     if len(names) <= open_up_to:
         return inner
-    return f"<details><summary>{_e(_n(len(names), what))}</summary>{inner}</details>"
+    head = summary if summary is not None else _n(len(names), what)
+    attr = f' class="{_e(cls)}"' if cls else ""
+    return f"<details{attr}><summary>{_e(head)}</summary>{inner}</details>"
 
 
 def _bar(now: int, top: int, *, was: int | None = None, limit: int | None = None) -> str:
@@ -577,8 +588,12 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
     ]
     if doc.get("error"):
         body.append(f'<p class="bad">{_e(doc["error"])}</p>')
-    if _is_drill(doc):
-        body.append(_drill(doc))
+    if "workloadChanges" in doc:
+        # The answer first: what the drill changed, its bars and verdicts.
+        body.append(_workload_changes(doc))
+    # A drill's lists (nodes, pending pods, pods down) come after the workloads it left
+    # violating or changed: the verdicts and their bars lead.
+    details = _drill(doc) if _is_drill(doc) else ""
     if isinstance(doc.get("runs"), dict):
         body.append(_audit_runs(doc))
     if "plan" in doc:
@@ -604,11 +619,14 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
         ref = f"{w.get('kind', '')} {w.get('namespace', '')}/{w.get('name', '')}"
         return _card(w, reasons.get(ref))
 
+    if details and "workloadChanges" not in doc:
+        body.append(_drill_verdict(doc, len(bad), len(moved)))
     body.append(f"<h2>{_n(len(bad), 'workload')} violating a constraint</h2>")
     body.append(f'<div class="cards">{"".join(card(w) for w in bad)}</div>')
     if moved:
         body.append(f"<h2>{_n(len(moved), 'workload')} changed by the drill, within maxSkew</h2>")
         body.append(f'<div class="cards">{"".join(card(w) for w in moved)}</div>')
+    body.append(details)
     if fine:
         cards = f'<div class="cards">{"".join(card(w) for w in fine)}</div>'
         head = f"{_n(len(fine), 'workload')} within maxSkew"
@@ -620,10 +638,21 @@ def audit_page(doc: Mapping[str, Any], *, generated: str | None = None) -> str:
             body.append(f"<h2>{head}</h2>{cards}")
     if "deletionCosts" in doc:
         body.append(_deletion_costs(doc))
-    if "workloadChanges" in doc:
-        # Right under the header: what the drill changed comes before what it left.
-        body.insert(4, _workload_changes(doc))
     return _page("topospread audit", body)
+
+
+def _drill_verdict(doc: Mapping[str, Any], bad: int, moved: int) -> str:
+    """A node drill's answer in one line, above the cards that draw it."""
+    pending = len(_list(doc.get("pending")))
+    down = len(_list(doc.get("notRecreated")))
+    parts = [
+        f'<span class="{"bad" if bad else "good"}">{_n(bad, "workload")} violating</span>',
+        f"{_n(moved, 'workload')} changed within maxSkew",
+        f'<span class="{"warn" if pending else "good"}">{_n(pending, "pod")} pending</span>',
+    ]
+    if "notRecreated" in doc:
+        parts.append(f"{_n(down, 'pod')} down for good")
+    return f'<p class="drill-verdict">after the drill: {" · ".join(parts)}</p>'
 
 
 def _verdict(entries: Any) -> str:
@@ -633,13 +662,26 @@ def _verdict(entries: Any) -> str:
     return f"{word} (largest skew {skew})"
 
 
+def _folded(rows: Sequence[str], what: str) -> str:
+    """A list of pods behind its count (`what`: "deleted", "created")."""
+    head = f"{_n(len(rows), 'pod')} {what}"
+    return _names(rows, "pod", open_up_to=0, summary=head, cls=f"pods {what}")
+
+
 def _workload_changes(doc: Mapping[str, Any]) -> str:
-    """The workload drills (--scale, --rollout): per changed workload the pods deleted
-    and created with their nodes, the comparisons, and a rollout's steps and stall."""
+    """The workload drills (--scale, --rollout), the answer first: per changed workload
+    its constraints' domains before -> after with their verdicts, a rollout's stall,
+    the comparisons; then, folded, the pods deleted and created and a rollout's
+    steps."""
     rollout = "steps" in doc
     out = [f"<h2>{'Rollout' if rollout else 'Scale'}</h2>"]
     costs = _dict(doc.get("withDeletionCosts"))
     revisions = _dict(doc.get("withSeparateRevisions"))
+    by_name = {
+        f"{w.get('kind', '')} {w.get('namespace', '')}/{w.get('name', '')}": w
+        for w in (_dict(x) for x in _list(doc.get("workloads")))
+    }
+    stalled = doc.get("stalled")
     for raw in _list(doc.get("workloadChanges")):
         change = _dict(raw)
         name = str(change.get("workload", ""))
@@ -647,13 +689,17 @@ def _workload_changes(doc: Mapping[str, Any]) -> str:
             f'<section class="workload-change"><h3><code>{_e(name)}</code>: '
             f"{_int(change.get('from'))} → {_int(change.get('to'))}</h3>"
         )
-        for key, what in (("deleted", "deleted"), ("created", "created")):
-            rows = [
-                f"{_dict(e).get('pod', '')} ({_dict(e).get('node') or 'pending'})"
-                for e in _list(change.get(key))
-            ]
-            if rows:
-                out.append(f"<p>{_n(len(rows), 'pod')} {what}</p>{_names(rows, 'pod')}")
+        w = by_name.get(name)
+        entries = [_dict(c) for c in _list(w.get("constraints"))] if w is not None else []
+        if entries and w is not None:
+            bars = "".join(_constraint(w, c, i) for i, c in enumerate(entries))
+            out.append(f'<div class="answer">{bars}</div>')
+        elif w is None:
+            out.append('<p class="mute">no running pod of this workload is left</p>')
+        else:
+            out.append('<p class="mute">no constraint of this workload is checked</p>')
+        if rollout and isinstance(stalled, dict):
+            out.append(f'<p class="bad">stalled: {_e(stalled.get("reason", ""))}</p>')
         if name in costs:
             out.append(f"<p>with deletion costs: {_verdict(costs[name])}</p>")
         if name in revisions:
@@ -663,8 +709,15 @@ def _workload_changes(doc: Mapping[str, Any]) -> str:
                 "<p>with <code>pod-template-hash</code> in matchLabelKeys: "
                 f"{_verdict(entry.get('constraints'))}{stalls}</p>"
             )
+        for key in ("deleted", "created"):
+            rows = [
+                f"{_dict(e).get('pod', '')} ({_dict(e).get('node') or 'pending'})"
+                for e in _list(change.get(key))
+            ]
+            out.append(_folded(rows, key))
         out.append("</section>")
     if rollout:
+        steps = _list(doc.get("steps"))
         table = "".join(
             "<tr>"
             + "".join(
@@ -679,18 +732,15 @@ def _workload_changes(doc: Mapping[str, Any]) -> str:
                 )
             )
             + "</tr>"
-            for i, st in enumerate(_list(doc.get("steps"))[:ROWS])
+            for i, st in enumerate(steps[:ROWS])
         )
         out.append(
+            f'<details class="steps"><summary>{_n(len(steps), "step")}</summary>'
             '<div class="table"><table><thead><tr><th>step</th><th>new</th><th>old</th>'
             "<th>created</th><th>deleted</th><th>pending</th></tr></thead>"
-            f"<tbody>{table}</tbody></table></div>"
+            f"<tbody>{table}</tbody></table></div></details>"
         )
-        stalled = doc.get("stalled")
-        if isinstance(stalled, dict):
-            out.append(f'<p class="bad">stalled: {_e(stalled.get("reason", ""))}</p>')
     return "".join(out)
-
 
 
 def _deletion_costs(doc: Mapping[str, Any]) -> str:

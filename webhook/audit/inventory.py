@@ -3,6 +3,10 @@
     state = ClusterState.from_objects(objects)        # a snapshot file's or a list's items
     for pod in state.running: state.workload_of(pod), movable(pod)
 
+A pod is **unscheduled** when it has no spec.nodeName and is neither terminating nor
+finished: no spread counts it, its controller does (kube-controller-manager's
+FilterActivePods) and deletes it first on a scale-down.
+
 A pod is **running** when its spec.nodeName names a Node of the snapshot, it has no
 deletionTimestamp and its phase is neither Succeeded nor Failed: exactly the pods
 kube-scheduler counts in a spread (its informer drops terminal pods; its counting
@@ -36,6 +40,7 @@ __all__ = [
     "controller_of",
     "is_finished",
     "is_running",
+    "is_unscheduled",
     "movable",
     "pod_key",
     "pod_signature",
@@ -121,6 +126,13 @@ def is_running(pod: RawObj, nodes: Mapping[str, Any]) -> bool:
     if not isinstance(node, str) or node not in nodes:
         return False
     return not is_terminating(pod) and not is_finished(pod)
+
+
+def is_unscheduled(pod: RawObj) -> bool:
+    """Not bound yet (no spec.nodeName), neither terminating nor finished: a pod its
+    controller counts as active and the scheduler has still to place."""
+    node = as_dict(pod.get("spec")).get("nodeName")
+    return not node and not is_terminating(pod) and not is_finished(pod)
 
 
 def is_finished(pod: RawObj) -> bool:
@@ -329,12 +341,15 @@ class ClusterState:
 
     running: the running pods, in the order read; owners: (kind, namespace, name) ->
     object (its identity and owner references) for every object that may own a pod or
-    its owner (namespace "" for cluster-scoped kinds).
+    its owner (namespace "" for cluster-scoped kinds); unscheduled: the pods no node
+    holds yet (no spec.nodeName), neither terminating nor finished, in the order read:
+    no spread counts them, their controllers do (and delete them first).
     """
 
     snapshot: Snapshot
     running: list[RawObj]
     owners: dict[OwnerKey, RawObj] = field(default_factory=dict)
+    unscheduled: list[RawObj] = field(default_factory=list)
     # (namespace, controller kind, name) -> the workload it leads to.
     _tops: dict[OwnerKey, Workload] = field(default_factory=dict, repr=False, compare=False)
 
@@ -433,6 +448,7 @@ class Collector:
     def state(self) -> ClusterState:
         nodes = self.snapshot.nodes
         running = [p for p in self.pods if is_running(p, nodes)]
+        unscheduled = [p for p in self.pods if is_unscheduled(p)]
         self._specs.clear()
         self._siblings.clear()
-        return ClusterState(self.snapshot, running, self.owners)
+        return ClusterState(self.snapshot, running, self.owners, unscheduled)

@@ -252,12 +252,29 @@ def spread_of(
                 ConstraintSpread(
                     skew=skew,
                     domains=dict(sorted(counts.items())),
-                    selector=state.constraints[j].selector,
+                    selector=_shown(state.constraints[j].selector),
                     **entry,
                 )
             )
     out.sort(key=lambda c: c.index)
     return out
+
+
+def _shown(selector: Any) -> Any:
+    """The selector as counted, each requirement once: the scheduler merges matchLabelKeys
+    again into a selector the API server merged at the pod's creation (v1.34+), which
+    repeats requirements without changing what they select."""
+    exprs = selector.get("matchExpressions") if isinstance(selector, dict) else None
+    if not isinstance(exprs, list):
+        return selector
+    seen: set[str] = set()
+    once = []
+    for e in exprs:
+        key = json.dumps(e, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            once.append(e)
+    return selector if len(once) == len(exprs) else {**selector, "matchExpressions": once}
 
 
 def evaluate(

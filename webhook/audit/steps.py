@@ -238,7 +238,7 @@ def predict(
     namespace = move.pod.partition("/")[0]
     mine = [w for w in spreads if w.workload.namespace == namespace]
     running = [p for p in state.running if pod_namespace(p) == namespace]
-    view = ClusterState(state.snapshot, running, state.owners)
+    view = ClusterState(state.snapshot, running, state.owners, state.unscheduled)
     space = Workspace(view, mine, settings, include_soft=include_soft)
     touched = space.affected(move.pod)
     space.move(move.pod, move.to_node)

@@ -40,9 +40,9 @@ from webhook.audit.inventory import (
     controller_of,
     pod_key,
     pod_signature,
-    unbound,
 )
 from webhook.config import Settings
+from webhook.controllers.pods import recreated
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import (
     Placement,
@@ -342,7 +342,7 @@ class Replacer:
                 pod = next((b for b in self.bound if pod_key(b) == ref), None)
                 self.bound = [b for b in self.bound if pod_key(b) != ref]
             if pod is not None and controller_of(pod) is not None and not node_bound(pod):
-                back.append((key, unbound(pod)))
+                back.append((key, recreated(pod)))
         self._try_waiting()
         self.submit(sorted(back, key=lambda kv: queue_order(kv[1])))
 
@@ -430,6 +430,15 @@ class Replacer:
             else:
                 self._wake(bound)
 
+    def withdraw(self, key: str) -> RawObj | None:
+        """Take a waiting pod out of the queue (its controller deleted it); the pod, or
+        None when `key` is not waiting."""
+        for item in list(self.waiting.values()):
+            if item.key == key:
+                self._placed(item)
+                return item.pod
+        return None
+
     def _wait(self, item: _Waiting) -> None:
         self.waiting[item.seq] = item
         (self._any if item.any else self._by_ns.setdefault(item.namespace, {}))[item.seq] = item
@@ -483,8 +492,8 @@ def without_nodes(
         work.delete({"kind": "Node", "metadata": {"name": name}})
     queue = sorted((p for p in displaced if not node_bound(p)), key=queue_order)
     replacer = Replacer(work, settings, residents=staying)
-    replacer.submit((pod_key(p), unbound(p)) for p in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners)
+    replacer.submit((pod_key(p), recreated(p)) for p in queue)
+    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
     return WhatIf(
         removed,
         after,

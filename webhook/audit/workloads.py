@@ -12,13 +12,16 @@ pods (ActivePodsWithRanks order, the rank counting the pods of every ReplicaSet 
 same Deployment on the pod's node); a Deployment not mid-rollout scales its one
 ReplicaSet so; mid-rollout, its size change is split across its ReplicaSets by
 proportional scaling (deployment.scale), then each ReplicaSet deletes its share; a
-StatefulSet removes its highest ordinals. **Scale up**: the new pods are created from
-a running pod of the workload (the newest revision's) or the object's template, and
-placed one after another in creation order.
+StatefulSet removes its highest ordinals. **Scale up**: the new pods are built by
+controllers.pods.new_pod from the owner's template (else the one the newest pod was
+made from), merged as the modelled API server (`server_version`) merges at creation,
+and placed one after another in creation order.
 
 **Rollout**: the new revision's template is the Deployment's own (a new revision, as
 an image bump gives) or, with FILE, that of the Deployment in FILE (its strategy and
-replicas too). RollingUpdate is played step by step: reconcileNewReplicaSet; if it did
+replicas too); its pods are built from it as a scale-up's are, so each carries its own
+pod-template-hash only, on a cluster whose old pods' selectors the API server merged
+(v1.34+) or not. RollingUpdate is played step by step: reconcileNewReplicaSet; if it did
 not scale, reconcileOldReplicaSets (unhealthy old pods first, then old ReplicaSets
 oldest first within maxUnavailable), each ReplicaSet's controller deleting or
 creating pods to match, the waiting new pods tried again after deletions. A new pod is
@@ -41,8 +44,11 @@ reported beside.
 CAVEAT: new pods are named `<ReplicaSet>-<n>` (the controller would generate a random
 suffix) and the new ReplicaSet `<Deployment>-<hash of the template>`; the pod template
 hash is not kube-controller-manager's (an FNV hash of the template and collision
-count). Only running pods are counted (pending pods of the workload are not in the
-audit's state). maxSurge and maxUnavailable unset on a RollingUpdate Deployment read as
+count). A controller counts its unscheduled pods (no node yet: ClusterState.unscheduled)
+among its active ones and deletes them first, as it deletes the new pods the drill
+made that still wait; the drill runs no scheduling cycle for a pod that was
+unscheduled before it (CAVEAT: a deletion that frees room for one does not place it).
+maxSurge and maxUnavailable unset on a RollingUpdate Deployment read as
 the API server's default, 25%.
 """
 
@@ -51,7 +57,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -59,7 +65,7 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
 from webhook.audit.budgets import is_ready
 from webhook.audit.costs import workload_costs
-from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key, unbound
+from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key
 from webhook.audit.spread import ConstraintSpread, evaluate
 from webhook.audit.whatif import WORKLOAD, Replacer, WhatIf, diagnose_pending
 from webhook.config import Settings
@@ -74,6 +80,7 @@ from webhook.controllers.deployment import (
     scale_down_old_replica_sets_for_recreate,
 )
 from webhook.controllers.gotime import parse_time
+from webhook.controllers.pods import new_pod, template_of
 from webhook.controllers.ranking import DELETION_COST
 from webhook.controllers.replicaset import get_indirectly_related_pods, get_pods_to_delete
 from webhook.controllers.statefulset import scale_statefulset
@@ -111,6 +118,9 @@ _FLAG_KIND = {"Deployment": "deployment", "ReplicaSet": "replicaset"} | {
     "ReplicationController": "replicationcontroller",
 }
 TEMPLATE_HASH = "pod-template-hash"
+# The labels the StatefulSet controller gives each pod.
+POD_NAME = "statefulset.kubernetes.io/pod-name"
+POD_INDEX = "apps.kubernetes.io/pod-index"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
@@ -137,11 +147,13 @@ class Target:
 @dataclass(frozen=True)
 class WorkloadRequest:
     """What the flags ask: scales (target, replicas) in the order given, or one rollout
-    (target, the Deployment read from FILE or None); `now`: the controllers' clock."""
+    (target, the Deployment read from FILE or None); `now`: the controllers' clock;
+    `server_version`: the API server admitting the new pods (None: the newest)."""
 
     scales: list[tuple[Target, int]] = field(default_factory=list)
     rollout: tuple[Target, RawObj | None] | None = None
     now: datetime | None = None
+    server_version: tuple[int, int] | None = None
 
 
 def parse_target(text: str) -> Target:
@@ -191,7 +203,7 @@ def known_workloads(state: ClusterState, namespace: str) -> list[str]:
     for kind, ns, name in state.owners:
         if ns == namespace and kind in _FLAG_KIND:
             found.add(Target(kind, ns, name))
-    for pod in state.running:
+    for pod in (*state.running, *state.unscheduled):
         if pod_namespace(pod) != namespace:
             continue
         w = state.workload_of(pod)
@@ -216,24 +228,31 @@ def check_target(state: ClusterState, target: Target) -> None:
 # ---- the cluster as the drill changes it ---------------------------------------------------
 
 
-def _rfc3339(t: datetime | None) -> str | None:
-    return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class _Cluster:
     """The drill's private copy of the cluster: the running pods by key, the queue that
     places new pods, and what was deleted and created, in order."""
 
-    def __init__(self, state: ClusterState, settings: Settings, now: datetime | None) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        settings: Settings,
+        now: datetime | None,
+        server_version: tuple[int, int] | None = None,
+    ) -> None:
         self.state = state
         self.settings = settings
         self.now = now
+        self.server_version = server_version
         self.work = state.snapshot.copy()
         self.alive: dict[str, RawObj] = {}
         # (namespace, controller kind, controller name) -> its live pods by key: what
         # each controller syncs against, without a scan of every pod.
         self.by_owner: dict[tuple[str, str, str], dict[str, RawObj]] = {}
         for p in state.running:
+            self._add(pod_key(p), p)
+        # Counted by their controllers, deleted first; the drill runs no scheduling
+        # cycle for them (see the CAVEAT).
+        for p in state.unscheduled:
             self._add(pod_key(p), p)
         self.replacer = Replacer(self.work, settings, self._placed, residents=state.running)
         self.deleted: list[tuple[str, str]] = []
@@ -279,11 +298,24 @@ class _Cluster:
             if pod_namespace(p) == namespace and _owned_by(p, kind, name)
         ]
 
+    def active_of(self, kind: str, namespace: str, name: str) -> list[RawObj]:
+        """What the controller `kind/name` counts as its active pods: the live ones
+        (bound or unscheduled) and the ones it created that wait in the queue."""
+        waiting = self.replacer.pending_pods
+        return [
+            *self.pods_of(kind, namespace, name),
+            *(waiting[k] for k in self.pending_of(kind, namespace, name)),
+        ]
+
     def delete(self, pods: Iterable[RawObj]) -> list[tuple[str, str]]:
         out = []
         for pod in pods:
             key = pod_key(pod)
             if key not in self.alive:
+                # One the drill created that still waits: out of the queue (it never
+                # ran, so it is not among the pods the drill took down).
+                if self.replacer.withdraw(key) is not None:
+                    out.append((key, ""))
                 continue
             self.displaced[key] = self.state.workload_of(pod)
             del self.alive[key]
@@ -304,6 +336,26 @@ class _Cluster:
         self.taken.add(f"{namespace}/{stem}-{n}")
         return f"{stem}-{n}"
 
+    def new_pod(
+        self,
+        template: RawObj,
+        name: str,
+        namespace: str,
+        owner: RawObj,
+        labels: Mapping[str, str] | None = None,
+    ) -> RawObj:
+        """A pod `owner` creates from `template` now, as the modelled API server admits
+        it (controllers.pods.new_pod)."""
+        return new_pod(
+            template,
+            name,
+            namespace,
+            owner,
+            labels=labels,
+            now=self.now,
+            server_version=self.server_version,
+        )
+
     def create(self, pods: Sequence[RawObj]) -> list[str]:
         """Submit new pods (unbound) in creation order; their keys."""
         keys = [pod_key(p) for p in pods]
@@ -319,13 +371,17 @@ class _Cluster:
         gone = {k for k in self.replacer.preempted if k not in self.replacer.placed}
         return [p for k, p in self.alive.items() if k not in gone and spec(p).get("nodeName")]
 
+    def unscheduled(self) -> list[RawObj]:
+        """The pods unscheduled before the drill that are still there."""
+        return [p for p in self.alive.values() if not spec(p).get("nodeName")]
+
     def outcome(
         self,
         changes: list[RawObj],
         steps: list[RawObj] | None = None,
         stalled: RawObj | None = None,
     ) -> WhatIf:
-        after = ClusterState(self.work, self.running(), self.owners)
+        after = ClusterState(self.work, self.running(), self.owners, self.unscheduled())
         pending = self.replacer.pending_pods
         return WhatIf(
             [],
@@ -346,50 +402,22 @@ class _Cluster:
         )
 
 
-def _fresh(
-    model: RawObj,
-    name: str,
-    namespace: str,
-    owner: RawObj,
-    now: datetime | None,
-    labels: dict[str, str] | None = None,
-) -> RawObj:
-    """A new pod as its controller creates it: `model` (a running pod or a pod template)
-    unbound, under `name`, controlled by `owner` (kind, name, uid)."""
-    pod = unbound(model) if model.get("kind") == "Pod" else {"spec": model.get("spec") or {}}
-    md: RawObj = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"drill-{namespace}-{name}",
-        "labels": dict(labels if labels is not None else as_dict(meta(model).get("labels"))),
-        "ownerReferences": [
-            {
-                "apiVersion": "apps/v1" if owner["kind"] != "ReplicationController" else "v1",
-                "kind": owner["kind"],
-                "name": owner["name"],
-                "uid": owner.get("uid") or f"uid-{owner['name']}",
-                "controller": True,
-            }
-        ],
-    }
-    created = _rfc3339(now)
-    if created is not None:
-        md["creationTimestamp"] = created
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": dict(pod.get("spec") or {})}
-
-
 def _owner_ref(state: ClusterState, kind: str, namespace: str, name: str) -> RawObj:
     obj = state.owners.get((kind, namespace, name))
     uid = meta(obj).get("uid") if obj is not None else None
     return {"kind": kind, "name": name, "uid": uid if isinstance(uid, str) else ""}
 
 
-def _model(pods: Sequence[RawObj], owner: RawObj | None) -> RawObj | None:
-    """What new pods are made from: the newest running pod, else the owner's template."""
-    if pods:
-        return max(pods, key=lambda p: str(meta(p).get("creationTimestamp") or ""))
+def _template(pods: Sequence[RawObj], owner: RawObj | None) -> RawObj | None:
+    """What new pods are made from: the owner's pod template, else the one its newest
+    pod was made from (controllers.pods.template_of); None with neither."""
     template = as_dict(spec(owner).get("template")) if owner is not None else {}
-    return template or None
+    if template:
+        return template
+    if pods:
+        newest = max(pods, key=lambda p: str(meta(p).get("creationTimestamp") or ""))
+        return template_of(newest)
+    return None
 
 
 def _replicas(owner: RawObj | None, fallback: int) -> int:
@@ -398,7 +426,8 @@ def _replicas(owner: RawObj | None, fallback: int) -> int:
 
 
 def _entry(key: str, node: str | None) -> RawObj:
-    return {"pod": key, "node": node}
+    """A pod and its node; None for a pod on none (unscheduled or pending)."""
+    return {"pod": key, "node": node or None}
 
 
 # ---- scale ---------------------------------------------------------------------------------
@@ -462,21 +491,21 @@ def _sync_replica_set(
     """The ReplicaSet (or ReplicationController) controller's manageReplicas: delete
     getPodsToDelete's pods or create the missing ones; (deleted, created keys)."""
     pods = cluster.pods_of(kind, namespace, name)
-    pending = cluster.pending_of(kind, namespace, name)
-    have = len(pods) + len(pending)
+    active = cluster.active_of(kind, namespace, name)
+    have = len(active)
     cluster.set_replicas(kind, namespace, name, want)
     if have > want:
-        doomed = get_pods_to_delete(pods, related, have - want, cluster.now)
+        doomed = get_pods_to_delete(active, related, have - want, cluster.now)
         return cluster.delete(doomed), []
     if have < want:
-        base = model if model is not None else _model(pods, owner)
+        base = model if model is not None else _template(pods, owner)
         if base is None:
             raise ValueError(
                 f"{kind} {namespace}/{name}: no running pod and no template to create pods from"
             )
         ref = _owner_ref(cluster.state, kind, namespace, name)
         fresh = [
-            _fresh(base, cluster.name(namespace, name), namespace, ref, cluster.now, labels)
+            cluster.new_pod(base, cluster.name(namespace, name), namespace, ref, labels)
             for _ in range(want - have)
         ]
         return [], cluster.create(fresh)
@@ -532,14 +561,16 @@ def _scale_statefulset(cluster: _Cluster, target: Target, want: int) -> None:
     gone, names = scale_statefulset(target.name, pods, want, start if isinstance(start, int) else 0)
     cluster.delete(gone)
     if names:
-        base = _model(pods, owner)
+        base = _template(pods, owner)
         if base is None:
             raise ValueError(f"{target}: no running pod and no template to create pods from")
         ref = _owner_ref(cluster.state, "StatefulSet", target.namespace, target.name)
         fresh = []
         for name in names:
             cluster.taken.add(f"{target.namespace}/{name}")
-            fresh.append(_fresh(base, name, target.namespace, ref, cluster.now))
+            # The StatefulSet controller's own labels (stateful_set_utils.go).
+            own = {POD_NAME: name, POD_INDEX: name.rpartition("-")[2]}
+            fresh.append(cluster.new_pod(base, name, target.namespace, ref, own))
         cluster.create(fresh)
 
 
@@ -630,27 +661,22 @@ def separated(template: RawObj) -> tuple[RawObj, bool]:
 def _new_template(cluster: _Cluster, target: Target, file: RawObj | None) -> RawObj:
     """The new revision's pod template (metadata + spec), pod-template-hash left out."""
     if file is not None:
-        template = as_dict(spec(file).get("template"))
-        if not template:
+        given = as_dict(spec(file).get("template"))
+        if not given:
             raise ValueError(
                 f"--rollout {target.flag}: the Deployment in FILE has no spec.template"
             )
-        return copy.deepcopy(template)
+        return copy.deepcopy(given)
     rss = _replica_sets_of(cluster, target)
     pods = [p for name, _ in rss for p in cluster.pods_of("ReplicaSet", target.namespace, name)]
     owner = cluster.owners.get(("Deployment", target.namespace, target.name))
-    model = _model(pods, owner)
-    if model is None:
+    template = _template(pods, owner)
+    if template is None:
         raise ValueError(f"{target}: no running pod and no template to roll out")
-    labels = dict(as_dict(meta(model).get("labels")))
+    labels = dict(as_dict(meta(template).get("labels")))
     labels.pop(TEMPLATE_HASH, None)
     # The same template under a new revision (as an image bump gives).
-    return {
-        "metadata": {"labels": labels},
-        "spec": copy.deepcopy(
-            spec(unbound(model)) if model.get("kind") == "Pod" else as_dict(model.get("spec"))
-        ),
-    }
+    return {"metadata": {"labels": labels}, "spec": copy.deepcopy(as_dict(template.get("spec")))}
 
 
 def _rollout(
@@ -672,11 +698,7 @@ def _rollout(
     digest = template_hash(template, "" if file is not None else "next revision")
     new_name = f"{target.name}-{digest}"
     labels = {**as_dict(meta(template).get("labels")), TEMPLATE_HASH: digest}
-    model = {
-        "kind": "PodTemplate",
-        "metadata": {"labels": labels},
-        "spec": template.get("spec") or {},
-    }
+    model = {"metadata": {"labels": labels}, "spec": template.get("spec") or {}}
     wanted = (
         _replicas(file, _replicas(owner, before)) if file is not None else _replicas(owner, before)
     )
@@ -710,15 +732,14 @@ def _rollout(
         return [p for name in (*olds, new_name) for p in cluster.pods_of("ReplicaSet", ns, name)]
 
     def sync_new() -> tuple[list[tuple[str, str]], list[str]]:
-        pods = cluster.pods_of("ReplicaSet", ns, new_name)
-        pending = cluster.pending_of("ReplicaSet", ns, new_name)
-        have = len(pods) + len(pending)
+        active = cluster.active_of("ReplicaSet", ns, new_name)
+        have = len(active)
         if have > new.replicas:
             return cluster.delete(
-                get_pods_to_delete(pods, related(), have - new.replicas, cluster.now)
+                get_pods_to_delete(active, related(), have - new.replicas, cluster.now)
             ), []
         fresh = [
-            _fresh(model, cluster.name(ns, new_name), ns, new_ref, cluster.now, labels)
+            cluster.new_pod(model, cluster.name(ns, new_name), ns, new_ref)
             for _ in range(new.replicas - have)
         ]
         return [], cluster.create(fresh)
@@ -810,7 +831,7 @@ def run_workloads(
     """The drill `request` asks for; ValueError on a workload it cannot drill (the CLI
     reports it as a usage error). The caller's state is left untouched."""
     settings = settings or Settings()
-    cluster = _Cluster(state, settings, request.now)
+    cluster = _Cluster(state, settings, request.now, request.server_version)
     if request.rollout is not None:
         target, file = request.rollout
         return _rollout(cluster, target, file)
@@ -842,7 +863,7 @@ def needs_separate_revisions(state: ClusterState, request: WorkloadRequest) -> b
     if request.rollout is None:
         return False
     target, file = request.rollout
-    cluster = _Cluster(state, Settings(), request.now)
+    cluster = _Cluster(state, Settings(), request.now, request.server_version)
     try:
         template = _new_template(cluster, target, file)
     except ValueError:
@@ -859,7 +880,8 @@ def with_separate_revisions(
     if request.rollout is None:
         return {}
     target, file = request.rollout
-    drill = _rollout(_Cluster(state, settings, request.now), target, file, separate=True)
+    cluster = _Cluster(state, settings, request.now, request.server_version)
+    drill = _rollout(cluster, target, file, separate=True)
     return {
         str(target): {
             "constraints": [
@@ -882,7 +904,7 @@ def _with_costs(state: ClusterState, costs: dict[str, int]) -> ClusterState:
             }
             pod = {**pod, "metadata": md}
         running.append(pod)
-    return ClusterState(state.snapshot, running, state.owners)
+    return ClusterState(state.snapshot, running, state.owners, state.unscheduled)
 
 
 def with_deletion_costs(

@@ -171,16 +171,21 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
         now = parsed
         if not scales and rollout is None:
             raise InputError("--now is the controllers' clock: give it with --scale or --rollout")
+    version = getattr(args, "server_version", None)
+    if version is not None and not scales and rollout is None:
+        raise InputError("--server-version is the API server of --scale and --rollout")
     flag, value = ("--rollout", rollout) if rollout is not None else ("--scale", "")
     try:
         if rollout is not None:
             target, path = parse_rollout(rollout)
-            return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
+            return WorkloadRequest(
+                rollout=(target, _deployment_file(path)), now=now, server_version=version
+            )
         parsed_scales = []
         for value in scales:
             parsed_scales.append(parse_scale(value))
         if parsed_scales:
-            return WorkloadRequest(scales=parsed_scales, now=now)
+            return WorkloadRequest(scales=parsed_scales, now=now, server_version=version)
     except ValueError as exc:
         parts = value.split("/")
         namespace = parts[1] if len(parts) >= 3 and parts[1] else None

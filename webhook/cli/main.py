@@ -203,6 +203,8 @@ def add_sampling_args(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_audit_args(p: argparse.ArgumentParser) -> None:
+    from webhook.cli.common import parse_version
+
     source = p.add_argument_group("cluster state").add_mutually_exclusive_group()
     source.add_argument(
         "--snapshot",
@@ -273,6 +275,14 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
         "--now",
         metavar="TIME",
         help="the controllers' clock for --scale and --rollout (RFC 3339; default: now)",
+    )
+    p.add_argument(
+        "--server-version",
+        metavar="MAJOR.MINOR",
+        type=parse_version,
+        help="the kube-apiserver that admits the pods --scale and --rollout create: from "
+        "1.34 it merges matchLabelKeys into their spread selectors (default: 1.34, the "
+        "newest)",
     )
     p.add_argument(
         "--deletion-costs",

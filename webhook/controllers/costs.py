@@ -39,14 +39,25 @@ constraints), the fullest of its domains first.
 constraint (a domain's pods have distinct levels), so deleting either first leaves
 the other's levels unchanged; any tie-break gives the same counts.
 
+**Pods a constraint does not count** (a node outside its eligible domains, a pod its
+selector does not match): deleting one changes none of that constraint's counts. Such
+a pod goes after every counted pod above the constraint's global minimum m (the
+least domain count, 0 below minDomains) and before every other: its level is m + 1/2.
+Deleting the pods above m lowers the largest count without touching the smallest, so
+the skew falls with each of them; once they are gone the skew is the least any choice
+leaves (max(m, the highest floor) - m), and deleting an uncounted pod keeps it there,
+where deleting a counted pod at m would lower the smallest count. So with u uncounted
+pods and c counted pods above m, the first k deletions leave the least skew any k pods
+could for every k <= c + u; beyond, the least among the choices that delete every
+uncounted pod. No order does better for every k: zones 1-1 with one uncounted pod, k=1
+is best served by the uncounted pod, k=2 by the two counted ones.
+
 **Costs** encode the key so that a higher key is a lower cost: with n constraints,
-each level gets 31 // n bits and cost = 2**31 - 1 - (the levels in that mixed radix);
-a pod a constraint does not count (a node outside its eligible domains, or its
-selector does not match the pod) gets that constraint's top value: deleting it never
-changes that constraint's counts, so it goes first. When a level does not fit its
-bits (CAVEAT: a domain holding over 32,767 matching pods with two constraints, 1,023
-with three), costs fall back to the rank of the key among the ReplicaSet's distinct
-keys: still correct, no longer stable.
+each level (doubled, an uncounted pod's 2m + 1) gets 31 // n bits and cost = 2**31 - 1
+- (the levels in that mixed radix). When a level does not fit its bits (CAVEAT: a
+domain holding over 16,383 matching pods with two constraints, 511 with three), costs
+fall back to the rank of the key among the ReplicaSet's distinct keys: still correct,
+no longer stable.
 
 **Stability.** A cost depends only on the pod's domains' floors and its position in
 their stacks. A scale-up of k pods (newer than every pod already there) puts each new
@@ -54,7 +65,8 @@ pod on top of its stacks: k costs to write, no other pod's cost changes. A scale
 by the costs removes pods from the tops of their stacks: nothing to write. A pod that
 leaves from inside a stack (an eviction, a node lost) shifts the pods above it in
 each of its domains down one level, as does a change of a floor (another workload's
-matching pod added or removed in that domain). Costs come from the cluster state
+matching pod added or removed in that domain); an uncounted pod's cost moves with the
+constraint's global minimum. Costs come from the cluster state
 alone, never from the costs already written, so an unchanged cluster gives the same
 costs (a keeper pass writes nothing, also after a restart).
 
@@ -108,12 +120,16 @@ class Counted:
     domain_of: pod key -> its domain, for the ReplicaSet's pods the constraint counts
     (absent: not counted); floors: eligible domain -> the matching pods there that the
     ReplicaSet cannot delete (other workloads', other ReplicaSets'), at least for every
-    domain of domain_of (absent: 0).
+    domain of domain_of (absent: 0); least: the global minimum PreFilter computes, the
+    least count over every eligible domain (0 below minDomains or with no domain):
+    where the pods the constraint does not count go in the order (see the module
+    docstring).
     """
 
     topology_key: str
     domain_of: Mapping[str, str]
     floors: Mapping[str, int]
+    least: int = 0
 
 
 def _ready(pod: RawObj) -> bool:
@@ -142,29 +158,38 @@ def levels(order: Sequence[str], counted: Counted) -> dict[str, int | None]:
     return out
 
 
-def costs_from_levels(per_constraint: Sequence[Mapping[str, int | None]]) -> dict[str, int]:
+def costs_from_levels(
+    per_constraint: Sequence[Mapping[str, int | None]], least: Sequence[int] | None = None
+) -> dict[str, int]:
     """The cost of each pod from its levels (one mapping per constraint, in priority
     order, over the same pods): a higher tuple of levels, compared lexicographically,
-    gets a lower cost; a None level (not counted) is above every level."""
+    gets a lower cost; a None level (not counted) sits just above the constraint's
+    global minimum `least[i]` (0 when not given): above the counted levels up to it,
+    below the rest."""
     if not per_constraint:
         return {}
     n = len(per_constraint)
+    floor_of = list(least) if least is not None else [0] * n
+    if len(floor_of) != n:
+        raise ValueError("one global minimum per constraint")
+    # Doubled, so that an uncounted pod's m + 1/2 is a whole number.
+    doubled = [
+        {key: 2 * floor_of[i] + 1 if lv is None else 2 * lv for key, lv in m.items()}
+        for i, m in enumerate(per_constraint)
+    ]
     bits = _BITS // n
     top = (1 << bits) - 1
     keys = list(per_constraint[0])
-    fits = all(lv is None or lv < top for m in per_constraint for lv in m.values())
-    if fits:
+    if all(lv < top for m in doubled for lv in m.values()):
         out: dict[str, int] = {}
         for key in keys:
             encoded = 0
-            for m in per_constraint:
-                lv = m[key]
-                encoded = (encoded << bits) | (top if lv is None else lv)
+            for m in doubled:
+                encoded = (encoded << bits) | m[key]
             out[key] = INT32_MAX - encoded
         return out
     # CAVEAT: fallback when a level overflows its bits: the rank among distinct tuples.
-    big = 1 + max((lv for m in per_constraint for lv in m.values() if lv is not None), default=0)
-    tuples = {key: tuple(big if m[key] is None else m[key] for m in per_constraint) for key in keys}
+    tuples = {key: tuple(m[key] for m in doubled) for key in keys}
     ranks = {t: r for r, t in enumerate(sorted(set(tuples.values())))}
     return {key: INT32_MAX - ranks[t] for key, t in tuples.items()}
 
@@ -258,6 +283,8 @@ def _counted(
         if c.counts_nothing:
             out.append(Counted(c.topology_key, domain_of, {}))
             continue
+        # No eligible domain: nothing counted, every pod alike.
+        least = state.global_min(j) if counts else 0
         for mb in members:
             domain = node_domain.get(mb.node) if mb.node is not None else None
             if domain is None or domain not in counts:
@@ -273,7 +300,7 @@ def _counted(
             ours[domain] = ours.get(domain, 0) + 1
         # Only the domains holding its pods: a hostname constraint has thousands.
         floors = {d: max(0, counts[d] - n) for d, n in ours.items()}
-        out.append(Counted(c.topology_key, domain_of, floors))
+        out.append(Counted(c.topology_key, domain_of, floors, least))
     return out
 
 
@@ -336,4 +363,4 @@ def replicaset_costs(
     if not counted:
         return {}
     order = [mb.key for mb in sorted(members, key=lambda mb: mb.rank)]
-    return costs_from_levels([levels(order, c) for c in counted])
+    return costs_from_levels([levels(order, c) for c in counted], [c.least for c in counted])

@@ -53,6 +53,12 @@ __all__ = [
 # field errors render named types through json.Marshal, from this release on.
 MERGE_SINCE = (1, 34)
 JSON_VALUES_SINCE = (1, 34)
+# From this release every kind's strategy runs declarative validation, whose
+# FilterCoveredHandwrittenErrors (k8s.io/apimachinery pkg/api/validate) filters the
+# handwritten errors through ErrorList.Filter, and so through ToAggregate: errors that
+# render the same text collapse into the first (matchLabelKeys ["v", "v"] reports its
+# "exists in both" once). Found against the real v1.37.2 kube-apiserver.
+DEDUPLICATED_SINCE = (1, 37)
 
 
 def _newest(server_version: tuple[int, int] | None, since: tuple[int, int]) -> bool:
@@ -250,10 +256,25 @@ def validate_object(
         old_tpl = pod_template(old)
         old_constraints = old_tpl.spec.get("topologySpreadConstraints") if old_tpl else None
     create_pod = tpl.kind == "Pod" and old is None and merge
-    return validate_constraints(
+    errs = validate_constraints(
         tpl.spec.get("topologySpreadConstraints"),
         tpl.spec_path + ".topologySpreadConstraints",
         pod_labels=string_labels(tpl.metadata.get("labels")) if create_pod else None,
         old_constraints=old_constraints,
         server_version=server_version,
     )
+    if _newest(server_version, DEDUPLICATED_SINCE):
+        errs = _first_of_each(errs)
+    return errs
+
+
+def _first_of_each(errs: list[FieldError]) -> list[FieldError]:
+    """ToAggregate's dedup: the first of the errors that render the same text."""
+    seen: set[str] = set()
+    out = []
+    for err in errs:
+        text = err.error()
+        if text not in seen:
+            seen.add(text)
+            out.append(err)
+    return out
