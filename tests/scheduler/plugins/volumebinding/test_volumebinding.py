@@ -30,7 +30,7 @@ from tests.builders import (
     with_volume,
 )
 from tests.scheduler.test_properties import reference_place
-from webhook.api.versions import KubeVersion, features_for
+from webhook.api.versions import Features, KubeVersion, features_for
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -104,12 +104,16 @@ def pod_with(*claims: str) -> RawObj:
 
 
 def run(
-    p: RawObj, nodes: list[RawObj], objs: list[RawObj], args: VolumeBindingArgs | None = None
+    p: RawObj,
+    nodes: list[RawObj],
+    objs: list[RawObj],
+    args: VolumeBindingArgs | None = None,
+    features: Features | None = None,
 ) -> tuple[Status, dict[str, Status], dict[str, int] | None]:
     """(PreFilter status, each node's Filter status, each node's score or None when
     PreScore skips); Filter and scores only after a successful PreFilter."""
     snapshot = Snapshot.from_objects([*nodes, *objs])
-    plugin = VolumeBinding() if args is None else VolumeBinding(args)
+    plugin = VolumeBinding(args, features=features)
     state = CycleState()
     pre = plugin.pre_filter(state, p, snapshot)
     if not pre.ok:
@@ -425,6 +429,36 @@ def test_default_shape_prefers_the_node_with_the_most_room() -> None:
     objs = [*CLASSES, pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS]
     _, _, scores = run(pod_with("pvc-a"), ABC, objs)
     assert scores == {"node-a": 75, "node-b": 50, "node-c": 0}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "objs", "filters"),
+    [
+        pytest.param(
+            ABC,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS],
+            {"node-a": SUCCESS, "node-b": SUCCESS, "node-c": BIND},
+            id="local volumes with close capacity are preferred (StorageCapacityScoring "
+            "disabled)",
+        ),
+        pytest.param(
+            ZONAL,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *ZONAL_PVS],
+            {**{n["metadata"]["name"]: SUCCESS for n in ZONAL[:4]}, **ZONE_C},
+            id="zonal volumes with close capacity are preferred (StorageCapacityScoring "
+            "disabled)",
+        ),
+    ],
+)
+def test_storage_capacity_scoring_disabled(
+    nodes: list[RawObj], objs: list[RawObj], filters: dict[str, Status]
+) -> None:
+    """v1.37.2's cases with the gate off, as v1.35 and v1.36 run by default: the same
+    filters, and PreScore skips (no scorer is built)."""
+    for minor in (35, 36):
+        features = features_for(KubeVersion(1, minor))
+        got = run(pod_with("pvc-a"), nodes, [*CLASSES, *objs], features=features)
+        assert got == (SUCCESS, filters, None)
 
 
 @pytest.mark.parametrize(
