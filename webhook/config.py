@@ -13,6 +13,12 @@ The config file is YAML. Keys we own:
                        injected only into pods of namespaces it selects (absent:
                        every namespace)
   matchLabelKeysMerge: auto | webhook | apiserver, default auto
+  kubernetesVersion:   1.35 | 1.36 | 1.37 (a patch such as 1.36.3 accepted): the release
+                       whose scheduler, API server and controllers are modelled; absent:
+                       the API server's /version when connected, else the newest
+                       (docs/versions.md)
+  featureGates:        gate -> bool, for the gates the model knows
+                       (webhook.api.versions.GATES); the release's defaults otherwise
   policy.denyUnschedulable: bool, default false
   policy.separateRevisions: bool, default false: /mutate adds pod-template-hash to the
                        matchLabelKeys of each constraint of a Deployment's pods, so a
@@ -49,7 +55,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -61,6 +67,15 @@ from webhook.api.names import (
     namespace_names_problem,
     validate_label_name,
     validate_label_selector,
+)
+from webhook.api.versions import (
+    NEWEST,
+    SUPPORTED,
+    Features,
+    KubeVersion,
+    VersionError,
+    features_for,
+    parse_kubernetes_version,
 )
 from webhook.errors import ConfigError
 from webhook.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
@@ -213,6 +228,36 @@ class Settings:
     # Sampling asked for on the command line; None: only the profiles that set
     # percentageOfNodesToScore sample.
     sampling: SamplingOptions | None = None
+    # kubernetesVersion: the release modelled; None when the config names none (the
+    # API server's /version decides when connected, else the newest: `for_version`).
+    kubernetes_version: KubeVersion | None = None
+    # featureGates: the config's overrides of the release's gate defaults.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # What the profiles were resolved from (cfg, origin, podTopologySpread args), so
+    # that `for_version` resolves them again for another release; None: the defaults.
+    scheduler_source: tuple[Any, str, RawObj | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @property
+    def modelled_version(self) -> KubeVersion:
+        """The release the profiles stand for: the configured one, else the newest."""
+        return self.kubernetes_version or NEWEST
+
+    @property
+    def features(self) -> Features:
+        """The modelled release with its feature gates."""
+        return features_for(self.modelled_version, self.feature_gates)
+
+    def for_version(self, version: KubeVersion | None) -> Settings:
+        """These settings for the release `version` (the command line's
+        --kubernetes-version or the cluster's /version); the config's
+        kubernetesVersion is only a default, so `version` wins. None: unchanged.
+        ConfigError when the feature gates or the scheduler configuration do not hold
+        for that release."""
+        if version is None or version == self.kubernetes_version:
+            return self
+        return _settings_for(self, version)
 
     def new_sampler(self) -> Sampler:
         """A fresh run's sampler: the command line's options, else one that samples only
@@ -445,13 +490,63 @@ def _with_spread_args(cfg: Any, spread: RawObj) -> Any:
     return {**cfg, "profiles": out}
 
 
-def _profiles(cfg: Any, origin: str, spread: RawObj | None) -> tuple[ResolvedProfile, ...]:
+def _profiles(
+    cfg: Any, origin: str, spread: RawObj | None, features: Features | None = None
+) -> tuple[ResolvedProfile, ...]:
     if spread is not None:
         cfg = _with_spread_args(cfg, spread)
-    profiles, errors = resolve_configuration(cfg)
+    profiles, errors = resolve_configuration(cfg, features)
     if errors:
         raise ConfigError(f"{origin}: " + "; ".join(errors))
     return profiles
+
+
+def _features(version: KubeVersion, gates: Mapping[str, Any]) -> Features:
+    try:
+        return features_for(version, gates)
+    except VersionError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+# Settings resolved for another release, by (the settings' identity, the release).
+_FOR_VERSION: dict[tuple[int, KubeVersion], tuple[Settings, Settings]] = {}
+
+
+def _settings_for(settings: Settings, version: KubeVersion) -> Settings:
+    """`settings` with its profiles resolved for `version`, built once per pair."""
+    key = (id(settings), version)
+    hit = _FOR_VERSION.get(key)
+    if hit is not None and hit[0] is settings:
+        return hit[1]
+    features = _features(version, settings.feature_gates)
+    source = settings.scheduler_source
+    cfg, origin, spread = source if source is not None else ({}, "defaults", None)
+    out = replace(
+        settings,
+        scheduler=_profiles(cfg, origin, spread, features),
+        kubernetes_version=version,
+    )
+    if len(_FOR_VERSION) >= len(SUPPORTED) * 8:
+        _FOR_VERSION.clear()
+    _FOR_VERSION[key] = (settings, out)
+    return out
+
+
+def _version_keys(raw: Mapping[str, Any]) -> tuple[KubeVersion | None, dict[str, bool]]:
+    """kubernetesVersion and featureGates, checked (ConfigError naming the key)."""
+    version = None
+    if raw.get("kubernetesVersion") is not None:
+        try:
+            version = parse_kubernetes_version(str(raw["kubernetesVersion"]))
+        except VersionError as exc:
+            raise ConfigError(f"kubernetesVersion: {exc}") from exc
+    gates = raw.get("featureGates")
+    if gates is None:
+        gates = {}
+    if not isinstance(gates, dict):
+        raise ConfigError("featureGates: must be a mapping of gate names to true or false")
+    _features(version or NEWEST, gates)
+    return version, dict(gates)
 
 
 def settings_from_dict(
@@ -471,14 +566,21 @@ def settings_from_dict(
     if not isinstance(raw, dict):
         raise ConfigError("config: the document must be a mapping")
     spread = _spread_args(raw)
+    version, gates = _version_keys(raw)
+    source: tuple[Any, str, RawObj | None] | None
     if scheduler_config is not None:
-        scheduler = _profiles(scheduler_config, scheduler_config_origin, spread)
+        source = (scheduler_config, scheduler_config_origin, spread)
     elif raw.get(SCHEDULER_CONFIG_KEY) is not None:
-        scheduler = _profiles(raw[SCHEDULER_CONFIG_KEY], SCHEDULER_CONFIG_KEY, spread)
+        source = (raw[SCHEDULER_CONFIG_KEY], SCHEDULER_CONFIG_KEY, spread)
     elif spread is not None:
-        scheduler = _profiles({}, _SPREAD_KEY, spread)
+        source = ({}, _SPREAD_KEY, spread)
     else:
+        source = None
+    if source is None and version is None and not gates:
         scheduler = default_profiles()
+    else:
+        cfg, origin, spread_args = source if source is not None else ({}, "defaults", None)
+        scheduler = _profiles(cfg, origin, spread_args, _features(version or NEWEST, gates))
 
     mode = raw.get("matchLabelKeysMerge", "auto")
     if mode not in MERGE_MODES:
@@ -504,6 +606,9 @@ def settings_from_dict(
         audit=_audit(raw),
         node_group_labels=_node_group_labels(raw),
         raw=raw,
+        kubernetes_version=version,
+        feature_gates=gates,
+        scheduler_source=source,
     )
 
 

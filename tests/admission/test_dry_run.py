@@ -65,7 +65,9 @@ def incoming(when: str = SA, key: str = ZONE) -> Any:
 SPREAD_CLUSTER = [
     node("a1", "a").obj(), node("a2", "a").obj(), node("b1", "b").obj(), web_pod("w1", "a1")
 ]
+# post() serves a v1.34 API server: the oldest supported release, v1.35, is modelled.
 SPREAD_PLACEMENT = {
+    "kubernetesVersion": "1.35",
     "selectedNode": "b1",
     "feasible": 3,
     "nodes": 3,
@@ -82,6 +84,7 @@ BLOCKED_CLUSTER = [
     web_pod("w1", "a1"), web_pod("w2", "a1"),
 ]
 BLOCKED_PLACEMENT = {
+    "kubernetesVersion": "1.35",
     "selectedNode": None,
     "feasible": 0,
     "nodes": 2,
@@ -477,6 +480,7 @@ def test_documented_example_on_the_demo_snapshot() -> None:
     ]
     assert got["metadata"]["annotations"][SELECTED_NODE] == "node-c1"
     assert json.loads(got["metadata"]["annotations"][PLACEMENT]) == {
+        "kubernetesVersion": "1.37",  # no cluster version: the newest
         "selectedNode": "node-c1",
         "feasible": 5,
         "nodes": 6,
@@ -487,7 +491,7 @@ def test_documented_example_on_the_demo_snapshot() -> None:
         ],
         "preemption": None,
         "reasons": {
-            "node(s) had untolerated taint {node.kubernetes.io/unschedulable: }": 1,
+            "node(s) had untolerated taint(s)": 1,
             UNSCHEDULABLE: 1,
         },
         "distribution": {
@@ -542,4 +546,5 @@ def test_the_annotation_says_why_a_pod_is_not_placed(pod: RawObj, not_scheduled:
         "distribution": {},
         "preemption": None,
         "notScheduled": not_scheduled,
+        "kubernetesVersion": "1.35",
     }

@@ -21,9 +21,10 @@ SMALL = str(DATA / "small.json")
 WEB = str(DATA / "web-pod.json")
 # interfaces.md "Scheduler profile": the filter plugins in the scheduler's order, and
 # the default score weights.
+# v1.37's filter order (the offline default): NodeName before NodeUnschedulable.
 PLUGINS = [
-    "NodeUnschedulable",
     "NodeName",
+    "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodePorts",
@@ -73,7 +74,9 @@ def test_json_output_follows_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
         "distribution",
         "preemption",
         "scaleUp",
+        "kubernetesVersion",
     ]
+    assert doc["kubernetesVersion"] == "1.37"  # offline: the newest
     assert doc["preemption"] is None
     assert doc["scaleUp"] == {}  # placed: nothing pending
     assert doc["pod"] == "default/web"

@@ -181,8 +181,8 @@ CASES = [
         pending().obj(),
         [],
         TAINTS,
-        "no new node would help: TaintToleration (node(s) had untolerated taint "
-        "{nvidia.com/gpu: true}): it tolerates the taints of no node group",
+        "no new node would help: TaintToleration (node(s) had untolerated taint(s)): "
+        "it tolerates the taints of no node group",
     ),
     (
         "taints copied to the template, tolerated",

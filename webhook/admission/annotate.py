@@ -131,10 +131,14 @@ def _scale_up(summary: dict[str, Any], scale_up: ScaleUp) -> None:
 
 
 def placement_summary(
-    placement: PlacementLike, budget: int = ANNOTATION_BUDGET, scale_up: ScaleUp | None = None
+    placement: PlacementLike,
+    budget: int = ANNOTATION_BUDGET,
+    scale_up: ScaleUp | None = None,
+    kubernetes_version: str | None = None,
 ) -> dict[str, Any]:
     """The `topospread.io/placement` JSON object, cut to fit `budget` bytes; with
-    `scale_up` (an unschedulable pod's diagnosis), its scaleUp keys."""
+    `scale_up` (an unschedulable pod's diagnosis), its scaleUp keys; with
+    `kubernetes_version`, the release modelled (`kubernetesVersion`)."""
     nodes = list(placement.nodes)
     summary: dict[str, Any] = {
         "selectedNode": placement.selected_node,
@@ -150,6 +154,8 @@ def placement_summary(
         summary["notScheduled"] = held.to_json()
     if scale_up is not None:
         _scale_up(summary, scale_up)
+    if kubernetes_version is not None:
+        summary["kubernetesVersion"] = kubernetes_version
     # Reasons are few (one per failing plugin and taint); names of taints could be long,
     # so cap each reason string defensively before fitting the distribution.
     if len(_dumps(summary).encode()) > budget // 2:
@@ -159,12 +165,14 @@ def placement_summary(
 
 
 def placement_annotations(
-    placement: PlacementLike, scale_up: ScaleUp | None = None
+    placement: PlacementLike,
+    scale_up: ScaleUp | None = None,
+    kubernetes_version: str | None = None,
 ) -> dict[str, str]:
     """Both dry-run annotations for `placement`, together under ANNOTATION_BUDGET bytes."""
     selected = placement.selected_node or ""
     budget = ANNOTATION_BUDGET - len(selected.encode()) - len(SELECTED_NODE) - len(PLACEMENT)
-    summary = placement_summary(placement, budget, scale_up)
+    summary = placement_summary(placement, budget, scale_up, kubernetes_version)
     return {SELECTED_NODE: selected, PLACEMENT: _dumps(summary)}
 
 
@@ -215,7 +223,9 @@ def annotate_placement(pod: RawObj, ctx: MutationContext) -> list[str]:
                 and decision.error is None
             ):
                 scale_up = _diagnosis(created, ctx.snapshot, ctx.settings, framework)
-        written = placement_annotations(decision, scale_up)
+        written = placement_annotations(
+            decision, scale_up, str(ctx.settings.modelled_version)
+        )
     except Exception:
         log.exception("placement failed for pod %r", meta(pod).get("name"))
         return [

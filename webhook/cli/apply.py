@@ -23,8 +23,8 @@ from webhook.audit.plan import make_plan
 from webhook.audit.report import AuditReport, render_text
 from webhook.audit.spread import evaluate
 from webhook.audit.steps import StepRecord, step_line
-from webhook.cli.common import colour, paint
-from webhook.cluster.lister import StatusLine, connect
+from webhook.cli.common import colour, modelled_settings, paint
+from webhook.cluster.lister import StatusLine, connect, server_version
 from webhook.config import Settings
 from webhook.errors import InputError
 
@@ -100,6 +100,8 @@ def cli_audit_apply(args: argparse.Namespace, settings: Settings) -> int:
         in_cluster=args.in_cluster,
         timeout=args.request_timeout,
     )
+    # The cluster's release when neither the flags nor the config name one.
+    settings = modelled_settings(args, settings, server_version(conn))[0]
     cluster = LiveCluster(conn)
     seen = cluster.read()
     spreads = evaluate(seen.state, include_soft=options.include_soft, args=settings.spread)

@@ -50,7 +50,7 @@ from webhook.audit.workloads import (
     parse_rollout,
     parse_scale,
 )
-from webhook.cli.common import colour, paint
+from webhook.cli.common import colour, modelled_settings, paint
 from webhook.cli.simulate import (
     processes,
     sampling_asked,
@@ -70,11 +70,19 @@ log = logging.getLogger("topospread.audit")
 
 def read_state(args: argparse.Namespace, err: TextIO) -> ClusterState:
     """The cluster state as the flags say; InputError / ClusterError / ConfigError."""
+    return read_state_and_version(args, err)[0]
+
+
+def read_state_and_version(
+    args: argparse.Namespace, err: TextIO
+) -> tuple[ClusterState, tuple[int, int] | None]:
+    """The cluster state as the flags say, and the live cluster's API server version
+    (None from a snapshot); InputError / ClusterError / ConfigError."""
     collector = Collector()
     if args.snapshot:
         scan_list(args.snapshot, collector.add)
-        return collector.state()
-    from webhook.cluster.lister import AUDIT_RESOURCES, connect, list_objects
+        return collector.state(), None
+    from webhook.cluster.lister import AUDIT_RESOURCES, connect, list_objects, server_version
 
     conn = connect(
         kubeconfig=args.kubeconfig,
@@ -82,9 +90,10 @@ def read_state(args: argparse.Namespace, err: TextIO) -> ClusterState:
         in_cluster=args.in_cluster,
         timeout=args.request_timeout,
     )
+    version = server_version(conn)
     for obj in list_objects(conn, AUDIT_RESOURCES, progress=err):
         collector.add(obj)
-    return collector.state()
+    return collector.state(), version
 
 
 # The drill flags: the drill each runs (run.DRILLS).
@@ -287,7 +296,8 @@ def cli_audit(args: argparse.Namespace) -> int:
             " --scale or --rollout"
         )
     with without_cyclic_gc():
-        state = read_state(args, sys.stderr)
+        state, cluster_version = read_state_and_version(args, sys.stderr)
+        settings, modelled, _ = modelled_settings(args, settings, cluster_version)
         given = _drill_text(args)
         if drill is not None and given is not None:
             _require_nodes(state, drill, *given)
@@ -309,6 +319,7 @@ def cli_audit(args: argparse.Namespace) -> int:
         # --deletion-costs: of the cluster as read (the costs a keeper would write now).
         costs = all_costs(state, settings) if getattr(args, "deletion_costs", False) else None
         doc = report.to_json()
+        doc["kubernetesVersion"] = str(modelled)
         if costs is not None:
             doc["deletionCosts"] = costs_json(costs)
         if runs > 1:
@@ -329,6 +340,8 @@ def cli_audit(args: argparse.Namespace) -> int:
         ranges = range_lines(doc, _seed(args))
         if ranges:
             sys.stdout.write("\n".join(ranges) + "\n")
+    # Beside the report, not in it: the text report stays the spreads alone.
+    sys.stderr.write(f"modelled as Kubernetes {modelled}\n")
     return report.exit_code
 
 
@@ -510,6 +523,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
     keeper: CostKeeper | None = None
     if args.snapshot:
         path: str = args.snapshot
+        settings = modelled_settings(args, settings, None)[0]
 
         def read() -> ClusterState:
             return _read_file(path)
@@ -519,7 +533,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
         if settings.audit.deletion_costs.enabled:
             log.warning("audit.deletionCosts is on but --snapshot has no cluster to write to")
     else:
-        from webhook.cluster.lister import connect
+        from webhook.cluster.lister import connect, server_version
 
         conn = connect(
             kubeconfig=args.kubeconfig,
@@ -527,6 +541,8 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
             in_cluster=args.in_cluster,
             timeout=args.request_timeout,
         )
+        # The cluster's release when neither the flags nor the config name one.
+        settings = modelled_settings(args, settings, server_version(conn))[0]
 
         def read() -> ClusterState:
             return _read_live(conn, stop)

@@ -18,6 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template, pod_template_at
+from webhook.api.versions import (
+    NEWEST,
+    KubeVersion,
+    VersionError,
+    parse_kubernetes_version,
+    resolve_version,
+    supported_text,
+)
 from webhook.cluster.files import load_snapshot
 from webhook.config import Settings, load_settings
 from webhook.errors import ConfigError
@@ -33,18 +41,20 @@ __all__ = [
     "Target",
     "add_cluster_args",
     "add_config_args",
+    "add_kubernetes_version_arg",
     "add_server_version_arg",
     "cli_config",
     "colour",
     "load_target",
+    "modelled_settings",
     "node_label_keys",
     "parse_version",
     "template_of",
 ]
 
-# The newest kube-apiserver whose topology spread rules are replayed (webhook.validation
-# treats every later release the same).
-NEWEST_SERVER_VERSION = (1, 34)
+# The API server of the newest release modelled (webhook.validation treats every
+# release from v1.34 the same).
+NEWEST_SERVER_VERSION = NEWEST.minor_version
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?$")
 
@@ -74,13 +84,35 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_server_version_arg(p: argparse.ArgumentParser) -> None:
-    newest = ".".join(map(str, NEWEST_SERVER_VERSION))
+    """--server-version and --kubernetes-version: one setting (resolve_version)."""
     p.add_argument(
         "--server-version",
         metavar="MAJOR.MINOR",
         type=parse_version,
-        help=f"the kube-apiserver whose rules apply (default: the cluster's when connected, "
-        f"else {newest}, the newest; 1.33 and older do not merge matchLabelKeys)",
+        help="the kube-apiserver whose rules apply (default: as --kubernetes-version; "
+        "may name one older than the supported releases: 1.33 and older do not merge "
+        "matchLabelKeys)",
+    )
+    add_kubernetes_version_arg(p)
+
+
+def kubernetes_version_arg(text: str) -> KubeVersion:
+    """argparse type of --kubernetes-version: an unsupported version is a usage error
+    naming the supported ones."""
+    try:
+        return parse_kubernetes_version(text)
+    except VersionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_kubernetes_version_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kubernetes-version",
+        metavar="VERSION",
+        type=kubernetes_version_arg,
+        help=f"the Kubernetes release to model: {supported_text()}, or a patch such as "
+        f"1.36.3 (default: the config's kubernetesVersion, else the cluster's when "
+        f"connected, else {NEWEST}, the newest; docs/versions.md)",
     )
 
 
@@ -201,6 +233,8 @@ class Target:
     settings: Settings
     config: CliConfig
     server_version: tuple[int, int]
+    # The release modelled (resolve_version); `settings` are resolved for it.
+    kubernetes_version: KubeVersion = NEWEST
     # The cluster state, None without --snapshot or a live cluster.
     snapshot: Snapshot | None = None
     # The default namespace (-n, or the kubeconfig context's).
@@ -231,7 +265,7 @@ def load_target(
     """
     settings = load_settings(getattr(args, "config", None), getattr(args, "scheduler_config", None))
     config = cli_config(settings.raw)
-    version: tuple[int, int] | None = getattr(args, "server_version", None)
+    cluster_version: tuple[int, int] | None = None
     snapshot = None
     cluster = ""
     namespace = getattr(args, "namespace", None)
@@ -247,17 +281,37 @@ def load_target(
             timeout=getattr(args, "request_timeout", 30.0),
         )
         snapshot, cluster_version = list_snapshot(conn, progress=err or sys.stderr)
-        version = version or cluster_version
         namespace = namespace or conn.namespace
         cluster = conn.name
+    settings, modelled, server_version = modelled_settings(args, settings, cluster_version)
     return Target(
         settings=settings,
         config=config,
-        server_version=version or NEWEST_SERVER_VERSION,
+        server_version=server_version,
+        kubernetes_version=modelled,
         snapshot=snapshot,
         namespace=namespace or "default",
         cluster=cluster,
     )
+
+
+def modelled_settings(
+    args: argparse.Namespace, settings: Settings, cluster_version: tuple[int, int] | None
+) -> tuple[Settings, KubeVersion, tuple[int, int]]:
+    """The settings resolved for the release modelled, that release, and the API server
+    whose rules apply (resolve_version: flags, then config, then the cluster's /version,
+    then the newest). ConfigError (exit 2) when the flags disagree or the config's
+    featureGates do not hold for that release."""
+    try:
+        modelled, server_version = resolve_version(
+            getattr(args, "kubernetes_version", None),
+            getattr(args, "server_version", None),
+            settings.kubernetes_version,
+            cluster_version,
+        )
+    except VersionError as exc:
+        raise ConfigError(str(exc)) from exc
+    return settings.for_version(modelled), modelled, server_version
 
 
 def node_label_keys(snapshot: Snapshot | None) -> frozenset[str] | None:

@@ -420,7 +420,12 @@ def add_apply_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
-    from webhook.cli.common import add_cluster_args, add_config_args, add_server_version_arg
+    from webhook.cli.common import (
+        add_cluster_args,
+        add_config_args,
+        add_kubernetes_version_arg,
+        add_server_version_arg,
+    )
     from webhook.cli.inputs import add_input_args
     from webhook.cli.version import version
 
@@ -537,6 +542,7 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
     )
     add_input_args(p, what="pods or workloads")
     add_config_args(p)
+    add_kubernetes_version_arg(p)
     p.add_argument("--kind", metavar="KIND", help="simulate only workloads of this kind")
     p.add_argument("--name", metavar="NAME", help="simulate only the workload of this name")
     p.add_argument(
@@ -572,6 +578,7 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         AUDIT_EPILOG,
     )
     add_config_args(p)
+    add_kubernetes_version_arg(p)
     add_audit_args(p)
     add_sampling_args(p, "run the drill")
 

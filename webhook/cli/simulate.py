@@ -649,6 +649,7 @@ def cli_simulate(
                 **sim.to_json(),
                 "scaleUp": diagnosis.to_json() if diagnosis is not None else {},
                 **({"runs": runs} if runs is not None else {}),
+                "kubernetesVersion": str(target.kubernetes_version),
             }
             for (w, sim, diagnosis), runs in zip(results, ranges, strict=True)
         ]
@@ -669,4 +670,6 @@ def cli_simulate(
                 out.write(render_scale_up(diagnosis))
             if ranges[i] is not None:
                 out.write(render_runs(ranges[i] or {}, getattr(args, "seed", None) or 0))
+    # Beside the answer, not in it: the table stays the scheduler's view alone.
+    err.write(f"modelled as Kubernetes {target.kubernetes_version}\n")
     return 0

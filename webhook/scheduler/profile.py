@@ -89,7 +89,7 @@ def _build(profile: ResolvedProfile, spread_args: SpreadArgs | None = None) -> F
             args = profile.args.get(name)
             if name == SPREAD and spread_args is not None:
                 args = spread_args
-            built = new_plugin(name, args)
+            built = new_plugin(name, args, profile.features)
             errors = check_hooks(built)
             if errors:
                 raise HookError("; ".join(errors))

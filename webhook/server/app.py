@@ -28,7 +28,9 @@ from webhook.admission.context import ReviewContext
 from webhook.admission.handlers import answer_review
 from webhook.admission.review import MAX_BODY_BYTES, Operation, error_status
 from webhook.api.kube import RawObj
+from webhook.api.versions import nearest_supported
 from webhook.config import Settings
+from webhook.errors import ConfigError
 from webhook.server.logs import log_review
 from webhook.server.metrics import CONTENT_TYPE_LATEST, Metrics
 
@@ -81,6 +83,31 @@ def _server_version(source: ClusterSource) -> tuple[int, int] | None:
         return None
 
 
+def api_server_version(
+    settings: Settings, server_version: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    """The API server whose rules apply: the config's kubernetesVersion when it names
+    one (resolve_version's order: the config before the cluster), else the cluster's."""
+    if settings.kubernetes_version is not None:
+        return settings.kubernetes_version.minor_version
+    return server_version
+
+
+def live_settings(settings: Settings, server_version: tuple[int, int] | None) -> Settings:
+    """The settings for the cluster's own release: the API server's /version decides
+    unless the config names kubernetesVersion (resolve_version's order); the newest
+    while the version is not known yet."""
+    if settings.kubernetes_version is not None or server_version is None:
+        return settings
+    try:
+        return settings.for_version(nearest_supported(server_version))
+    except ConfigError:
+        # featureGates that do not hold for the cluster's release (a gate locked there):
+        # answer with the newest release's model rather than fail the review.
+        log.warning("featureGates do not hold for the cluster's release", exc_info=True)
+        return settings
+
+
 def _review(services: Services, operation: Operation) -> Response:
     status, body = _answer(services, operation, request.get_data(cache=False))
     return Response(body, status=status, mimetype="application/json")
@@ -91,16 +118,19 @@ def _answer(services: Services, operation: Operation, body: bytes) -> tuple[int,
     started = time.perf_counter()
     source = services.source
     if source is None:
-        ctx = ReviewContext(settings=services.settings)
+        ctx = ReviewContext(
+            settings=services.settings, server_version=api_server_version(services.settings, None)
+        )
         answer = answer_review(body, operation, ctx)
     else:
         from webhook.cluster.source import read_snapshot
 
         # Hold the read side for the whole review: a placement sees one consistent state.
         with read_snapshot(source) as snapshot:
+            server_version = api_server_version(services.settings, _server_version(source))
             ctx = ReviewContext(
-                settings=services.settings,
-                server_version=_server_version(source),
+                settings=live_settings(services.settings, server_version),
+                server_version=server_version,
                 snapshot=snapshot,
             )
             answer = answer_review(body, operation, ctx)

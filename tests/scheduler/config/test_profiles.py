@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api.versions import KubeVersion, features_for
 from webhook.scheduler.config.defaults import (
     DEFAULT_MULTI_POINT,
     default_args,
@@ -25,9 +26,10 @@ from webhook.scheduler.config.types import (
     VolumeBindingArgs,
 )
 
+# v1.37's filter order (NodeName first; v1.35 and v1.36 run NodeUnschedulable first).
 FILTERS = (
-    "NodeUnschedulable",
     "NodeName",
+    "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodePorts",
@@ -88,7 +90,7 @@ def test_default_plugin_list_matches_default_plugins_go() -> None:
     assert [n for n, _ in DEFAULT_MULTI_POINT][:3] == [
         "SchedulingGates",
         "PrioritySort",
-        "NodeUnschedulable",
+        "NodeName",
     ]
     assert {n: w for n, w in DEFAULT_MULTI_POINT if w} == {
         k: v for k, v in WEIGHTS.items() if k != "VolumeBinding"
@@ -352,3 +354,35 @@ def test_duplicate_plugin_config_is_refused() -> None:
         )
     )
     assert 'profiles[0].pluginConfig[1]: Duplicate value: "InterPodAffinity"' in errors
+
+
+@pytest.mark.parametrize(
+    ("minor", "first", "declared_features"),
+    [
+        # v1.35: NodeDeclaredFeatures alpha (off): not in the default profile.
+        pytest.param(35, ("NodeUnschedulable", "NodeName"), False, id="v1.35"),
+        # v1.36: the gate is beta and on: appended last.
+        pytest.param(36, ("NodeUnschedulable", "NodeName"), True, id="v1.36"),
+        # v1.37: GA; getDefaultPlugins lists NodeName before NodeUnschedulable.
+        pytest.param(37, ("NodeName", "NodeUnschedulable"), True, id="v1.37"),
+    ],
+)
+def test_default_profile_per_release(
+    minor: int, first: tuple[str, str], declared_features: bool
+) -> None:
+    """Each release's getDefaultPlugins and applyFeatureGates (default_plugins.go of
+    v1.35.4, v1.36.3, v1.37.2): the filter order and NodeDeclaredFeatures."""
+    profiles, errors = resolve_configuration({}, features_for(KubeVersion(1, minor)))
+    assert errors == []
+    filters = profiles[0].enabled("filter")
+    assert filters[:2] == first
+    assert ("NodeDeclaredFeatures" in filters) is declared_features
+    assert profiles[0].score_weights == WEIGHTS
+
+
+def test_node_declared_features_gate_turned_on_in_v1_35() -> None:
+    """featureGates: NodeDeclaredFeatures=true on v1.35 adds the filter, as
+    applyFeatureGates does."""
+    features = features_for(KubeVersion(1, 35), {"NodeDeclaredFeatures": True})
+    profiles, _ = resolve_configuration({}, features)
+    assert profiles[0].enabled("filter")[-1] == "NodeDeclaredFeatures"

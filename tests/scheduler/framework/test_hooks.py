@@ -113,7 +113,7 @@ def test_every_in_tree_plugin_passes_the_hook_check(name: str) -> None:
 
 def test_a_profile_with_a_misspelt_hook_fails_when_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not silently slow: the profile is refused at build, naming the plugin and hook."""
-    monkeypatch.setitem(registry.REGISTRY, "TaintToleration", lambda args: _Misspelt())
+    monkeypatch.setitem(registry.REGISTRY, "TaintToleration", lambda args, features: _Misspelt())
     profile = _fresh_default_profile()
     with pytest.raises(HookError, match="'score_node_keys' is not a hook"):
         framework_of(profile)

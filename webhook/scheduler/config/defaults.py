@@ -3,12 +3,13 @@ plugins and score weights (pkg/scheduler/apis/config/v1/default_plugins.go), how
 profile's plugins are merged with them, and each plugin's args defaults
 (pkg/scheduler/apis/config/v1/defaults.go).
 
-Feature gates at the newest release's defaults: DynamicResourceAllocation is on, so
-DynamicResources is a default plugin (topospread does not model it: its PreEnqueue
-refuses pods with resource claims); NodeDeclaredFeatures is on (GA in v1.37), so
-applyFeatureGates appends NodeDeclaredFeatures to the multiPoint list;
-StorageCapacityScoring is on (Beta since v1.37), so VolumeBindingArgs without a shape
-get the default one.
+Per release (webhook.api.versions.Features; default: the newest): DynamicResourceAllocation
+is on in every supported release, so DynamicResources is a default plugin (topospread
+does not model it: its PreEnqueue refuses pods with resource claims); with the
+NodeDeclaredFeatures gate (off in v1.35, on in v1.36, GA in v1.37) applyFeatureGates
+appends NodeDeclaredFeatures to the multiPoint list; with StorageCapacityScoring (on
+from v1.37) VolumeBindingArgs without a shape get the default one. v1.37 lists NodeName
+before NodeUnschedulable; v1.35 and v1.36 the other way round.
 
 Args are defaulted as raw v1 JSON (camelCase keys), before decoding.
 """
@@ -19,6 +20,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from webhook.api.versions import Features
 from webhook.scheduler.config.types import DEFAULT_VOLUME_BINDING_SHAPE
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "PRE_ENQUEUE_PLUGINS",
     "UNMODELLED_PLUGINS",
     "default_args",
+    "default_multi_point",
     "merge_plugin_set",
     "merge_plugins",
     "plugin_names",
@@ -53,13 +56,14 @@ EXTENSION_POINTS: tuple[str, ...] = (
     "postBind",
 )
 
-# getDefaultPlugins: the multiPoint list, in order, with score weights (None: the
-# plugin does not score, or scores with the default weight 1).
+# getDefaultPlugins of the newest release: the multiPoint list, in order, with score
+# weights (None: the plugin does not score, or scores with the default weight 1);
+# default_multi_point gives each release's.
 DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
-    ("NodeUnschedulable", None),
     ("NodeName", None),
+    ("NodeUnschedulable", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodePorts", None),
@@ -80,6 +84,21 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     # appended last: the last filter, after InterPodAffinity and DynamicResources.
     ("NodeDeclaredFeatures", None),
 )
+
+
+def default_multi_point(features: Features | None = None) -> tuple[tuple[str, int | None], ...]:
+    """getDefaultPlugins of the release `features` stands for (None: the newest), with
+    its applyFeatureGates: NodeDeclaredFeatures only while that gate is on; before
+    v1.37, NodeUnschedulable comes before NodeName."""
+    if features is None:
+        return DEFAULT_MULTI_POINT
+    out = list(DEFAULT_MULTI_POINT)
+    if not features.version.at_least(37):
+        i = out.index(("NodeName", None))
+        out[i], out[i + 1] = out[i + 1], out[i]
+    if not features.enabled("NodeDeclaredFeatures"):
+        out.remove(("NodeDeclaredFeatures", None))
+    return tuple(out)
 
 _F = frozenset
 # The in-tree registry (NewInTreeRegistry): the extension points each plugin
@@ -166,10 +185,11 @@ def _preemption(args: dict[str, Any]) -> None:
     args.setdefault("minCandidateNodesAbsolute", 100)
 
 
-def _volume_binding(args: dict[str, Any]) -> None:
+def _volume_binding(args: dict[str, Any], features: Features | None = None) -> None:
     if args.get("bindTimeoutSeconds") is None:
         args["bindTimeoutSeconds"] = 600
-    if not args.get("shape"):
+    capacity_scoring = features is None or features.enabled("StorageCapacityScoring")
+    if not args.get("shape") and capacity_scoring:
         args["shape"] = [
             {"utilization": p.utilization, "score": p.score} for p in DEFAULT_VOLUME_BINDING_SHAPE
         ]
@@ -193,9 +213,10 @@ _DEFAULTERS = {
 ARGS_PLUGINS = frozenset(_DEFAULTERS)
 
 
-def default_args(name: str, raw: Any) -> Any:
-    """A defaulted copy of one plugin's raw v1 args (None: the plugin's defaults);
-    args of a plugin without an Args kind, or that are not an object, unchanged.
+def default_args(name: str, raw: Any, features: Features | None = None) -> Any:
+    """A defaulted copy of one plugin's raw v1 args (None: the plugin's defaults) as
+    the release `features` stands for defaults them (None: the newest); args of a
+    plugin without an Args kind, or that are not an object, unchanged.
 
     Port of defaults.go: SetDefaults_DefaultPreemptionArgs,
     SetDefaults_InterPodAffinityArgs, SetDefaults_NodeResourcesFitArgs,
@@ -210,7 +231,10 @@ def default_args(name: str, raw: Any) -> Any:
     if not isinstance(raw, dict):
         return copy.deepcopy(raw)
     args = copy.deepcopy(raw)
-    defaulter(args)
+    if defaulter is _volume_binding:
+        _volume_binding(args, features)
+    else:
+        defaulter(args)
     return args
 
 
@@ -248,25 +272,26 @@ def merge_plugin_set(default: Mapping[str, Any], custom: Mapping[str, Any]) -> d
     return {"enabled": enabled, "disabled": disabled}
 
 
-def default_plugins() -> dict[str, Any]:
+def default_plugins(features: Features | None = None) -> dict[str, Any]:
     """getDefaultPlugins as a v1 Plugins object (only multiPoint is set)."""
     return {
         "multiPoint": {
             "enabled": [
                 {"name": n, **({"weight": w} if w is not None else {})}
-                for n, w in DEFAULT_MULTI_POINT
+                for n, w in default_multi_point(features)
             ]
         }
     }
 
 
-def merge_plugins(custom: Any) -> dict[str, Any]:
-    """A profile's `plugins` merged with the defaults, every extension point set.
+def merge_plugins(custom: Any, features: Features | None = None) -> dict[str, Any]:
+    """A profile's `plugins` merged with the release's defaults, every extension point
+    set.
 
     Port of defaults.go: mergePlugins.
     """
     custom = custom if isinstance(custom, dict) else {}
-    defaults = default_plugins()
+    defaults = default_plugins(features)
     out: dict[str, Any] = {}
     for point in ("multiPoint", *EXTENSION_POINTS):
         default_set = defaults.get(point, {})

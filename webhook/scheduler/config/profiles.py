@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.api.field import JSONValue, duplicate, invalid, required
+from webhook.api.versions import Features
 from webhook.scheduler.config.defaults import (
     DEFAULT_SCHEDULER_NAME,
     EXTENSION_POINTS,
@@ -95,7 +96,9 @@ class ResolvedProfile:
     kind, or the raw object for one topospread does not decode;
     percentage_of_nodes_to_score: the profile's percentageOfNodesToScore, else the
     configuration's (0..100, 0 adaptive), None when neither sets it (the model then
-    scores every node unless told to sample).
+    scores every node unless told to sample);
+    features: the Kubernetes release (and its feature gates) the profile was resolved
+    for; its plugins are built with it.
     """
 
     scheduler_name: str
@@ -103,6 +106,7 @@ class ResolvedProfile:
     score_weights: Mapping[str, int]
     args: Mapping[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    features: Features = field(default_factory=Features)
 
     def enabled(self, point: str) -> tuple[str, ...]:
         """The plugins run at one extension point, in order."""
@@ -211,7 +215,7 @@ def decode_args(name: str, raw: Any) -> Any:
     return raw
 
 
-def _validate_args(name: str, args: Any, path: str) -> list[str]:
+def _validate_args(name: str, args: Any, path: str, features: Features) -> list[str]:
     """validatePluginConfig's per-plugin validators. NodeResourcesFit is checked when the
     plugin is built (NewFit), with no path prefix, as kube-scheduler does."""
     if isinstance(args, SpreadArgs):
@@ -225,7 +229,9 @@ def _validate_args(name: str, args: Any, path: str) -> list[str]:
     if isinstance(args, DefaultPreemptionArgs):
         return validate_default_preemption_args(args, path)
     if isinstance(args, VolumeBindingArgs):
-        return validate_volume_binding_args(args, path)
+        return validate_volume_binding_args(
+            args, path, capacity_scoring=features.enabled("StorageCapacityScoring")
+        )
     return []
 
 
@@ -311,14 +317,16 @@ def _expand(
     return out, weights, list(dict.fromkeys(errors))
 
 
-def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None, list[str]]:
+def _profile(
+    raw: Mapping[str, Any], index: int, features: Features
+) -> tuple[ResolvedProfile | None, list[str]]:
     path = f"profiles[{index}]"
     name = raw.get("schedulerName")
     errors: list[str] = []
     if not isinstance(name, str) or not name:
         errors.append(required(f"{path}.schedulerName").error())
         name = ""
-    plugins = merge_plugins(raw.get("plugins"))
+    plugins = merge_plugins(raw.get("plugins"), features)
     configured = raw.get("pluginConfig")
     configured = configured if isinstance(configured, list) else []
     args: dict[str, Any] = {}
@@ -335,17 +343,17 @@ def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None
             continue
         seen.add(plugin)
         try:
-            decoded = decode_args(plugin, default_args(plugin, entry.get("args")))
+            decoded = decode_args(plugin, default_args(plugin, entry.get("args"), features))
         except ValueError as exc:
             errors.append(
                 invalid(f"{entry_path}.args", JSONValue(entry.get("args")), str(exc)).error()
             )
             continue
         args[plugin] = decoded
-        errors.extend(_validate_args(plugin, decoded, f"{entry_path}.args"))
+        errors.extend(_validate_args(plugin, decoded, f"{entry_path}.args", features))
     for plugin in plugin_names(plugins):
         if plugin not in args and plugin not in seen:
-            defaulted = default_args(plugin, None)
+            defaulted = default_args(plugin, None, features)
             if defaulted is not None:
                 args[plugin] = decode_args(plugin, defaulted)
     fit = args.get("NodeResourcesFit")
@@ -355,7 +363,13 @@ def _profile(raw: Mapping[str, Any], index: int) -> tuple[ResolvedProfile | None
     errors.extend(framework_errors)
     enabled = {n for names in points.values() for n in names}
     return (
-        ResolvedProfile(name, points, weights, {k: v for k, v in args.items() if k in enabled}),
+        ResolvedProfile(
+            name,
+            points,
+            weights,
+            {k: v for k, v in args.items() if k in enabled},
+            features=features,
+        ),
         errors,
     )
 
@@ -411,9 +425,12 @@ def _queue_sort(raw_profiles: list[Mapping[str, Any]]) -> list[str]:
     return errors
 
 
-def resolve_configuration(cfg: Any) -> tuple[tuple[ResolvedProfile, ...], list[str]]:
+def resolve_configuration(
+    cfg: Any, features: Features | None = None
+) -> tuple[tuple[ResolvedProfile, ...], list[str]]:
     """Every profile of a KubeSchedulerConfiguration (a raw dict), resolved, and the
-    messages kube-scheduler would refuse it with (empty when it starts).
+    messages kube-scheduler would refuse it with (empty when it starts), as the
+    release `features` stands for (None: the newest, its gates at their defaults).
 
     Port of defaults.go: SetDefaults_KubeSchedulerConfiguration (profiles), of
     validation.go: ValidateKubeSchedulerConfiguration (profiles, schedulerName,
@@ -421,6 +438,7 @@ def resolve_configuration(cfg: Any) -> tuple[tuple[ResolvedProfile, ...], list[s
     """
     if not isinstance(cfg, dict):
         return (), ["KubeSchedulerConfiguration must be an object"]
+    features = features if features is not None else Features()
     errors: list[str] = []
     api_version, kind = cfg.get("apiVersion"), cfg.get("kind")
     if api_version not in (None, API_VERSION) or kind not in (None, KIND):
@@ -441,7 +459,7 @@ def resolve_configuration(cfg: Any) -> tuple[tuple[ResolvedProfile, ...], list[s
     overall, percentage_errors = _percentage(cfg, "percentageOfNodesToScore")
     errors.extend(percentage_errors)
     for i, raw in enumerate(raw_profiles):
-        profile, profile_errors = _profile(raw, i)
+        profile, profile_errors = _profile(raw, i, features)
         errors.extend(profile_errors)
         if profile is None:
             continue

@@ -13,6 +13,7 @@ from webhook.api.constraint import (
     unique_pair,
 )
 from webhook.api.field import (
+    ErrorType,
     FieldError,
     JSONValue,
     duplicate,
@@ -225,13 +226,15 @@ def validate_default_preemption_args(args: DefaultPreemptionArgs, path: str = ""
     return list(dict.fromkeys(e.error() for e in errs))
 
 
-def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> list[str]:
+def validate_volume_binding_args(
+    args: VolumeBindingArgs, path: str = "", *, capacity_scoring: bool = True
+) -> list[str]:
     """kube-scheduler's ValidateVolumeBindingArgs, as rendered error strings.
 
-    Port of validation_pluginargs.go: ValidateVolumeBindingArgsWithOptions with
-    StorageCapacityScoring on (its default since v1.37): a timeout of 0 or more, and a
-    shape of at least one point, utilization strictly ascending within 0..100, score
-    within 0..10.
+    Port of validation_pluginargs.go: ValidateVolumeBindingArgsWithOptions: a timeout
+    of 0 or more; with StorageCapacityScoring on (its default since v1.37) a shape of
+    at least one point, utilization strictly ascending within 0..100, score within
+    0..10; with it off (v1.35, v1.36) no shape at all.
     """
     errs: list[FieldError] = []
     if args.bind_timeout_seconds < 0:
@@ -242,7 +245,20 @@ def validate_volume_binding_args(args: VolumeBindingArgs, path: str = "") -> lis
                 "invalid BindTimeoutSeconds, should not be a negative value",
             )
         )
-    errs.extend(_validate_function_shape(args.shape or (), _at(path, "shape")))
+    if capacity_scoring:
+        errs.extend(_validate_function_shape(args.shape or (), _at(path, "shape")))
+    elif args.shape is not None:
+        # json.Marshal of the internal []UtilizationShapePoint: no json tags, so the Go
+        # field names in declaration order (not a map's sorted keys), rendered here.
+        shape = ",".join(f'{{"Utilization":{p.utilization},"Score":{p.score}}}' for p in args.shape)
+        errs.append(
+            FieldError(
+                ErrorType.INVALID,
+                _at(path, "shape"),
+                detail=f"[{shape}]: unexpected field `shape`, remove it or turn on the "
+                "feature gate StorageCapacityScoring",
+            )
+        )
     return list(dict.fromkeys(e.error() for e in errs))
 
 

@@ -4,10 +4,9 @@ higher, scaled by how widely each image has spread
 scheduler cache's image states: backend/cache/snapshot.go createImageExistenceMap
 and getNodeImageStates).
 
-Newest release read: v1.37. The images of the containers, of the init containers
-and of image volumes (spec.volumes[].image.reference) all count, in the sum and in
-the number of images that sets the upper bound (image volumes joined the bound in
-v1.37).
+Per release: v1.35 counts the images of the containers and init containers; v1.36
+adds image volumes (spec.volumes[].image.reference) to the sum but not to the number
+of images that sets the upper bound; v1.37 counts them in both.
 
 Per node: each image the node lists (node.status.images, under every one of its
 names) scores its size times spread = (nodes holding it) / (all nodes), truncated;
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 from webhook.api.kube import RawObj
+from webhook.api.versions import Features
 from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
@@ -99,6 +99,9 @@ class ImageLocalityPreScoreState:
     images: tuple[str, ...]
     num_nodes: Mapping[str, int]
     total_nodes: int
+    # The number of images that sets the upper bound (calculatePriority's count); None:
+    # len(images).
+    bound: int | None = None
 
 
 def normalized_image_name(name: str) -> str:
@@ -118,9 +121,9 @@ def _images_of(containers: Any) -> Iterable[str]:
         yield image if isinstance(image, str) else ""
 
 
-def pod_images(pod: RawObj) -> tuple[str, ...]:
+def pod_images(pod: RawObj, *, volumes: bool = True) -> tuple[str, ...]:
     """The normalized image of every image source of the pod: init containers,
-    containers, then image volumes.
+    containers, then (unless `volumes` is False, as before v1.36) image volumes.
 
     Port of image_locality.go: sumImageScores (the sources it walks).
     """
@@ -128,8 +131,8 @@ def pod_images(pod: RawObj) -> tuple[str, ...]:
     if not isinstance(spec, dict):
         return ()
     names = [*_images_of(spec.get("initContainers")), *_images_of(spec.get("containers"))]
-    volumes = spec.get("volumes")
-    for volume in volumes if isinstance(volumes, list) else ():
+    listed = spec.get("volumes") if volumes else None
+    for volume in listed if isinstance(listed, list) else ():
         image = volume.get("image") if isinstance(volume, dict) else None
         if isinstance(image, dict):
             reference = image.get("reference")
@@ -216,7 +219,11 @@ class ImageLocality:
         node_fields=("status.images",),
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, features: Features | None = None) -> None:
+        version = (features if features is not None else Features()).version
+        # Image volumes count in the sum from v1.36, in the upper bound from v1.37.
+        self._volumes_in_sum = version.at_least(36)
+        self._volumes_in_bound = version.at_least(37)
         # id(Node object) -> (that object, its node_image_sizes): Node objects in a
         # snapshot are replaced, never edited, so identity is a safe key while we
         # hold the object.
@@ -286,14 +293,17 @@ class ImageLocality:
         Port of backend/cache/snapshot.go: createImageExistenceMap (restricted to the
         pod's images) and the node count image_locality.go's Score takes.
         """
-        images = pod_images(pod)
+        with_volumes = pod_images(pod)
+        containers = pod_images(pod, volumes=False)
+        images = with_volumes if self._volumes_in_sum else containers
+        bound = len(with_volumes) if self._volumes_in_bound else len(containers)
         wanted = set(images)
         if wanted:
             held, total = self._image_counts(snapshot)
             counts = {name: max(0, held[name]) for name in wanted}
         else:
             counts, total = {}, len(snapshot.nodes)
-        state[PRE_SCORE_STATE_KEY] = ImageLocalityPreScoreState(images, counts, total)
+        state[PRE_SCORE_STATE_KEY] = ImageLocalityPreScoreState(images, counts, total, bound)
         return SUCCESS
 
     def score(self, state: CycleState, pod: RawObj, node: NodeInfo) -> tuple[int, Status]:
@@ -311,7 +321,8 @@ class ImageLocality:
             if size is not None:
                 summary = ImageStateSummary(size, pre.num_nodes.get(name, 0))
                 total += scaled_image_score(summary, pre.total_nodes)
-        return calculate_priority(total, len(pre.images)), SUCCESS
+        bound = len(pre.images) if pre.bound is None else pre.bound
+        return calculate_priority(total, bound), SUCCESS
 
     def normalize_score(self, state: CycleState, pod: RawObj, scores: dict[str, int]) -> Status:
         """No normalisation (ScoreExtensions nil)."""
@@ -324,7 +335,12 @@ class ImageLocality:
         pre = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(pre, ImageLocalityPreScoreState):
             return None
-        return (tuple(pre.images), tuple(sorted(pre.num_nodes.items())), pre.total_nodes)
+        return (
+            tuple(pre.images),
+            tuple(sorted(pre.num_nodes.items())),
+            pre.total_nodes,
+            pre.bound,
+        )
 
     def score_node_key(self, node: NodeInfo) -> Hashable:
         """What Score reads of a node, whatever the pod: its images' names and sizes."""

@@ -15,9 +15,18 @@ InPlacePodVerticalScalingInitContainers, InPlacePodVerticalScalingMemoryBackedVo
 DRANodeAllocatableResources, DRAOptionalNodeOperations, ExtendWebSocketsToKubelet).
 No feature has a MaxVersion, so the scheduler's version never drops a requirement.
 
-CAVEAT: the registry follows the feature packages of the newest release tree; a
-feature added upstream after it is not inferred (the pod is then placed as if it did
-not need it). The per-pod PID limit is read as spec.resources.limits["pid"].
+Per release (component-helpers nodedeclaredfeatures/features/registry.go of v0.35.4,
+v0.36.3, v0.37.2): the features a pod can need for scheduling are
+RestartAllContainersOnContainerExits in v1.35, plus UserNamespacesHostNetworkSupport
+in v1.36, plus VolumeBindMountOptions in v1.37 (every other registered feature is
+inferred for updates only); FEATURES also holds features of later trees, which no
+supported release requires. v1.35's Filter names the unmet features ("node declared
+features check failed - unsatisfied requirements: X"); v1.36 on say
+ERR_REASON_UNSATISFIED_REQUIREMENTS.
+
+CAVEAT: a feature added upstream after the newest release read is not inferred (the
+pod is then placed as if it did not need it). The per-pod PID limit is read as
+spec.resources.limits["pid"].
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from webhook.api.kube import RawObj, as_dict, spec
+from webhook.api.versions import Features
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import (
     SKIP,
@@ -40,14 +50,19 @@ from webhook.scheduler.framework.types import (
 
 __all__ = [
     "ERR_REASON_UNSATISFIED_REQUIREMENTS",
+    "ERR_REASON_V1_35",
+    "RELEASE_FEATURES",
     "FEATURES",
     "Feature",
     "NodeDeclaredFeatures",
     "declared_features",
     "infer_for_pod_scheduling",
+    "release_registry",
 ]
 
 ERR_REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required features"
+# v1.35's Filter reason, followed by the unmet features joined with ", ".
+ERR_REASON_V1_35 = "node declared features check failed - unsatisfied requirements"
 
 # The kube-scheduler release the model stands for (a feature past its MaxVersion is no
 # longer required: every node of a later release has it).
@@ -187,6 +202,26 @@ FEATURES: tuple[Feature, ...] = tuple(
 )
 
 
+# The features each release's registry can infer for scheduling, by minor.
+RELEASE_FEATURES: dict[int, frozenset[str]] = {
+    35: frozenset({"RestartAllContainersOnContainerExits"}),
+    36: frozenset({"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport"}),
+    37: frozenset(
+        {
+            "RestartAllContainersOnContainerExits",
+            "UserNamespacesHostNetworkSupport",
+            "VolumeBindMountOptions",
+        }
+    ),
+}
+
+
+def release_registry(features: Features) -> tuple[Feature, ...]:
+    """FEATURES restricted to those the release's registry infers for scheduling."""
+    known = RELEASE_FEATURES[features.version.minor]
+    return tuple(f for f in FEATURES if f.name in known)
+
+
 def infer_for_pod_scheduling(
     pod: RawObj,
     version: tuple[int, int, int] = SCHEDULER_VERSION,
@@ -242,9 +277,19 @@ class NodeDeclaredFeatures:
         self,
         registry: tuple[Feature, ...] = FEATURES,
         version: tuple[int, int, int] = SCHEDULER_VERSION,
+        *,
+        features: Features | None = None,
     ) -> None:
+        """With `features`, the release's own registry and reason wording; without, the
+        given registry (default: every feature known) and v1.36's wording."""
+        if features is not None:
+            registry = release_registry(features)
+            release = features.version
+            version = (release.major, release.minor, release.patch or 0)
         self.registry = registry
         self.version = version
+        # v1.35 lists the unmet features in its reason (nodedeclaredfeatures.go Filter).
+        self.names_unmet = features is not None and not features.version.at_least(36)
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot | None) -> Status:
         """Port of nodedeclaredfeatures.go: PreFilter (Skip when the pod needs nothing)."""
@@ -262,8 +307,14 @@ class NodeDeclaredFeatures:
                 Code.ERROR,
                 f'error reading "PreFilter{self.name}" from cycle-state: not found',
             )
-        if reqs <= declared_features(node):
+        declared = declared_features(node)
+        if reqs <= declared:
             return SUCCESS
+        if self.names_unmet:
+            # Upstream ranges over a set: with one feature in v1.35's registry the order
+            # never shows; sorted here so that it is stable.
+            unmet = ", ".join(sorted(reqs - declared))
+            return Status(Code.UNRESOLVABLE, f"{ERR_REASON_V1_35}: {unmet}")
         return Status(Code.UNRESOLVABLE, ERR_REASON_UNSATISFIED_REQUIREMENTS)
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:

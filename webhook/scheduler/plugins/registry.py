@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.versions import Features
 from webhook.scheduler.plugins.defaultpreemption import DefaultPreemption
 from webhook.scheduler.plugins.imagelocality import ImageLocality
 from webhook.scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -29,15 +30,26 @@ from webhook.scheduler.plugins.volumezone import VolumeZone
 __all__ = ["REGISTRY", "new_plugin"]
 
 
-def _no_args(cls: Callable[[], Any]) -> Callable[[Any], Any]:
-    return lambda _args: cls()
+Factory = Callable[[Any, Features], Any]
 
 
-def _with_args(cls: Callable[..., Any]) -> Callable[[Any], Any]:
-    return lambda args: cls(args) if args is not None else cls()
+def _no_args(cls: Callable[[], Any]) -> Factory:
+    return lambda _args, _features: cls()
 
 
-REGISTRY: dict[str, Callable[[Any], Any]] = {
+def _with_args(cls: Callable[..., Any]) -> Factory:
+    return lambda args, _features: cls(args) if args is not None else cls()
+
+
+def _with_features(cls: Callable[..., Any]) -> Factory:
+    """A plugin whose rules differ between releases: built with its args (None: its
+    defaults) and the release's Features."""
+    return lambda args, features: (
+        cls(features=features) if args is None else cls(args, features=features)
+    )
+
+
+REGISTRY: dict[str, Factory] = {
     "SchedulingGates": _no_args(SchedulingGates),
     "NodeUnschedulable": _no_args(NodeUnschedulable),
     "NodeName": _no_args(NodeName),
@@ -47,19 +59,20 @@ REGISTRY: dict[str, Callable[[Any], Any]] = {
     "NodeResourcesFit": _with_args(NodeResourcesFit),
     "VolumeRestrictions": _no_args(VolumeRestrictions),
     "NodeVolumeLimits": _no_args(NodeVolumeLimits),
-    "VolumeBinding": _with_args(VolumeBinding),
+    "VolumeBinding": _with_features(VolumeBinding),
     "VolumeZone": _no_args(VolumeZone),
     "PodTopologySpread": _with_args(PodTopologySpread),
     "InterPodAffinity": _with_args(InterPodAffinity),
-    "NodeResourcesBalancedAllocation": _with_args(NodeResourcesBalancedAllocation),
-    "ImageLocality": _no_args(ImageLocality),
-    "NodeDeclaredFeatures": _no_args(NodeDeclaredFeatures),
+    "NodeResourcesBalancedAllocation": _with_features(NodeResourcesBalancedAllocation),
+    "ImageLocality": lambda _args, features: ImageLocality(features=features),
+    "NodeDeclaredFeatures": lambda _args, features: NodeDeclaredFeatures(features=features),
     # Its PreEnqueue only: the pods it would allocate devices for are not modelled.
     "DynamicResources": _no_args(DynamicResources),
     "DefaultPreemption": _with_args(DefaultPreemption),
 }
 
 
-def new_plugin(name: str, args: Any) -> Any:
-    """The plugin `name` built from its args (None: its defaults)."""
-    return REGISTRY[name](args)
+def new_plugin(name: str, args: Any, features: Features | None = None) -> Any:
+    """The plugin `name` built from its args (None: its defaults) for the release
+    `features` stands for (None: the newest)."""
+    return REGISTRY[name](args, features if features is not None else Features())

@@ -25,8 +25,10 @@ from webhook.scheduler.plugins.helper.normalize_score import default_normalize_s
 from webhook.scheduler.plugins.nodeunschedulable import pod_tolerations
 
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
+# Filter's reason in v1.35, v1.36 and v1.37 (taint_toleration.go: Filter).
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
-__all__ = ["TaintToleration"]
+__all__ = ["ERR_REASON_UNTOLERATED", "TaintToleration"]
 
 
 class TaintToleration:
@@ -51,8 +53,9 @@ class TaintToleration:
         taint = find_untolerated_taint(taints, state[self.name])
         if taint is None:
             return SUCCESS
-        key, value = taint.get("key") or "", taint.get("value") or ""
-        return Status(Code.UNRESOLVABLE, f"node(s) had untolerated taint {{{key}: {value}}}")
+        # Every supported release (v1.35 on) words it generically, whichever taint it
+        # was; v1.34 and before named the taint ("untolerated taint {key: value}").
+        return Status(Code.UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
     def node_key(self, state: CycleState, pod: RawObj, node: NodeInfoLike) -> Hashable:
         return _taints_key(node)

@@ -20,13 +20,14 @@ pv_helpers.go FindMatchingVolume (v1.37, the newest release read):
   StorageClass to provision there (a provisioner other than
   kubernetes.io/no-provisioner, allowedTopologies admitting the node). The reasons
   come in upstream's order.
-- Score: the StorageCapacityScoring gate is Beta and on by default since v1.37, so
-  upstream's PreScore never skips: a node where the pod's unbound claims would bind
-  to static PVs scores, per storage class, the broken-linear shape of the profile's
-  VolumeBindingArgs at the share of the PVs' capacity the claims request (averaged
-  over classes, rounded); every other node scores 0. The default shape prefers the
-  least utilised node: 100 at 0 %, 0 at 100 %. A pod without unbound
-  WaitForFirstConsumer claims, 0 on every node, skips PreScore here.
+- Score: only with the StorageCapacityScoring gate on (Beta and on by default since
+  v1.37; off in v1.35 and v1.36, where the plugin builds no scorer and PreScore
+  always skips). With it on, upstream's PreScore never skips: a node where the pod's
+  unbound claims would bind to static PVs scores, per storage class, the broken-
+  linear shape of the profile's VolumeBindingArgs at the share of the PVs' capacity
+  the claims request (averaged over classes, rounded); every other node scores 0.
+  The default shape prefers the least utilised node: 100 at 0 %, 0 at 100 %. A pod
+  without unbound WaitForFirstConsumer claims, 0 on every node, skips PreScore here.
 
 CAVEAT: not modelled: CSIStorageCapacity (the check "node(s) did not have enough
 free storage" and the dynamic-provisioning half of the score, which therefore
@@ -46,6 +47,7 @@ from webhook.api.kube import RawObj, as_dict
 from webhook.api.kube import spec as spec_of
 from webhook.api.labels import compile_selector
 from webhook.api.resources import parse_quantity, unit_value
+from webhook.api.versions import Features
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.config.validation import validate_volume_binding_args
 from webhook.scheduler.framework.gomath import go_div
@@ -475,14 +477,21 @@ class VolumeBinding:
         node_fields=("metadata.labels", "name"),
     )
 
-    def __init__(self, args: VolumeBindingArgs = DEFAULT_ARGS) -> None:
-        """Port of volume_binding.go: New (args validated, the scorer built from their
-        shape, StorageCapacityScoring on). Raises ValueError on invalid args."""
-        problems = validate_volume_binding_args(args)
-        if problems or not args.shape:
-            raise ValueError("; ".join(problems))
+    def __init__(
+        self, args: VolumeBindingArgs | None = None, *, features: Features | None = None
+    ) -> None:
+        """Port of volume_binding.go: New (args validated; the scorer built from their
+        shape only with StorageCapacityScoring on, as from v1.37: without it the plugin
+        never scores). Raises ValueError on invalid args."""
+        self.features = features if features is not None else Features()
+        capacity_scoring = self.features.enabled("StorageCapacityScoring")
+        if args is None:
+            args = DEFAULT_ARGS if capacity_scoring else VolumeBindingArgs(600, None)
+        problems = validate_volume_binding_args(args, capacity_scoring=capacity_scoring)
+        if problems or (capacity_scoring and not args.shape):
+            raise ValueError("; ".join(problems) or "shape: must not be empty")
         self.args = args
-        self._scorer = build_scorer(args.shape)
+        self._scorer = build_scorer(args.shape) if capacity_scoring and args.shape else None
 
     def pre_filter(self, state: CycleState, pod: RawObj, snapshot: Snapshot) -> Status:
         record_objects_version(state, snapshot)
@@ -507,6 +516,8 @@ class VolumeBinding:
         default) upstream never skips; here a pod without unbound WaitForFirstConsumer
         claims skips, as its Score would be 0 on every node (it adds nothing either way,
         and is left out of the scores shown)."""
+        if self._scorer is None:
+            return SKIP
         claims = state.get(STATE_KEY)
         if isinstance(claims, PodVolumeClaims) and claims.delayed:
             return SUCCESS
@@ -517,7 +528,7 @@ class VolumeBinding:
         grouped by their PV's spec.storageClassName; 0 without any (a pod without
         claims, or one whose claims are bound or provisioned)."""
         claims = state.get(STATE_KEY)
-        if not isinstance(claims, PodVolumeClaims) or not claims.delayed:
+        if self._scorer is None or not isinstance(claims, PodVolumeClaims) or not claims.delayed:
             return 0, SUCCESS
         found = find_pod_volumes(claims, node.name, node.labels)
         if isinstance(found, Status):

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.builders import node_with, pod_with
+from webhook.api.versions import Features, KubeVersion, features_for
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import MAX_NODE_SCORE, Code, CycleState
 from webhook.scheduler.plugins.imagelocality import (
@@ -85,9 +86,11 @@ def nodes(*images: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [node_with(f"node{i}", images=im) for i, im in enumerate(images, 1)]
 
 
-def _scores(pod: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
+def _scores(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], features: Features | None = None
+) -> dict[str, int]:
     snapshot = Snapshot.from_objects(nodes)
-    plugin = ImageLocality()
+    plugin = ImageLocality(features=features)
     state = CycleState()
     infos = [snapshot.nodes[n["metadata"]["name"]] for n in nodes]
     assert plugin.pre_score(state, pod, infos, snapshot).ok
@@ -204,6 +207,28 @@ def test_image_locality_more(
 ) -> None:
     """Image volumes, spread over names, a pod without images."""
     assert _scores(pod, nodes) == want
+
+
+@pytest.mark.parametrize(
+    ("minor", "want"),
+    [
+        # v1.35: image volumes are not image sources: gcr.io/30 is on node2 only, 30M
+        # over 1 image is under the 23M minimum once spread (30M * 1/2): both 0.
+        pytest.param(35, {"node1": 0, "node2": 0}, id="v1.35: image volumes not counted"),
+        # v1.36.3's "pod with ImageVolume": in the sum, not the bound:
+        # 100 * (300M * 1/2 - 23M) / (1000M - 23M) = 12.
+        pytest.param(36, {"node1": 12, "node2": 0}, id="v1.36: pod with ImageVolume"),
+        # v1.37.2's "pod with ImageVolume": in the sum and the bound:
+        # 100 * (300M * 1/2 - 23M) / (1000M * 2 - 23M) = 6.
+        pytest.param(37, {"node1": 6, "node2": 0}, id="v1.37: pod with ImageVolume"),
+    ],
+)
+def test_pod_with_image_volume_per_release(minor: int, want: dict[str, int]) -> None:
+    """Upstream's "pod with ImageVolume" (container gcr.io/30, image volume gcr.io/300) as
+    each release scores it: image volumes joined the sum in v1.36 and the bound in v1.37."""
+    pod = spec_pod("gcr.io/30", volumes=("gcr.io/300",))
+    got = _scores(pod, nodes(NODE_300_600_900, NODE_4000_30), features_for(KubeVersion(1, minor)))
+    assert got == want
 
 
 DIGEST = "sha256:" + hashlib.sha256(b"root").hexdigest()

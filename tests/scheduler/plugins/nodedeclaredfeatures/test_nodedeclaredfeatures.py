@@ -8,11 +8,12 @@ Legend: mock(name, infer, max) is upstream's createMockFeature: a feature `name`
 pod needs when `infer`, up to release `max` (None: no bound).
 
 Not ported, with why: "plugin disabled" (both tables) is the NodeDeclaredFeatures
-feature gate off, which the model does not offer (GA in v1.37; a profile disables the
-plugin instead); TestEnqueueExtensionsNodeUpdate, TestIsSchedulableAfterTargetPodUpdate
-and TestEventsToRegister are queueing hints (the model has no scheduling queue);
-TestNodeDeclaredFeatures_DeferredResizeSkipped needs a deferred in-place resize, which
-only a bound pod has and PreFilter only sees for an incoming pod.
+feature gate off, which leaves the plugin out of the default profile (v1.35's default,
+tests/scheduler/config/test_profiles.py); TestEnqueueExtensionsNodeUpdate,
+TestIsSchedulableAfterTargetPodUpdate and TestEventsToRegister are queueing hints (the
+model has no scheduling queue); TestNodeDeclaredFeatures_DeferredResizeSkipped needs a
+deferred in-place resize, which only a bound pod has and PreFilter only sees for an
+incoming pod.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from typing import Any
 import pytest
 
 from tests.builders import make_node, make_pod, node_info
+from webhook.api.versions import KubeVersion, features_for
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import SKIP, SUCCESS, Code, CycleState, Status
 from webhook.scheduler.placement import place
 from webhook.scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON_UNSATISFIED_REQUIREMENTS,
+    ERR_REASON_V1_35,
     FEATURES,
     Feature,
     NodeDeclaredFeatures,
@@ -148,6 +151,31 @@ def test_filter(node: Any, reqs: frozenset[str] | None, want: Status) -> None:
     assert plugin.filter(cycle, make_pod().name("test-pod").obj(), node_info(node)) == want
 
 
+# v1.35.4's TestFilter: the same cases, whose unmatched nodes name the unmet feature.
+V1_35_UNMET = {
+    "Node does not match requirements": A,
+    "Node has no declared features": A,
+    "Node with some but not all required features": B,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "node", "reqs", "want"), FILTER, ids=[f"v1.35: {c[0]}" for c in FILTER]
+)
+def test_filter_v1_35(
+    name: str, node: Any, reqs: frozenset[str] | None, want: Status
+) -> None:
+    """v1.35.4's TestFilter, under its case names: a node that does not match says
+    "node declared features check failed - unsatisfied requirements: <feature>"."""
+    if name in V1_35_UNMET:
+        want = Status(Code.UNRESOLVABLE, f"{ERR_REASON_V1_35}: {V1_35_UNMET[name]}")
+    plugin = NodeDeclaredFeatures(features=features_for(KubeVersion(1, 35)))
+    cycle = CycleState()
+    if reqs is not None:
+        cycle[plugin.name] = reqs
+    assert plugin.filter(cycle, make_pod().name("test-pod").obj(), node_info(node)) == want
+
+
 def _container(**fields: Any) -> dict[str, Any]:
     return {"name": "c", "image": "i", **fields}
 
@@ -260,3 +288,59 @@ def test_in_the_default_profile_only_declaring_nodes_fit() -> None:
     assert decision.reasons == {ERR_REASON_UNSATISFIED_REQUIREMENTS: 2}
     plain = place(make_pod().obj(), Snapshot.from_objects(nodes))
     assert all(n.feasible for n in plain.nodes)
+
+
+# A pod for each feature some supported release infers for scheduling, and one for a
+# feature of a later tree that none of them knows.
+RESTART_ALL_POD = _spec(containers=[_container(restartPolicyRules=[RESTART_ALL])])
+HOST_NETWORK_POD = _spec(hostNetwork=True, hostUsers=False)
+BIND_OPTIONS_POD = _spec(
+    containers=[_container(volumeMounts=[{"name": "v", "bindMountOptions": ["x"]}])]
+)
+PID_LIMIT_POD = _spec(resources={"limits": {"pid": "2048"}})
+
+
+@pytest.mark.parametrize(
+    ("minor", "pod", "want"),
+    [
+        pytest.param(35, RESTART_ALL_POD, {"RestartAllContainersOnContainerExits"}, id="v1.35"),
+        pytest.param(35, HOST_NETWORK_POD, set(), id="v1.35: no UserNamespacesHostNetwork"),
+        pytest.param(
+            36, HOST_NETWORK_POD, {"UserNamespacesHostNetworkSupport"}, id="v1.36: host network"
+        ),
+        pytest.param(36, BIND_OPTIONS_POD, set(), id="v1.36: no VolumeBindMountOptions"),
+        pytest.param(37, BIND_OPTIONS_POD, {"VolumeBindMountOptions"}, id="v1.37: bind options"),
+        pytest.param(37, PID_LIMIT_POD, set(), id="v1.37: PerPodPIDLimit is of a later tree"),
+    ],
+)
+def test_each_release_infers_its_own_registry(minor: int, pod: Any, want: set[str]) -> None:
+    """features.AllFeatures of component-helpers v0.35.4, v0.36.3 and v0.37.2: only the
+    features of that release's registry are required of a node."""
+    plugin = NodeDeclaredFeatures(features=features_for(KubeVersion(1, minor)))
+    state = CycleState()
+    status = plugin.pre_filter(state, pod, None)
+    assert (status is SKIP) is (not want)
+    assert set(state.get(plugin.name, set())) == want
+
+
+@pytest.mark.parametrize(
+    ("minor", "reason"),
+    [
+        pytest.param(
+            35,
+            "node declared features check failed - unsatisfied requirements: "
+            "RestartAllContainersOnContainerExits",
+            id="v1.35 names the unmet feature",
+        ),
+        pytest.param(36, ERR_REASON_UNSATISFIED_REQUIREMENTS, id="v1.36"),
+        pytest.param(37, ERR_REASON_UNSATISFIED_REQUIREMENTS, id="v1.37"),
+    ],
+)
+def test_filter_reason_per_release(minor: int, reason: str) -> None:
+    """nodedeclaredfeatures.go Filter: v1.35's reason lists the unsatisfied requirements,
+    v1.36 and v1.37 say the generic one."""
+    plugin = NodeDeclaredFeatures(features=features_for(KubeVersion(1, minor)))
+    state = CycleState()
+    assert plugin.pre_filter(state, RESTART_ALL_POD, None) is SUCCESS
+    node = node_info(make_node().name("old").obj())
+    assert plugin.filter(state, RESTART_ALL_POD, node) == Status(Code.UNRESOLVABLE, reason)

@@ -30,6 +30,7 @@ from tests.builders import (
     with_volume,
 )
 from tests.scheduler.test_properties import reference_place
+from webhook.api.versions import Features, KubeVersion, features_for
 from webhook.scheduler.config.profiles import resolve_configuration
 from webhook.scheduler.config.types import UtilizationShapePoint, VolumeBindingArgs
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -103,12 +104,16 @@ def pod_with(*claims: str) -> RawObj:
 
 
 def run(
-    p: RawObj, nodes: list[RawObj], objs: list[RawObj], args: VolumeBindingArgs | None = None
+    p: RawObj,
+    nodes: list[RawObj],
+    objs: list[RawObj],
+    args: VolumeBindingArgs | None = None,
+    features: Features | None = None,
 ) -> tuple[Status, dict[str, Status], dict[str, int] | None]:
     """(PreFilter status, each node's Filter status, each node's score or None when
     PreScore skips); Filter and scores only after a successful PreFilter."""
     snapshot = Snapshot.from_objects([*nodes, *objs])
-    plugin = VolumeBinding() if args is None else VolumeBinding(args)
+    plugin = VolumeBinding(args, features=features)
     state = CycleState()
     pre = plugin.pre_filter(state, p, snapshot)
     if not pre.ok:
@@ -368,6 +373,19 @@ def test_volume_binding(
 MOST_ALLOCATED = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
 
 
+def place_on_two_pvs(profile: Any) -> Any:
+    """A pod whose 50Gi claim would bind to node-a's 200Gi PV (25 % used) or node-b's
+    100Gi one (50 %), placed by `profile`."""
+    objs = [
+        WAIT_SC,
+        pvc("pvc-a", storage_class="wait-sc", size="50Gi"),
+        make_pv("pv-a", "wait-sc", "200Gi", **host("node-a")),
+        make_pv("pv-b", "wait-sc", "100Gi", **host("node-b")),
+    ]
+    snapshot = Snapshot.from_objects([make_node("node-a"), make_node("node-b"), *objs])
+    return place(pod_with("pvc-a"), snapshot, framework=framework_of(profile))
+
+
 @pytest.mark.parametrize(
     ("args", "want_node", "want_scores"),
     [
@@ -400,14 +418,7 @@ def test_the_profile_shape_decides_the_node(
     config = {"profiles": [{"pluginConfig": [{"name": "VolumeBinding", "args": args}]}]}
     profiles, errors = resolve_configuration(config)
     assert errors == []
-    objs = [
-        WAIT_SC,
-        pvc("pvc-a", storage_class="wait-sc", size="50Gi"),
-        make_pv("pv-a", "wait-sc", "200Gi", **host("node-a")),
-        make_pv("pv-b", "wait-sc", "100Gi", **host("node-b")),
-    ]
-    snapshot = Snapshot.from_objects([make_node("node-a"), make_node("node-b"), *objs])
-    placement = place(pod_with("pvc-a"), snapshot, framework=framework_of(profiles[0]))
+    placement = place_on_two_pvs(profiles[0])
     assert placement.selected_node == want_node
     assert {n.name: n.scores["VolumeBinding"] for n in placement.nodes} == want_scores
 
@@ -418,6 +429,88 @@ def test_default_shape_prefers_the_node_with_the_most_room() -> None:
     objs = [*CLASSES, pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS]
     _, _, scores = run(pod_with("pvc-a"), ABC, objs)
     assert scores == {"node-a": 75, "node-b": 50, "node-c": 0}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "objs", "filters"),
+    [
+        pytest.param(
+            ABC,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *LOCAL_PVS],
+            {"node-a": SUCCESS, "node-b": SUCCESS, "node-c": BIND},
+            id="local volumes with close capacity are preferred (StorageCapacityScoring "
+            "disabled)",
+        ),
+        pytest.param(
+            ZONAL,
+            [pvc("pvc-a", storage_class="wait-sc", size="50Gi"), *ZONAL_PVS],
+            {**{n["metadata"]["name"]: SUCCESS for n in ZONAL[:4]}, **ZONE_C},
+            id="zonal volumes with close capacity are preferred (StorageCapacityScoring "
+            "disabled)",
+        ),
+    ],
+)
+def test_storage_capacity_scoring_disabled(
+    nodes: list[RawObj], objs: list[RawObj], filters: dict[str, Status]
+) -> None:
+    """v1.37.2's cases with the gate off, as v1.35 and v1.36 run by default: the same
+    filters, and PreScore skips (no scorer is built)."""
+    for minor in (35, 36):
+        features = features_for(KubeVersion(1, minor))
+        got = run(pod_with("pvc-a"), nodes, [*CLASSES, *objs], features=features)
+        assert got == (SUCCESS, filters, None)
+
+
+@pytest.mark.parametrize(
+    ("minor", "want_node", "want_scored"),
+    [
+        # StorageCapacityScoring off: no scorer, PreScore skips, the nodes tie and
+        # node-a wins by name; on: node-a's PV has more room. The score's absence is
+        # what tells the releases apart.
+        pytest.param(35, "node-a", False, id="v1.35: VolumeBinding does not score"),
+        pytest.param(36, "node-a", False, id="v1.36: VolumeBinding does not score"),
+        pytest.param(37, "node-a", True, id="v1.37: StorageCapacityScoring scores"),
+    ],
+)
+def test_volume_binding_scores_from_v1_37(minor: int, want_node: str, want_scored: bool) -> None:
+    """The default profile of each release: VolumeBinding scores static bindings only
+    where StorageCapacityScoring is on by default (v1.37); before, it never scores."""
+    profiles, errors = resolve_configuration({}, features_for(KubeVersion(1, minor)))
+    assert errors == []
+    placement = place_on_two_pvs(profiles[0])
+    assert placement.selected_node == want_node
+    scored = {n.name: "VolumeBinding" in n.scores for n in placement.nodes}
+    assert scored == {"node-a": want_scored, "node-b": want_scored}
+
+
+@pytest.mark.parametrize(
+    ("minor", "want"),
+    [
+        pytest.param(
+            36,
+            [
+                "profiles[0].pluginConfig[0].args.shape: Invalid value: "
+                '[{"Utilization":0,"Score":10}]: unexpected field `shape`, remove it or '
+                "turn on the feature gate StorageCapacityScoring"
+            ],
+            id="v1.36 refuses a shape",
+        ),
+        pytest.param(37, [], id="v1.37 takes it"),
+    ],
+)
+def test_shape_needs_storage_capacity_scoring(minor: int, want: list[str]) -> None:
+    """ValidateVolumeBindingArgs: a shape with StorageCapacityScoring off is refused."""
+    config = {
+        "profiles": [
+            {
+                "pluginConfig": [
+                    {"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 10}]}}
+                ]
+            }
+        ]
+    }
+    _, errors = resolve_configuration(config, features_for(KubeVersion(1, minor)))
+    assert errors == want
 
 
 # ---- binder_test.go: FindPodVolumes on node1 (nodeKey=node1), namespace testns ----

@@ -2,10 +2,16 @@
 used in equal proportions score higher
 (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go).
 
-score = (1 - std) * 100, truncated, where std is the standard deviation of the
+balance = (1 - std) * 100, truncated, where std is the standard deviation of the
 fractions requested / allocatable (each capped at 1) over the configured
 resources the node has. Requests are counted as they are (no non-zero defaults).
 A pod requesting none of the resources is skipped at PreScore (kubernetes#129138).
+
+The score differs by release:
+- v1.35: the balance with the pod: score = balance(node + pod), 0..100.
+- v1.36 and later: how the pod changes the balance:
+  score = 50 + (50 + balance(node + pod) - balance(node)) / 2, 50..100, so 75 means
+  unchanged, above it the pod evens the node out, below it the pod tilts it.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from webhook.api.kube import RawObj
+from webhook.api.versions import Features
 from webhook.scheduler.config.types import NodeResourcesBalancedAllocationArgs
+from webhook.scheduler.framework.gomath import go_div
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -37,6 +45,7 @@ __all__ = [
     "PRE_SCORE_STATE_KEY",
     "BalancedAllocationPreScoreState",
     "NodeResourcesBalancedAllocation",
+    "balanced_resource_delta_scorer",
     "balanced_resource_scorer",
 ]
 
@@ -93,6 +102,19 @@ def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
+def balanced_resource_delta_scorer(
+    requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]
+) -> int:
+    """The v1.36 score: 50 + (50 + balance with the pod - balance without it) / 2, in
+    Go's integer division; 75 when the pod leaves the balance as it was.
+
+    Port of balanced_allocation.go (v1.36): balancedResourceScorer."""
+    half = MAX_NODE_SCORE // 2
+    with_pod = balanced_resource_scorer(requested, allocatable)
+    without_pod = balanced_resource_scorer(allocated, allocatable)
+    return half + go_div(half + with_pod - without_pod, 2)
+
+
 class NodeResourcesBalancedAllocation:
     """The plugin, built once per profile from its args.
 
@@ -104,10 +126,22 @@ class NodeResourcesBalancedAllocation:
     normalize_reads_values: ClassVar[bool] = True
     reads: ClassVar[Reads] = Reads(pod_fields=_POD_FIELDS, node_fields=_NODE_FIELDS)
 
-    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None) -> None:
+    def __init__(
+        self,
+        args: NodeResourcesBalancedAllocationArgs | None = None,
+        *,
+        features: Features | None = None,
+    ) -> None:
         self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        self.features = features if features is not None else Features()
+        # v1.36 scores the change in balance the pod makes (kubernetes#135573).
+        delta = balanced_resource_delta_scorer if self.features.version.at_least(36) else None
         self.scorer = ResourceAllocationScorer(
-            PLUGIN_NAME, balanced_resource_scorer, tuple(self.args.resources), use_requested=True
+            PLUGIN_NAME,
+            balanced_resource_scorer,
+            tuple(self.args.resources),
+            use_requested=True,
+            delta_scorer=delta,
         )
 
     def pre_score(

@@ -49,6 +49,8 @@ __all__ = [
 # A strategy's function: (requested, allocatable), one entry per configured resource
 # in order, allocatable 0 for a resource left out -> the node's raw score.
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
+# (requested with the pod, requested without it, allocatable) -> score.
+DeltaScorer = Callable[[Sequence[int], Sequence[int], Sequence[int]], int]
 
 RESOURCES_NOT_FOUND = Status(Code.ERROR, "resources not found")
 
@@ -151,7 +153,9 @@ class ResourceAllocationScorer:
     name: the strategy's name (for messages); scorer: its function; resources: the
     configured resources in order (their weights are the scorer's business);
     use_requested: count cpu / memory as requested (BalancedAllocation) rather
-    than with the non-zero defaults (NodeResourcesFit).
+    than with the non-zero defaults (NodeResourcesFit); delta_scorer: when set, it
+    scores instead of `scorer`, given what the node's pods request without the pod
+    too (BalancedAllocation from v1.36: requested, allocated, allocatable).
 
     The node's side of every resource (node_side) is remembered per node generation:
     a score then only adds the pod's requests, on every feasible node of a decision.
@@ -161,6 +165,7 @@ class ResourceAllocationScorer:
     scorer: Scorer
     resources: tuple[ResourceSpec, ...]
     use_requested: bool = False
+    delta_scorer: DeltaScorer | None = None
     _kinds: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _sides: dict[int, tuple[NodeSide, ...]] = field(
         init=False, repr=False, compare=False, default_factory=dict
@@ -207,11 +212,15 @@ class ResourceAllocationScorer:
             return 0, RESOURCES_NOT_FOUND
         allocs: list[int] = []
         reqs: list[int] = []
+        held: list[int] = []
         for side, pod_request in zip(self.node_sides(node), pod_request_list, strict=True):
             alloc, req = with_pod(side, pod_request)
             # A resource the node cannot allocate is left out (both stay 0).
             allocs.append(alloc)
             reqs.append(req if alloc else 0)
+            held.append(req - pod_request if alloc else 0)
+        if self.delta_scorer is not None:
+            return self.delta_scorer(reqs, held, allocs), SUCCESS
         return self.scorer(reqs, allocs), SUCCESS
 
     def score_many(
@@ -232,18 +241,22 @@ class ResourceAllocationScorer:
             for kind, r in zip(self._kinds, pod_request_list, strict=True)
         )
         out: list[int] = []
+        delta = self.delta_scorer
         for node in nodes:
             sides = remembered(node.generation) or sides_of(node)
             allocs: list[int] = []
             reqs: list[int] = []
+            helds: list[int] = []
             for (_, alloc, held), r in zip(sides, requests, strict=True):
                 if held is None or r is None or not alloc:
                     allocs.append(0)
                     reqs.append(0)
+                    helds.append(0)
                 else:
                     allocs.append(alloc)
                     reqs.append(held + r)
-            out.append(scorer(reqs, allocs))
+                    helds.append(held)
+            out.append(scorer(reqs, allocs) if delta is None else delta(reqs, helds, allocs))
         return out, SUCCESS
 
 
