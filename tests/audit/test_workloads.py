@@ -571,7 +571,6 @@ def test_cli_rollout_json(capsys: pytest.CaptureFixture[str]) -> None:
         (["--rollout", "sts/shop/web"], "a rollout is a Deployment's"),
         (["--now", "tomorrow", "--scale", "deploy/shop/web=1"], "--now"),
         (["--now", "2026-11-27T12:00:00Z"], "--now is the controllers' clock"),
-        (["--server-version", "1.33"], "--server-version is the API server of --scale"),
     ],
 )
 def test_cli_usage_errors(

@@ -171,21 +171,18 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
         now = parsed
         if not scales and rollout is None:
             raise InputError("--now is the controllers' clock: give it with --scale or --rollout")
-    version = getattr(args, "server_version", None)
-    if version is not None and not scales and rollout is None:
-        raise InputError("--server-version is the API server of --scale and --rollout")
     flag, value = ("--rollout", rollout) if rollout is not None else ("--scale", "")
     try:
         if rollout is not None:
             target, path = parse_rollout(rollout)
             return WorkloadRequest(
-                rollout=(target, _deployment_file(path)), now=now, server_version=version
+                rollout=(target, _deployment_file(path)), now=now
             )
         parsed_scales = []
         for value in scales:
             parsed_scales.append(parse_scale(value))
         if parsed_scales:
-            return WorkloadRequest(scales=parsed_scales, now=now, server_version=version)
+            return WorkloadRequest(scales=parsed_scales, now=now)
     except ValueError as exc:
         parts = value.split("/")
         namespace = parts[1] if len(parts) >= 3 and parts[1] else None
@@ -297,7 +294,11 @@ def cli_audit(args: argparse.Namespace) -> int:
         )
     with without_cyclic_gc():
         state, cluster_version = read_state_and_version(args, sys.stderr)
-        settings, modelled, _ = modelled_settings(args, settings, cluster_version)
+        settings, modelled, api_server = modelled_settings(args, settings, cluster_version)
+        if workloads is not None:
+            # The new pods are merged as the API server of the resolved release merges
+            # them: one answer with the model's (flags, config, /version, newest).
+            workloads = replace(workloads, server_version=api_server)
         given = _drill_text(args)
         if drill is not None and given is not None:
             _require_nodes(state, drill, *given)
