@@ -437,38 +437,6 @@ def test_load_snapshot_shipped_example() -> None:
     assert snap.node_names() == ["node-a", "node-b", "node-c", "node-d", "node-e"]
 
 
-@pytest.mark.parametrize(
-    ("text", "fragment"),
-    [
-        pytest.param(
-            json.dumps({"kind": "Pod", "metadata": {"name": "p"}}),
-            "must be one List",
-            id="a single Pod",
-        ),
-        pytest.param(json.dumps({"kind": "List"}), "must be one List", id="List without items"),
-        pytest.param("[1, 2]", "must be one List", id="a JSON array"),
-        pytest.param('{"kind": "List", "items": [', "not valid JSON", id="truncated JSON"),
-        pytest.param(
-            '{"kind": "List", "items": []} trailing', "unexpected data", id="trailing data"
-        ),
-        pytest.param(
-            "kind: List\nitems: []\n---\nkind: List\nitems: []\n",
-            "found 2",
-            id="two YAML documents",
-        ),
-        pytest.param(
-            "kind: List\nitems: {a: 1}\n", "items of the List must be a list", id="items not a list"
-        ),
-        pytest.param("kind: [unclosed\n", "not valid YAML", id="broken YAML"),
-    ],
-)
-def test_load_snapshot_rejects_what_is_not_a_list(tmp_path: Path, text: str, fragment: str) -> None:
-    path = tmp_path / "bad"
-    path.write_text(text)
-    with pytest.raises(InputError, match=fragment):
-        load_snapshot(path)
-
-
 def test_load_snapshot_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         load_snapshot(tmp_path / "absent.json")
