@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-scale bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
 	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -131,6 +131,11 @@ bench-preempt: $(STAMP)
 # simulate --replicas 10 --runs 20 against one sampled run, on the 5,000-node cluster.
 bench-sampling: $(STAMP)
 	$(PY) bench/bench_audit.py --only sampled,runs20 --sampling
+
+# audit -o json and a replica (serve --snapshot, one worker) on 20,000 and 65,000 nodes,
+# 30 pods per node: time, peak RSS, ready time, memory held (docs/performance.md).
+bench-scale: $(STAMP)
+	$(PY) bench/bench_scale.py
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py

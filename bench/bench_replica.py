@@ -56,6 +56,23 @@ def children(pid: int) -> list[int]:
     return sorted(out)
 
 
+def wait_ready(
+    proc: subprocess.Popen[bytes], port: int, ctx: ssl.SSLContext, log: Path, poll: float
+) -> None:
+    """Return once the server's /readyz answers 200; its log's tail if it exits first."""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(log.read_text()[-2000:])
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(poll)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=500)
@@ -93,17 +110,7 @@ def main() -> int:
     ctx = ssl.create_default_context(cafile=str(work / "certs" / "ca.crt"))
     try:
         t0 = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit((work / "serve.log").read_text()[-2000:])
-            try:
-                conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
+        wait_ready(proc, port, ctx, work / "serve.log", 0.5)
         # Every worker must have synced, not only the one that answered.
         time.sleep(args.settle)
         ready = time.monotonic() - t0

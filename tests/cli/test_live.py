@@ -213,6 +213,20 @@ def test_list_objects_fills_kind_and_reports_http_errors(
         list(list_objects(conn, [Resource("Node", "/api/v1/nodes")]))
 
 
+def test_a_page_that_fails_mid_list_is_a_clear_error_and_no_snapshot(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    """The first page of pods is taken, the second fails: ClusterError, nothing returned."""
+    conn = connect(kubeconfig=kubeconfig(tmp_path, server.url))
+    server.fail_next("Pod", 0, 500)
+    with pytest.raises(ClusterError, match="HTTP 500: scripted 500"):
+        list_snapshot(conn, page_size=2)
+    assert [("continue" in r.query) for r in server.requests_for("Pod", watch=False)] == [
+        False,
+        True,
+    ]
+
+
 # ---------------------------------------------------------------------------------------
 # kubectl plugin
 

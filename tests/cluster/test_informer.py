@@ -230,6 +230,23 @@ def test_list_errors_are_retried_until_the_list_succeeds(
     assert_converges(source, server)
 
 
+def test_a_page_that_fails_mid_list_serves_nothing_until_a_whole_list_succeeds(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """The second page of the first pod list fails: not synced, no snapshot, until the
+    list is taken again from its first page and completes."""
+    seed(server)
+    server.fail_next("Pod", 0, 500)
+    source = make_source(page_size=2, backoff_initial=0.5, backoff_cap=0.5)
+    source.start()
+    wait_until(lambda: len(server.requests_for("Pod", watch=False)) >= 2, "the failed page")
+    assert source.synced() is False and source.snapshot() is None
+    wait_until(source.synced, "the first full sync")
+    tokens = ["continue" in r.query for r in server.requests_for("Pod", watch=False)]
+    assert tokens == [False, True, False, True, True]
+    assert_converges(source, server)
+
+
 def test_expired_continue_token_restarts_the_list_from_the_first_page(
     server: FakeApiServer, make_source: Callable[..., LiveSource]
 ) -> None:

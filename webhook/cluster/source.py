@@ -182,8 +182,9 @@ class FileSource(StaticSource):
     """A snapshot file (the `List` that `kubectl get ... -A -o json` prints), loaded once.
 
     Read with files.load_snapshot, as every CLI command reads `--snapshot`: the
-    same files are accepted everywhere, and a JSON List is decoded item by item
-    so a 150,000-pod file never exists whole in memory. start() loads the file
+    same files are accepted everywhere, the file is read in chunks and each object
+    trimmed as it is decoded (what a LiveSource holds), so a 2,000,000-pod file
+    never exists whole in memory. start() loads the file
     (synchronously: it is local); load() does the same and may be called earlier
     to fail fast on an unusable file (InputError).
     """
@@ -205,7 +206,9 @@ class FileSource(StaticSource):
         if loader is None:
             from webhook.cluster.files import load_snapshot
 
-            loader = load_snapshot
+            def loader(path: Path) -> Snapshot:
+                return load_snapshot(path, trimmed=True)
+
         snapshot = loader(self.path)
         self.replace(snapshot)
         return snapshot

@@ -437,38 +437,6 @@ def test_load_snapshot_shipped_example() -> None:
     assert snap.node_names() == ["node-a", "node-b", "node-c", "node-d", "node-e"]
 
 
-@pytest.mark.parametrize(
-    ("text", "fragment"),
-    [
-        pytest.param(
-            json.dumps({"kind": "Pod", "metadata": {"name": "p"}}),
-            "must be one List",
-            id="a single Pod",
-        ),
-        pytest.param(json.dumps({"kind": "List"}), "must be one List", id="List without items"),
-        pytest.param("[1, 2]", "must be one List", id="a JSON array"),
-        pytest.param('{"kind": "List", "items": [', "not valid JSON", id="truncated JSON"),
-        pytest.param(
-            '{"kind": "List", "items": []} trailing', "unexpected data", id="trailing data"
-        ),
-        pytest.param(
-            "kind: List\nitems: []\n---\nkind: List\nitems: []\n",
-            "found 2",
-            id="two YAML documents",
-        ),
-        pytest.param(
-            "kind: List\nitems: {a: 1}\n", "items of the List must be a list", id="items not a list"
-        ),
-        pytest.param("kind: [unclosed\n", "not valid YAML", id="broken YAML"),
-    ],
-)
-def test_load_snapshot_rejects_what_is_not_a_list(tmp_path: Path, text: str, fragment: str) -> None:
-    path = tmp_path / "bad"
-    path.write_text(text)
-    with pytest.raises(InputError, match=fragment):
-        load_snapshot(path)
-
-
 def test_load_snapshot_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         load_snapshot(tmp_path / "absent.json")
@@ -523,3 +491,32 @@ def test_budgets_and_priority_classes_are_held_by_namespace_and_name() -> None:
     other.delete(PDB)
     assert other.listed("PodDisruptionBudget") == []
     assert snap.listed("PodDisruptionBudget") == [PDB]
+
+
+# ---- memory: what light pods share ------------------------------------------------
+
+
+def test_replicas_share_one_labels_dict_and_each_node_one_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods with equal labels hold one labels dict; pods that keep only their node hold
+    one spec per node; a full cache starts afresh and still holds equal contents."""
+    from webhook.scheduler.framework import snapshot as module
+
+    snap = Snapshot()
+    for node in ("n1", "n2"):
+        snap.upsert(make_node().name(node).obj())
+    for name, node in (("a", "n1"), ("b", "n1"), ("c", "n2")):
+        snap.upsert(foo_pod(name, node))
+    snap.upsert(foo_pod("d", "n2", tier="web"))
+    a, b = snap.nodes["n1"].pods
+    c, d = snap.nodes["n2"].pods
+    assert a["metadata"]["labels"] is b["metadata"]["labels"] is c["metadata"]["labels"]
+    assert d["metadata"]["labels"] == {"foo": "bar", "tier": "web"}
+    assert a["spec"] is b["spec"] and a["spec"] == {"nodeName": "n1"}
+    assert c["spec"] is d["spec"] and c["spec"] == {"nodeName": "n2"}
+    monkeypatch.setattr(module, "MAX_SHARED_LABELS", 1)
+    snap.upsert(foo_pod("e", "n2"))
+    e = snap.nodes["n2"].pods[-1]
+    assert e["metadata"]["labels"] == a["metadata"]["labels"]
+    assert snap.match_counts("default", FOO) == {"n1": 2, "n2": 3}

@@ -89,6 +89,8 @@ PodKey = tuple[str, str]
 _JOURNAL_KEEP = 65536
 # Distinct pod affinities shared between light pods before starting afresh.
 MAX_SHARED_AFFINITIES = 65536
+# Distinct pod label sets shared between light pods before starting afresh.
+MAX_SHARED_LABELS = 65536
 
 
 class _Absent:
@@ -449,6 +451,12 @@ class Snapshot:
         self._requests_cache: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Pod (anti-)affinity as kept in light pods, one dict per distinct content.
         self._affinity_cache: dict[str, RawObj] = {}
+        # Pod labels as kept in light pods and entries, one dict per content (the
+        # replicas of a workload carry the same labels); cleared at MAX_SHARED_LABELS.
+        self._labels_cache: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+        # Node name -> {"nodeName": it}: the light spec of every pod that keeps nothing
+        # else of its spec (most pods), one dict per node.
+        self._node_specs: dict[str, RawObj] = {}
         # A DaemonSet (name, uid) -> the controller reference its light pods keep.
         self._owner_cache: dict[tuple[str, str], list[RawObj]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
@@ -620,6 +628,8 @@ class Snapshot:
                 other._indexes[ns] = copied
             other._requests_cache = self._requests_cache
             other._affinity_cache = self._affinity_cache
+            other._labels_cache = self._labels_cache
+            other._node_specs = self._node_specs
             other._owner_cache = self._owner_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
@@ -828,7 +838,7 @@ class Snapshot:
         nominated = status.get("nominatedNodeName")
         if not node and not (isinstance(nominated, str) and nominated):
             return
-        labels = _intern_labels(meta.get("labels"))
+        labels = self._shared_labels(_intern_labels(meta.get("labels")))
         light_meta: RawObj = {"name": name, "namespace": key[0], "labels": labels}
         if isinstance(meta.get("uid"), str):
             light_meta["uid"] = meta["uid"]
@@ -839,6 +849,9 @@ class Snapshot:
         if owner is not None:
             light_meta["ownerReferences"] = self._shared_owner(owner)
         spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
+        if node and len(spec) == 1:
+            # Only its node: one dict per node for all such pods.
+            spec = self._node_specs.setdefault(sys.intern(node), spec)
         light: RawObj = {"metadata": light_meta, "spec": spec}
         light_status = _light_status(status, bool(node))
         if light_status:
@@ -916,6 +929,17 @@ class Snapshot:
             if len(self._affinity_cache) >= MAX_SHARED_AFFINITIES:
                 self._affinity_cache = {}
             shared = self._affinity_cache[key] = affinity
+        return shared
+
+    def _shared_labels(self, labels: dict[str, Any]) -> dict[str, Any]:
+        # Never modified once stored (readers never modify the snapshot): equal
+        # contents may share one dict.
+        sig = tuple(labels.items())
+        shared = self._labels_cache.get(sig)
+        if shared is None:
+            if len(self._labels_cache) >= MAX_SHARED_LABELS:
+                self._labels_cache = {}
+            shared = self._labels_cache[sig] = labels
         return shared
 
     def _shared_requests(self, requests: Mapping[str, int]) -> dict[str, int]:
