@@ -294,7 +294,7 @@ class Process:
         return self.popen.pid if self.popen else None
 
 
-def _https_ok(url: str, ctx: ssl.SSLContext) -> bool:
+def https_ok(url: str, ctx: ssl.SSLContext) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:  # noqa: S310
             return bool(resp.status == 200)
@@ -409,7 +409,7 @@ class ControlPlane:
             f"--default-not-ready-toleration-seconds={self.unreachable_toleration_seconds}",
             f"--default-unreachable-toleration-seconds={self.unreachable_toleration_seconds}",
             *self.extra_apiserver_flags,
-        ], lambda: _https_ok(f"{self.server}/readyz", self._ctx()), timeout)
+        ], lambda: https_ok(f"{self.server}/readyz", self._ctx()), timeout)
 
     def _start_controller_manager(self, bins: dict[str, Path], timeout: float) -> None:
         port = self.ports["controller-manager"]
@@ -427,7 +427,7 @@ class ControlPlane:
             "--node-monitor-period=1s",
             f"--node-monitor-grace-period={self.node_grace_seconds}s",
             "--allocate-node-cidrs=false",
-        ], lambda: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
+        ], lambda: https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
 
     def _start_scheduler(self, bins: dict[str, Path], timeout: float) -> None:
         port = self.ports["scheduler"]
@@ -450,7 +450,7 @@ class ControlPlane:
             "--bind-address=127.0.0.1", f"--secure-port={port}",
             f"--cert-dir={self.workdir / 'scheduler-certs'}",
             f"-v={self.scheduler_verbosity}",
-        ], lambda: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
+        ], lambda: https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
 
     def _start_kwok(self, bins: dict[str, Path], timeout: float) -> None:
         stages = kwok_module_dir() / "kustomize" / "stage"
@@ -572,6 +572,19 @@ class ControlPlane:
             return names <= ok
 
         self.wait_for(f"nodes {sorted(names)} Ready", ready, timeout)
+
+    @contextlib.contextmanager
+    def world(self, world: str, prefix: str, zones: Sequence[str],
+              per_zone: int = 2) -> Iterator[list[str]]:
+        """Nodes of a test's own, `per_zone` in each zone, labelled world=WORLD for its
+        workloads to select (PREFIX-<zone's last character>-<i>); deleted on exit."""
+        made = [node_object(f"{prefix}-{z[-1]}-{i}", z, labels={"world": world})
+                for z in zones for i in range(per_zone)]
+        self.add_nodes(made)
+        try:
+            yield [n["metadata"]["name"] for n in made]
+        finally:
+            self.kubectl("delete", "nodes", "-l", f"world={world}", "--wait=false")
 
     def namespace(self, name: str) -> str:
         """Create a namespace and wait for its default ServiceAccount (made here when no

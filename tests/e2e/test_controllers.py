@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controlplane import KWOK_LABEL, ControlPlane, node_object
+from tests.e2e.controlplane import KWOK_LABEL, ControlPlane
 from tests.e2e.webhook import topospread
 
 ZONE = "topology.kubernetes.io/zone"
@@ -24,11 +24,8 @@ ZONES = [f"ctl-z{i}" for i in range(3)]
 @pytest.fixture(scope="module")
 def nodes(cp: ControlPlane) -> Iterator[list[str]]:
     """Six nodes in three zones of their own; the workloads here select them."""
-    made = [node_object(f"ctl-{z[-1]}-{i}", z, labels={"world": WORLD})
-            for z in ZONES for i in range(2)]
-    cp.add_nodes(made)
-    yield [n["metadata"]["name"] for n in made]
-    cp.kubectl("delete", "nodes", "-l", f"world={WORLD}", "--wait=false")
+    with cp.world(WORLD, "ctl", ZONES) as names:
+        yield names
 
 
 def deployment(name: str, replicas: int, *, hard: bool = True) -> dict[str, Any]:

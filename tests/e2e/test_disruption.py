@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controlplane import ControlPlane, Process, free_port, kubeconfig, node_object
+from tests.e2e.controlplane import ControlPlane, Process, free_port, kubeconfig
 from tests.e2e.test_controllers import live_pods, wait_ready
 from tests.e2e.webhook import NAMESPACE, TOPOSPREAD, Webhook, rendered, topospread
 
@@ -29,11 +29,9 @@ ZONES = [f"dis-z{i}" for i in range(3)]
 
 @pytest.fixture(scope="module")
 def nodes(cp: ControlPlane) -> Iterator[list[str]]:
-    made = [node_object(f"dis-{z[-1]}-{i}", z, labels={"world": WORLD})
-            for z in ZONES for i in range(2)]
-    cp.add_nodes(made)
-    yield [n["metadata"]["name"] for n in made]
-    cp.kubectl("delete", "nodes", "-l", f"world={WORLD}", "--wait=false")
+    """Six nodes in three zones of their own; the workloads here select them."""
+    with cp.world(WORLD, "dis", ZONES) as names:
+        yield names
 
 
 def deployment(replicas: int) -> dict[str, Any]:

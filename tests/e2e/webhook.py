@@ -15,15 +15,20 @@ import json
 import ssl
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import ControlPlane, ControlPlaneError, Process, free_port, kubeconfig
+from tests.e2e.controlplane import (
+    ControlPlane,
+    ControlPlaneError,
+    Process,
+    free_port,
+    https_ok,
+    kubeconfig,
+)
 
 NAMESPACE = "topospread"
 TOPOSPREAD = str(Path(sys.executable).with_name("topospread"))
@@ -110,7 +115,7 @@ class Webhook:
              "--config", str(config), "--cert-dir", str(self.cert_dir),
              "--bind", f"127.0.0.1:{self.port}", "--workers", "2"],
             self.cp.logs / "topospread.log",
-            lambda: _ready(f"https://127.0.0.1:{self.port}/readyz", ctx),
+            lambda: https_ok(f"https://127.0.0.1:{self.port}/readyz", ctx),
         )
         self.process.start(timeout)
 
@@ -123,11 +128,3 @@ class Webhook:
         if config is not None:
             self.config = config
         self.start()
-
-
-def _ready(url: str, ctx: ssl.SSLContext) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:  # noqa: S310
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
