@@ -175,9 +175,7 @@ def _workload_request(args: argparse.Namespace) -> WorkloadRequest | None:
     try:
         if rollout is not None:
             target, path = parse_rollout(rollout)
-            return WorkloadRequest(
-                rollout=(target, _deployment_file(path)), now=now
-            )
+            return WorkloadRequest(rollout=(target, _deployment_file(path)), now=now)
         parsed_scales = []
         for value in scales:
             parsed_scales.append(parse_scale(value))
