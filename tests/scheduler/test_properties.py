@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import (
@@ -36,6 +36,7 @@ from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework import budget
 from webhook.scheduler.framework.memo import memo_of
 from webhook.scheduler.framework.runtime import filter as runtime_filter
+from webhook.scheduler.framework.runtime import score as runtime_score
 from webhook.scheduler.framework.runtime.framework import run_filter_plugins
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Code, CycleState
@@ -62,6 +63,7 @@ from webhook.scheduler.plugins.podtopologyspread.filtering import (
 )
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from webhook.scheduler.profile import Framework, framework_of
+from webhook.scheduler.schedule_one import find_nodes_that_fit_pod
 
 NODES = ["n0", "n1", "n2", "n3"]
 HASH = "pod-template-hash"
@@ -135,6 +137,68 @@ def test_incremental_counts_equal_a_full_recount(ops) -> None:
         1 for p in live.values() if p["spec"].get("nodeName") and p["status"]["phase"] == "Running"
     )
     assert snap.pod_count() == bound
+
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+RACK_KEY = "example.com/rack"
+KEY_SETS = [(ZONE_KEY,), (ZONE_KEY, RACK_KEY), (RACK_KEY, "kubernetes.io/hostname")]
+node_labels_st = st.fixed_dictionaries(
+    {},
+    optional={ZONE_KEY: st.sampled_from(["za", "zb"]), RACK_KEY: st.sampled_from(["r1", "r2"])},
+)
+node_op_st = st.tuples(
+    st.sampled_from(["relabel", "delete node"]), st.sampled_from(NODES), node_labels_st
+)
+
+
+def _labelled_node(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return make_node().name(name).labels({"kubernetes.io/hostname": name, **labels}).obj()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(node_labels_st, min_size=4, max_size=4),
+    st.lists(st.one_of(add_st, delete_st, node_op_st), max_size=40),
+)
+@example(
+    [{ZONE_KEY: "za"}] * 4,
+    [("add", 0, "default", "n0", {"app": "a"}, False, "Running"), ("relabel", "n0", {})],
+)
+@example(
+    [{ZONE_KEY: "za"}] * 4,
+    [("add", 0, "default", "n0", {"app": "a"}, False, "Running"), ("delete node", "n0", {})],
+)
+def test_domain_counts_equal_match_counts_summed_per_domain(node_labels, ops) -> None:
+    """Snapshot.domain_counts, kept up to date pod by pod (and dropped when a node's
+    labels change or it goes), equals match_counts summed over key_index's nodes."""
+    nodes = [_labelled_node(n, labels) for n, labels in zip(NODES, node_labels, strict=True)]
+    snap = Snapshot.from_objects(nodes)
+    for ns in NAMESPACES:  # build every index first, so every op updates it
+        for sel in SELECTORS:
+            for keys in KEY_SETS:
+                snap.domain_counts(ns, selector(sel), keys)
+    for op in ops:
+        if op[0] == "add":
+            _, name, ns, node, labels, terminating, phase = op
+            snap.upsert(_pod(name, ns, node, labels, terminating, phase))
+        elif op[0] == "delete":
+            _, name, ns = op
+            snap.delete({"kind": "Pod", "metadata": {"name": f"p{name}", "namespace": ns}})
+        elif op[0] == "relabel":
+            snap.upsert(_labelled_node(op[1], op[2]))
+        else:
+            snap.delete({"kind": "Node", "metadata": {"name": op[1]}})
+    for ns in NAMESPACES:
+        for sel in SELECTORS:
+            per_node = snap.match_counts(ns, selector(sel))
+            for keys in KEY_SETS:
+                eligible = snap.key_index(keys)[0]
+                want: list[dict[str, int]] = [{} for _ in keys]
+                for name, n in per_node.items():
+                    if name in eligible:
+                        for j, value in enumerate(eligible[name]):
+                            want[j][value] = want[j].get(value, 0) + n
+                assert snap.domain_counts(ns, selector(sel), keys) == tuple(want)
 
 
 cluster_st = st.lists(
@@ -690,6 +754,61 @@ def test_default_profile_equals_one_node_at_a_time(
         check(pod)
         if n == 0:
             check(_incoming(second))
+
+
+SCORE_PLUGINS = [
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "VolumeBinding",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    profile_incoming_st,
+    st.integers(1, 6),
+    st.sets(st.sampled_from(SCORE_PLUGINS)),
+)
+def test_best_position_equals_the_first_best_weighted_sum(
+    nodes, residents, incoming, replicas, node_by_node
+) -> None:
+    """The drills' best node by joint classes (runtime/score.py: best_position) is the
+    first feasible node with the highest weighted sum, replica after replica bound,
+    with the plugins of `node_by_node` scoring node by node beside the others' classes
+    (_best_by_columns)."""
+    fw = framework_of(None, None)
+    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
+    pod = _incoming(incoming)
+    by_classes = runtime_score._view
+
+    def view(plugin: Any, *rest: Any) -> Any:
+        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
+
+    for i in range(replicas):
+        copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
+        fit = find_nodes_that_fit_pod(copy, snap, fw)
+        feasible = fit.diagnosis.feasible
+        if not feasible:
+            break
+        sums = runtime_score.weighted_sums(fw.scores, fit.prepared, snap, fit.table, feasible)
+        fit = find_nodes_that_fit_pod(copy, snap, fw)  # a cycle of its own
+        ok = {key: verdict[0] for key, verdict in fit.diagnosis.per_key.items()}
+        with mock.patch.object(runtime_score, "_view", view):
+            got = runtime_score.best_position(
+                fw.scores, fit.prepared, snap, fit.table, feasible, fit.diagnosis.keys, ok
+            )
+        if isinstance(sums, str):
+            assert got == sums
+            break
+        assert got == feasible[sums.index(max(sums))]
+        snap.add_pod(copy, fit.table.names[got])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -29,7 +29,12 @@ from webhook.scheduler.framework.preemption import (
 )
 from webhook.scheduler.framework.runtime.filter import outcomes_of, outcomes_view
 from webhook.scheduler.framework.runtime.framework import PreparedFilters
-from webhook.scheduler.framework.runtime.score import run_score_plugins, score_map, weighted_sums
+from webhook.scheduler.framework.runtime.score import (
+    best_position,
+    run_score_plugins,
+    score_map,
+    weighted_sums,
+)
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
 from webhook.scheduler.framework.sampling import Sampler, Scan
 from webhook.scheduler.framework.snapshot import NodeTable, Snapshot
@@ -491,13 +496,16 @@ def select_best_host(fw: Framework, snapshot: Snapshot, fit: FitResult) -> str |
     with the highest weighted sum): prioritizeNodes and selectHost without the score
     rows, score maps and verdicts, for a caller that needs only the chosen node. None
     when no node fits or scoring fails the cycle."""
-    feasible = fit.diagnosis.feasible
-    if not feasible:
+    diagnosis = fit.diagnosis
+    if not diagnosis.feasible:
         return None
-    sums = weighted_sums(fw.scores, fit.prepared, snapshot, fit.table, feasible)
-    if isinstance(sums, str):
+    ok = {key: verdict[0] for key, verdict in diagnosis.per_key.items()}
+    best = best_position(
+        fw.scores, fit.prepared, snapshot, fit.table, diagnosis.feasible, diagnosis.keys, ok
+    )
+    if isinstance(best, str):
         return None
-    return fit.table.names[feasible[sums.index(max(sums))]]
+    return fit.table.names[best]
 
 
 class Sampled(NamedTuple):

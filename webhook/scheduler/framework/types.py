@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import (
@@ -50,6 +50,7 @@ __all__ = [
     "ClassFilter",
     "ColumnScore",
     "CycleState",
+    "ClassScore",
     "FilterOutcomes",
     "FilterPlugin",
     "NodeLabelKeyed",
@@ -68,6 +69,7 @@ __all__ = [
     "ScoreKeyed",
     "ScoreLabelKeyed",
     "ScorePlugin",
+    "ScoreView",
     "Status",
     "ValueNormalizing",
     "check_hooks",
@@ -341,6 +343,35 @@ class ColumnScore(Protocol):
     ) -> list[int]: ...
 
 
+class ScoreView(NamedTuple):
+    """A score plugin's answer by classes of nodes (ClassScore, and the runtime's view of
+    the other class-wise plugins).
+
+    of_node[i]: the class of node i of the NodeTable (nodes of one class score alike);
+    scores(first, counts): the normalised score of each class of `first` (the classes
+    holding feasible nodes -> the first such node's position; counts: -> how many, when
+    `counted`, else empty), normalised over those classes as NormalizeScore over their
+    nodes; or the error that fails the cycle; or None when a node changed meanwhile
+    and the caller must score node by node.
+    """
+
+    of_node: list[int]
+    scores: Callable[[Mapping[int, int], Mapping[int, int]], dict[int, int] | str | None]
+    counted: bool = False
+
+
+@runtime_checkable
+class ClassScore(Protocol):
+    """PreScore + Score + NormalizeScore by classes of nodes (after PreScore): the
+    ScoreView of every node of `table` (PodTopologySpread: label classes, hostname by
+    presence, and a class of its own for each node holding matching pods under a
+    hostname constraint); None when the plugin cannot say."""
+
+    def score_view(
+        self, state: CycleState, pod: RawObj, snapshot: Snapshot, table: Any
+    ) -> ScoreView | None: ...
+
+
 @runtime_checkable
 class NodeKeysBatch(Protocol):
     """FilterPlugin.node_key of many nodes in one call (a plugin whose key is its verdict
@@ -403,6 +434,7 @@ HOOKS: dict[type, tuple[str, ...]] = {
     ScoreLabelKeyed: ("score_label_keys",),
     ValueNormalizing: ("normalize_reads_values",),
     ColumnScore: ("score_column",),
+    ClassScore: ("score_view",),
     NodeKeysBatch: ("node_keys",),
     ScoreBatch: ("score_nodes",),
     PreFilterExtensions: ("add_pod", "remove_pod"),

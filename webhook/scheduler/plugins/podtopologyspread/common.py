@@ -307,6 +307,16 @@ def match_counts(snapshot: Snapshot, pod: RawObj, c: Constraint) -> dict[str, in
     return snapshot.match_counts(pod_namespace(pod), c.selector)
 
 
+def domain_match_counts(
+    snapshot: Snapshot, pod: RawObj, c: Constraint, keys: tuple[str, ...]
+) -> tuple[dict[Any, int], ...]:
+    """match_counts summed per domain of each of `keys`, over the nodes carrying them
+    all: per key, domain -> matching pods (domains with none absent)."""
+    if c.counts_nothing:
+        return tuple({} for _ in keys)
+    return snapshot.domain_counts(pod_namespace(pod), c.selector, keys)
+
+
 def distribution(pod: RawObj, snapshot: Snapshot, args: SpreadArgs) -> dict[str, dict[str, int]]:
     """Matching pods per domain for each topology key the pod spreads over.
 

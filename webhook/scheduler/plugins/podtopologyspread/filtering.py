@@ -37,6 +37,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     NodeInclusion,
     PodConstraints,
     constraints_or_error,
+    domain_match_counts,
     match_counts,
 )
 
@@ -110,22 +111,21 @@ def pre_filter(
     if not constraints:
         return PreFilterState((), (), (), ())
     inclusion = inclusion or NodeInclusion(pod)
-    counts = [match_counts(snapshot, pod, c) for c in constraints]
     # A node is eligible when it carries every constraint's key (and passes the
     # constraint's inclusion policies).
     keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
     eligible, domain_values = snapshot.key_index(keys)
     domains: list[dict[str, int]] = []
-    for c, per_node in zip(constraints, counts, strict=True):
+    for c in constraints:
         j = keys.index(c.topology_key)
         if inclusion.trivial(c):
-            # Every node carrying the keys takes part: walk only the nodes with matches.
+            # Every node carrying the keys takes part: the snapshot's per-domain counts.
             per_domain = dict.fromkeys(domain_values[j], 0)
-            for name, n in per_node.items():
-                values = eligible.get(name)
-                if values is not None:
-                    per_domain[values[j]] += n
-        elif (known := inclusion.known_affinity(c)) is not None:
+            per_domain.update(domain_match_counts(snapshot, pod, c, keys)[j])
+            domains.append(per_domain)
+            continue
+        per_node = match_counts(snapshot, pod, c)
+        if (known := inclusion.known_affinity(c)) is not None:
             # Node affinity alone decides and is known for every node: the domains
             # are those of the node classes holding an included node; counts come
             # from the nodes with matches.

@@ -4,8 +4,8 @@ New resolves the args' defaults once; PreFilter, Filter, its PreFilterExtensions
 PreFilterState: preemption's dry run and nominated pods), PreScore, Score and
 NormalizeScore node by node as upstream, and the two hooks the runtime uses on a big
 cluster (framework/types.py): ClassFilter (Filter once per node class of the
-constraints' keys) and ColumnScore (Score and NormalizeScore once per node class,
-hostname by presence). tests/scheduler/test_properties.py holds the hooks to the
+constraints' keys) and ColumnScore / ClassScore (Score and NormalizeScore once per node
+class, hostname by presence). tests/scheduler/test_properties.py holds the hooks to the
 node-by-node phases.
 
 CAVEAT: upstream parses the ScheduleAnyway constraints at PreScore, where an error
@@ -15,7 +15,7 @@ every node, so every node's verdict says so (and PreScore then skips).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, cast
 
@@ -31,6 +31,7 @@ from webhook.scheduler.framework.types import (
     FilterOutcomes,
     NodeInfoLike,
     Reads,
+    ScoreView,
     Status,
 )
 from webhook.scheduler.plugins.podtopologyspread import filtering, scoring
@@ -185,9 +186,7 @@ class PodTopologySpread:
     ) -> Status:
         """Port of filtering.go: RemovePod: the cycle's state as if `pod_to_remove` left
         `node`."""
-        return self._extend(
-            state, lambda s: filtering.with_pod(s, pod_to_remove, _info(node), -1)
-        )
+        return self._extend(state, lambda s: filtering.with_pod(s, pod_to_remove, _info(node), -1))
 
     def remove_pods(
         self, state: CycleState, pod: RawObj, pods: Sequence[RawObj], node: NodeInfoLike
@@ -272,6 +271,21 @@ class PodTopologySpread:
         kept: SpreadCycle = state[self.name]
         inclusion = self._inclusion(state, kept)
         return scoring.score_classes(pod, snapshot, kept.soft, table, feasible, inclusion)
+
+    def score_view(
+        self, state: CycleState, pod: RawObj, snapshot: Snapshot, table: NodeTable
+    ) -> ScoreView | None:
+        """score_column by classes (scoring.soft_classes, scoring.soft_scores)."""
+        kept: SpreadCycle = state[self.name]
+        soft = scoring.soft_classes(pod, snapshot, kept.soft, table)
+        if soft is None:
+            return None
+        inclusion = self._inclusion(state, kept)
+
+        def scores(_: Mapping[int, int], members: Mapping[int, int]) -> dict[int, int]:
+            return scoring.soft_scores(soft, snapshot, members, inclusion)
+
+        return ScoreView(soft.of_node, scores, counted=True)
 
     # ---- what placement reports ---------------------------------------------------------
 

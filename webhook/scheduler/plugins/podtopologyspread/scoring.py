@@ -9,10 +9,10 @@ maps the smallest raw score to 100 with Go's int64 arithmetic.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
@@ -27,6 +27,7 @@ from webhook.scheduler.plugins.podtopologyspread.common import (
     NodeInclusion,
     PodConstraints,
     constraints_or_error,
+    domain_match_counts,
     match_counts,
 )
 
@@ -140,15 +141,25 @@ def _count_domains(
     counts: Sequence[Mapping[str, int]],
     with_keys: Mapping[str, tuple[str, ...]] | None,
     inclusion: NodeInclusion,
+    pod: RawObj | None = None,
+    keys: tuple[str, ...] | None = None,
 ) -> None:
     """Fill per_domain[i] (its domains already present, at 0) with the matching pods
-    over the included nodes of each domain, for the non-hostname constraints."""
+    over the included nodes of each domain, for the non-hostname constraints.
+    with_keys: key_index(keys)'s nodes when only nodes carrying every key count; with
+    the pod and those keys, the snapshot's per-domain counts serve."""
     nodes = snapshot.nodes
     for i, c in enumerate(constraints):
         domains = per_domain[i]
         if c.topology_key == LABEL_HOSTNAME or not domains:
             continue  # hostname counts are read per node at Score
         key, per_node = c.topology_key, counts[i]
+        if with_keys is not None and inclusion.trivial(c) and keys is not None:
+            # Every node carrying the keys takes part: the snapshot's per-domain counts.
+            by_domain = domain_match_counts(snapshot, pod, c, keys)[keys.index(key)]
+            for value in domains:
+                domains[value] += by_domain.get(value, 0)
+            continue
         candidates: list[tuple[str, NodeInfo | None]]
         if inclusion.trivial(c):
             # Every node (carrying the keys) takes part: walk only nodes with matches.
@@ -257,6 +268,176 @@ def score_nodes(
     return normalize_scores(state, raw_scores(state, feasible))
 
 
+class SoftClasses(NamedTuple):
+    """The nodes PodTopologySpread's Score cannot tell apart, for one decision.
+
+    of_node[i]: node i's class: its label class (the values of the constraints' keys,
+    hostname by presence) when it holds no matching pod under a hostname constraint,
+    else len(values) + an index of `held`; values[k]: label class k's values; held[h]:
+    (label class, matching pods under each hostname constraint, in order) of the nodes
+    of class len(values) + h; ignored: the label classes lacking a key (scored 0,
+    unless the constraints are System defaults); counts[i]: node name -> matching
+    pods, for constraint i; keys: the constraints' topology keys, once each, in order;
+    constraints: the ScheduleAnyway constraints (or their defaults); pod: the incoming pod.
+    """
+
+    of_node: list[int]
+    values: list[ClassValues]
+    held: list[tuple[int, tuple[int, ...]]]
+    ignored: frozenset[int]
+    counts: tuple[Mapping[str, int], ...]
+    keys: tuple[str, ...]
+    constraints: PodConstraints
+    pod: RawObj
+
+
+def soft_classes(
+    pod: RawObj, snapshot: Snapshot, pc: PodConstraints | Status, table: NodeTable
+) -> SoftClasses | None:
+    """The score classes of every node of `table` for the ScheduleAnyway constraints
+    `pc`; None when the plugin gives every node 0 (no constraint, no node, or the
+    constraints fail)."""
+    if isinstance(pc, Status) or not snapshot.nodes or not pc.constraints:
+        return None
+    constraints = pc.constraints
+    require_all = not (pc.defaulted and pc.system_defaulted)
+    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+    classes = memo_of(snapshot).node_classes(keys, tuple(k == LABEL_HOSTNAME for k in keys), table)
+    of_node, values = classes.of_node, classes.values
+    ignored = (
+        frozenset(k for k, v in enumerate(values) if any(x is ABSENT for x in v))
+        if require_all
+        else frozenset()
+    )
+    counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
+    hostname = [counts[i] for i, c in enumerate(constraints) if c.topology_key == LABEL_HOSTNAME]
+    # The nodes holding matching pods under a hostname constraint, by their counts.
+    position = table.position
+    holding = {
+        p
+        for per_node in hostname
+        for name, n in per_node.items()
+        if n and (p := position.get(name)) is not None
+    }
+    held: dict[tuple[int, tuple[int, ...]], int] = {}
+    if holding:
+        of_node, names, own = list(of_node), table.names, len(values)
+        for p in holding:
+            label = of_node[p]
+            if label in ignored:
+                continue
+            name = names[p]
+            key = (label, tuple(per_node.get(name, 0) for per_node in hostname))
+            k = held.get(key)
+            if k is None:
+                k = held[key] = own + len(held)
+            of_node[p] = k
+    return SoftClasses(of_node, values, list(held), ignored, counts, keys, pc, pod)
+
+
+def soft_scores(
+    soft: SoftClasses,
+    snapshot: Snapshot,
+    members: Mapping[int, int],
+    inclusion: NodeInclusion,
+) -> dict[int, int]:
+    """PreScore, Score and NormalizeScore once per class: class -> the normalised score of
+    its nodes, for the classes of `members` (class -> how many feasible nodes it holds,
+    each > 0).
+
+    The same arithmetic as pre_score, raw_scores and normalize_scores: a node's score
+    depends on nothing but its label class and, under hostname constraints, its own
+    matching pods.
+    """
+    constraints, keys = soft.constraints.constraints, soft.keys
+    values, ignored, held = soft.values, soft.ignored, soft.held
+    own = len(values)
+    # label class -> feasible nodes it holds
+    per_label: dict[int, int] = {}
+    for k, n in members.items():
+        label = k if k < own else held[k - own][0]
+        per_label[label] = per_label.get(label, 0) + n
+    per_domain: list[dict[str, int]] = [{} for _ in constraints]
+    zonal = [
+        (i, keys.index(c.topology_key))
+        for i, c in enumerate(constraints)
+        if c.topology_key != LABEL_HOSTNAME
+    ]
+    for k in per_label:
+        if k not in ignored:
+            vals = values[k]
+            for i, j in zonal:
+                # A node without the key (System defaults only) falls in the "" domain.
+                per_domain[i].setdefault("" if vals[j] is ABSENT else vals[j], 0)
+    scored = sum(per_label.values()) - sum(n for k, n in per_label.items() if k in ignored)
+    weights = [
+        topology_normalizing_weight(
+            scored if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
+        )
+        for i, c in enumerate(constraints)
+    ]
+    counts = soft.counts
+    require_all = not (soft.constraints.defaulted and soft.constraints.system_defaulted)
+    with_keys = snapshot.key_index(keys)[0] if require_all else None
+    _count_domains(snapshot, constraints, per_domain, counts, with_keys, inclusion, soft.pod, keys)
+
+    # (key position, the hostname constraint's place among them or -1, per-domain
+    # scores, weight, maxSkew - 1)
+    plan: list[tuple[int, int, dict[str, float], float, int]] = []
+    for i, c in enumerate(constraints):
+        weight, rest = weights[i], c.max_skew - 1
+        j = keys.index(c.topology_key)
+        if c.topology_key == LABEL_HOSTNAME:
+            plan.append(
+                (
+                    j,
+                    sum(1 for d in constraints[:i] if d.topology_key == LABEL_HOSTNAME),
+                    {},
+                    weight,
+                    rest,
+                )
+            )
+        else:
+            by_domain = {
+                value: score_for_count(count, c.max_skew, weight)
+                for value, count in per_domain[i].items()
+            }
+            plan.append((j, -1, by_domain, weight, rest))
+    none = (0,) * sum(1 for c in constraints if c.topology_key == LABEL_HOSTNAME)
+
+    def raw(vals: ClassValues, on_node: tuple[int, ...]) -> int:
+        # raw_scores for one node: terms added in constraint order, as float64s.
+        score = 0.0
+        for j, h, by_domain, weight, rest in plan:
+            value = vals[j]
+            if h >= 0:
+                if value is True:  # the hostname label is there, not null
+                    score += on_node[h] * weight + rest
+            elif value is not ABSENT and value is not None:
+                score += by_domain.get(value, rest)
+        return go_round(score)
+
+    raws: dict[int, int] = {}
+    for k in members:
+        if k >= own:
+            label, on_node = held[k - own]
+            raws[k] = raw(values[label], on_node)
+        elif k not in ignored:
+            raws[k] = raw(values[k], none)
+    min_score = min(raws.values(), default=INT64_MAX)
+    max_score = max(0, max(raws.values(), default=0))
+
+    def normalized(s: int) -> int:
+        if s == INVALID_SCORE:
+            return 0
+        if max_score == 0:
+            return MAX_NODE_SCORE
+        return go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
+
+    # ignored classes score 0
+    return {k: normalized(raws[k]) if k in raws else 0 for k in members}
+
+
 def score_classes(
     pod: RawObj,
     snapshot: Snapshot,
@@ -267,104 +448,11 @@ def score_classes(
 ) -> list[int]:
     """score_nodes for the nodes at positions `feasible` (ascending) of `table`, as a
     list in that order; 0 for each when the plugin skips or its constraints fail.
-
-    The same arithmetic as pre_score, raw_scores and normalize_scores, done once
-    per node class (the values of the constraints' keys, hostname by presence)
-    rather than per node: a node's score depends on nothing else but its own
-    matching pods under hostname constraints, so only the few nodes holding
-    such pods are scored one by one.
-    """
-    if isinstance(pc, Status) or not snapshot.nodes or not pc.constraints or not feasible:
+    Worked out once per class (soft_classes, soft_scores)."""
+    soft = soft_classes(pod, snapshot, pc, table)
+    if soft is None or not feasible:
         return [0] * len(feasible)
-    constraints = pc.constraints
-    require_all = not (pc.defaulted and pc.system_defaulted)
-    keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
-    classes = memo_of(snapshot).node_classes(keys, tuple(k == LABEL_HOSTNAME for k in keys), table)
-    of_node, class_values = classes.of_node, classes.values
-
-    # class -> how many feasible nodes it holds, classes in the order first met
+    of_node = soft.of_node
     members = Counter(map(of_node.__getitem__, feasible))
-    ignored = (
-        {k for k in members if any(v is ABSENT for v in class_values[k])} if require_all else set()
-    )
-    per_domain: list[dict[str, int]] = [{} for _ in constraints]
-    zonal = [
-        (i, keys.index(c.topology_key))
-        for i, c in enumerate(constraints)
-        if c.topology_key != LABEL_HOSTNAME
-    ]
-    for k in members:
-        if k not in ignored:
-            values = class_values[k]
-            for i, j in zonal:
-                # A node without the key (System defaults only) falls in the "" domain.
-                per_domain[i].setdefault("" if values[j] is ABSENT else values[j], 0)
-    scored = len(feasible) - sum(members[k] for k in ignored)
-    weights = [
-        topology_normalizing_weight(
-            scored if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
-        )
-        for i, c in enumerate(constraints)
-    ]
-    counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
-    with_keys = snapshot.key_index(keys)[0] if require_all else None
-    _count_domains(snapshot, constraints, per_domain, counts, with_keys, inclusion)
-
-    # (key position, per-node counts (hostname) or per-domain scores, weight, maxSkew - 1)
-    plan: list[tuple[int, Mapping[str, int] | None, dict[str, float], float, int]] = []
-    for i, c in enumerate(constraints):
-        weight, rest = weights[i], c.max_skew - 1
-        j = keys.index(c.topology_key)
-        if c.topology_key == LABEL_HOSTNAME:
-            plan.append((j, counts[i], {}, weight, rest))
-        else:
-            by_domain = {
-                value: score_for_count(count, c.max_skew, weight)
-                for value, count in per_domain[i].items()
-            }
-            plan.append((j, None, by_domain, weight, rest))
-
-    def raw(values: ClassValues, name: str | None) -> int:
-        # raw_scores for one node: terms added in constraint order, as float64s.
-        score = 0.0
-        for j, per_node, by_domain, weight, rest in plan:
-            value = values[j]
-            if per_node is not None:
-                if value is True:  # the hostname label is there, not null
-                    score += (per_node.get(name, 0) if name else 0) * weight + rest
-            elif value is not ABSENT and value is not None:
-                score += by_domain.get(value, rest)
-        return go_round(score)
-
-    # Nodes holding matching pods under a hostname constraint are scored alone.
-    names, position = table.names, table.position
-    feasible_set = set(feasible)
-    alone: dict[int, int] = {}
-    for i, c in enumerate(constraints):
-        if c.topology_key == LABEL_HOSTNAME:
-            for name, n in counts[i].items():
-                p = position.get(name)
-                if n and p in feasible_set and p not in alone and of_node[p] not in ignored:
-                    alone[p] = raw(class_values[of_node[p]], names[p])
-    alone_per_class = Counter(of_node[p] for p in alone)
-    # Every other node of a class scores as one holding no matching pod.
-    class_raw = {k: raw(class_values[k], None) for k in members if k not in ignored}
-    counted = [s for k, s in class_raw.items() if members[k] > alone_per_class[k]]
-    counted += alone.values()
-    min_score = min(counted, default=INT64_MAX)
-    max_score = max(0, max(counted, default=0))
-
-    def normalized(s: int) -> int:
-        if s == INVALID_SCORE:
-            return 0
-        if max_score == 0:
-            return MAX_NODE_SCORE
-        return go_div(MAX_NODE_SCORE * (max_score + min_score - s), max_score)
-
-    by_class = [0] * len(class_values)  # ignored classes stay at 0
-    for k, s in class_raw.items():
-        by_class[k] = normalized(s)
-    out = list(map(by_class.__getitem__, map(of_node.__getitem__, feasible)))
-    for p, s in alone.items():
-        out[bisect_left(feasible, p)] = normalized(s)
-    return out
+    scores = soft_scores(soft, snapshot, members, inclusion)
+    return list(map(scores.__getitem__, map(of_node.__getitem__, feasible)))
