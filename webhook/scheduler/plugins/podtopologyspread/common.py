@@ -9,6 +9,7 @@ are all on.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -168,13 +169,28 @@ def pod_constraints(
     if raw_list:
         if not isinstance(raw_list, list):
             raise ConstraintError("topologySpreadConstraints must be a list")
+        # The replicas of one workload carry the same constraints and labels: parse once.
+        seen: tuple[str, bool, str, tuple[tuple[str, Any], ...]] | None
+        try:
+            seen = (action, system, json.dumps(raw_list, sort_keys=True), _labels_key(labels))
+            hash(seen)
+        except (TypeError, ValueError):  # not JSON, or a label value no key can hold
+            seen = None
+        hit = _PARSED.get(seen) if seen is not None else None
+        if hit is not None:
+            return hit
         parsed = []
         for raw in raw_list:
             if not isinstance(raw, dict):
                 raise ConstraintError("each topologySpreadConstraint must be an object")
             if raw.get("whenUnsatisfiable") == action:
                 parsed.append(parse_constraint(raw, labels))
-        return PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
+        made = PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
+        if seen is not None:
+            if len(_PARSED) >= _PARSED_LIMIT:
+                _PARSED.clear()
+            _PARSED[seen] = made
+        return made
     # Defaults carry DefaultSelector as their selector, which replaces any
     # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).
     defaults = [
@@ -183,6 +199,17 @@ def pod_constraints(
         if isinstance(raw, dict) and raw.get("whenUnsatisfiable") == action
     ]
     return PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
+
+
+# (action, defaulting type is System, the constraints as JSON, the pod's labels) ->
+# their parse; forgotten past _PARSED_LIMIT (a cache, as compile_selector's).
+_PARSED: dict[tuple[str, bool, str, tuple[tuple[str, Any], ...]], PodConstraints] = {}
+_PARSED_LIMIT = 4096
+
+
+def _labels_key(labels: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The pod's labels as a key (matchLabelKeys reads their values)."""
+    return tuple(sorted(labels.items(), key=lambda kv: str(kv[0])))
 
 
 def constraints_or_error(

@@ -133,9 +133,9 @@ def pre_filter(
             classes = memo_of(snapshot).node_classes(keys, (False,) * len(keys), table)
             per_domain = {}
             for k in set(compress(classes.of_node, included)):
-                values = classes.values[k]
-                if not any(v is ABSENT for v in values):
-                    per_domain[values[j]] = 0
+                carried = classes.values[k]
+                if not any(v is ABSENT for v in carried):
+                    per_domain[carried[j]] = 0
             position = table.position
             for name, n in per_node.items():
                 values = eligible.get(name)

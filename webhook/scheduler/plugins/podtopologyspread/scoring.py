@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.config.types import SpreadArgs
@@ -154,12 +154,18 @@ def _count_domains(
         if c.topology_key == LABEL_HOSTNAME or not domains:
             continue  # hostname counts are read per node at Score
         key, per_node = c.topology_key, counts[i]
-        if with_keys is not None and inclusion.trivial(c) and keys is not None:
-            # Every node carrying the keys takes part: the snapshot's per-domain counts.
-            by_domain = domain_match_counts(snapshot, pod, c, keys)[keys.index(key)]
-            for value in domains:
-                domains[value] += by_domain.get(value, 0)
-            continue
+        if pod is not None and keys is not None and inclusion.trivial(c):
+            # Every node carrying the keys takes part: the snapshot's per-domain counts,
+            # when no node lacking them counts (in the "" domain, System defaults only).
+            by_domain: dict[Any, int] | None = None
+            if with_keys is not None:
+                by_domain = domain_match_counts(snapshot, pod, c, keys)[keys.index(key)]
+            elif "" not in domains:
+                by_domain = domain_match_counts(snapshot, pod, c, (key,))[0]
+            if by_domain is not None:
+                for value in domains:
+                    domains[value] += by_domain.get(value, 0)
+                continue
         candidates: list[tuple[str, NodeInfo | None]]
         if inclusion.trivial(c):
             # Every node (carrying the keys) takes part: walk only nodes with matches.
@@ -312,22 +318,31 @@ def soft_classes(
     counts = tuple(match_counts(snapshot, pod, c) for c in constraints)
     hostname = [counts[i] for i, c in enumerate(constraints) if c.topology_key == LABEL_HOSTNAME]
     # The nodes holding matching pods under a hostname constraint, by their counts.
-    position = table.position
-    holding = {
-        p
-        for per_node in hostname
-        for name, n in per_node.items()
-        if n and (p := position.get(name)) is not None
-    }
+    position, names, own = table.position, table.names, len(values)
+    labels = of_node
     held: dict[tuple[int, tuple[int, ...]], int] = {}
+    # node position -> its counts under each hostname constraint
+    holding: dict[int, tuple[int, ...]]
+    if len(hostname) == 1:
+        holding = {
+            p: (n,)
+            for name, n in hostname[0].items()
+            if n and (p := position.get(name)) is not None
+        }
+    else:
+        holding = {
+            p: tuple(per_node.get(names[p], 0) for per_node in hostname)
+            for per_node in hostname
+            for name, n in per_node.items()
+            if n and (p := position.get(name)) is not None
+        }
     if holding:
-        of_node, names, own = list(of_node), table.names, len(values)
-        for p in holding:
-            label = of_node[p]
+        of_node = list(labels)
+        for p, on_node in holding.items():
+            label = labels[p]
             if label in ignored:
                 continue
-            name = names[p]
-            key = (label, tuple(per_node.get(name, 0) for per_node in hostname))
+            key = (label, on_node)
             k = held.get(key)
             if k is None:
                 k = held[key] = own + len(held)
