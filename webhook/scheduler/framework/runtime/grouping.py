@@ -218,18 +218,20 @@ def kept_classes(
     if moved is None:
         generations = generations_of(table)
         fresh = list(map(group, infos))
+        if None in fresh:
+            return None
     elif moved:
         generations = list(state.generations)
         fresh = list(state.ids)
         for i in moved:
             generations[i] = infos[i].generation
             fresh[i] = group(infos[i])
+            if fresh[i] is None:  # the others were read with a key
+                return None
     else:
         if state.mark != mark:
             memo.state = state = state._replace(mark=mark)
         return state
-    if None in fresh:
-        return None
     ids = cast("list[int]", fresh)  # no None left
     memo.state = state = NodeState(table.names, mark, generations, ids)
     return state

@@ -215,6 +215,21 @@ def best_position(
         columns.append((weight, column))
     if columns:
         return _best_by_columns(views, columns, prepared, snapshot, table, feasible)
+    # A plugin giving every node one class adds the same to every sum: scored once
+    # (its error still fails the cycle), and left out of the joint classes.
+    varying: list[tuple[int, ScorePlugin, ScoreView]] = []
+    for weight, plugin, view in views:
+        of_node = view.of_node
+        if of_node and of_node.count(of_node[0]) == len(of_node):
+            c = of_node[0]
+            alone = view.scores({c: feasible[0]}, {c: len(feasible)} if view.counted else {})
+            if alone is None:
+                return _best_by_columns(views, [], prepared, snapshot, table, feasible)
+            if isinstance(alone, str):
+                return alone
+        else:
+            varying.append((weight, plugin, view))
+    views = varying
     # The joint classes over every node in the order first met, so the feasible ones
     # (live) come with their first positions ascending.
     joint = list(zip(keys, *(view.of_node for _, _, view in views), strict=True))

@@ -170,7 +170,7 @@ def pod_constraints(
         if not isinstance(raw_list, list):
             raise ConstraintError("topologySpreadConstraints must be a list")
         # The replicas of one workload carry the same constraints and labels: parse once.
-        seen: tuple[str, bool, str, tuple[tuple[str, Any], ...]] | None
+        seen: _Seen | None
         try:
             seen = (action, system, json.dumps(raw_list, sort_keys=True), _labels_key(labels))
             hash(seen)
@@ -187,24 +187,43 @@ def pod_constraints(
                 parsed.append(parse_constraint(raw, labels))
         made = PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
         if seen is not None:
-            if len(_PARSED) >= _PARSED_LIMIT:
-                _PARSED.clear()
-            _PARSED[seen] = made
+            _remember(seen, made)
         return made
     # Defaults carry DefaultSelector as their selector, which replaces any
     # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).
-    defaults = [
-        parse_constraint(raw, labels, merge_keys=False)
+    wanted = [
+        raw
         for raw in default_constraints_for(pod, snapshot, args)
         if isinstance(raw, dict) and raw.get("whenUnsatisfiable") == action
     ]
-    return PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
+    # The replicas of one workload get the same defaults: parse them once.
+    seen_defaults: _Seen | None
+    try:
+        seen_defaults = (action, system, json.dumps(wanted, sort_keys=True), ())
+    except (TypeError, ValueError):
+        seen_defaults = None
+    hit = _PARSED.get(seen_defaults) if seen_defaults is not None else None
+    if hit is not None:
+        return hit
+    defaults = [parse_constraint(raw, labels, merge_keys=False) for raw in wanted]
+    made = PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
+    if seen_defaults is not None:
+        _remember(seen_defaults, made)
+    return made
 
 
-# (action, defaulting type is System, the constraints as JSON, the pod's labels) ->
-# their parse; forgotten past _PARSED_LIMIT (a cache, as compile_selector's).
-_PARSED: dict[tuple[str, bool, str, tuple[tuple[str, Any], ...]], PodConstraints] = {}
+# (action, defaulting type is System, the constraints as JSON, the pod's labels (none
+# for defaults: their selector is never merged)) -> their parse; forgotten past
+# _PARSED_LIMIT (a cache, as compile_selector's).
+_Seen = tuple[str, bool, str, tuple[tuple[str, Any], ...]]
+_PARSED: dict[_Seen, PodConstraints] = {}
 _PARSED_LIMIT = 4096
+
+
+def _remember(seen: _Seen, made: PodConstraints) -> None:
+    if len(_PARSED) >= _PARSED_LIMIT:
+        _PARSED.clear()
+    _PARSED[seen] = made
 
 
 def _labels_key(labels: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
