@@ -348,15 +348,15 @@ class ScoreView(NamedTuple):
     the other class-wise plugins).
 
     of_node[i]: the class of node i of the NodeTable (nodes of one class score alike);
-    scores(first, counts): the normalised score of each class of `first` (the classes
-    holding feasible nodes -> the first such node's position; counts: -> how many, when
-    `counted`, else empty), normalised over those classes as NormalizeScore over their
-    nodes; or the error that fails the cycle; or None when a node changed meanwhile
-    and the caller must score node by node.
+    scores(first, counts, total): the normalised score of each class of `first` (the
+    classes holding feasible nodes -> the first such node's position; counts: -> how
+    many, when `counted`, else empty; total: the feasible nodes), normalised over those
+    classes as NormalizeScore over their nodes; or the error that fails the cycle; or
+    None when a node changed meanwhile and the caller must score node by node.
     """
 
     of_node: list[int]
-    scores: Callable[[Mapping[int, int], Mapping[int, int]], dict[int, int] | str | None]
+    scores: Callable[[Mapping[int, int], Mapping[int, int], int], dict[int, int] | str | None]
     counted: bool = False
 
 

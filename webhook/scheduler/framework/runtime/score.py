@@ -222,7 +222,7 @@ def best_position(
         of_node = view.of_node
         if of_node and of_node.count(of_node[0]) == len(of_node):
             c = of_node[0]
-            alone = view.scores({c: feasible[0]}, {c: len(feasible)} if view.counted else {})
+            alone = view.scores({c: feasible[0]}, {c: len(feasible)}, len(feasible))
             if alone is None:
                 return _best_by_columns(views, [], prepared, snapshot, table, feasible)
             if isinstance(alone, str):
@@ -230,13 +230,16 @@ def best_position(
         else:
             varying.append((weight, plugin, view))
     views = varying
-    # The joint classes over every node in the order first met, so the feasible ones
-    # (live) come with their first positions ascending.
+    # The joint classes over every node, each with its first position; the feasible
+    # ones (live) in the order of those positions.
     joint = list(zip(keys, *(view.of_node for _, _, view in views), strict=True))
-    held = Counter(joint)
     first = dict(zip(reversed(joint), range(len(joint) - 1, -1, -1), strict=True))
-    live = list(compress(held, map(feasible_key.__getitem__, map(itemgetter(0), held))))
+    live = sorted(
+        compress(first, map(feasible_key.__getitem__, map(itemgetter(0), first))),
+        key=first.__getitem__,
+    )
     positions = list(map(first.__getitem__, live))
+    held: Counter[tuple[int, ...]] | None = None
     totals = [0] * len(live)
     for i, (weight, _, view) in enumerate(views, start=1):
         classes = list(map(itemgetter(i), live))
@@ -244,9 +247,11 @@ def best_position(
         present = dict(zip(reversed(classes), reversed(positions), strict=True))
         counts: dict[int, int] = {}
         if view.counted:
+            if held is None:
+                held = Counter(joint)
             for c, n in zip(classes, map(held.__getitem__, live), strict=True):
                 counts[c] = counts.get(c, 0) + n
-        scores = view.scores(present, counts)
+        scores = view.scores(present, counts, len(feasible))
         if scores is None:  # a node changed meanwhile
             return _best_by_columns(views, [], prepared, snapshot, table, feasible)
         if isinstance(scores, str):
@@ -274,7 +279,9 @@ def _view(
     of_node, unchanged, raw_of = classes
     infos = table.infos
 
-    def scores(present: Mapping[int, int], _: Mapping[int, int]) -> dict[int, int] | str | None:
+    def scores(
+        present: Mapping[int, int], _: Mapping[int, int], __: int
+    ) -> dict[int, int] | str | None:
         # score_column's steps: a raw score per class (its first feasible node scored),
         # normalised over the distinct raw scores.
         missing = [c for c in present if c not in raw_of]
@@ -309,7 +316,7 @@ def _best_by_columns(
     for weight, plugin, view in views:
         of_feasible = list(map(view.of_node.__getitem__, feasible))
         first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
-        scores = view.scores(first, Counter(of_feasible) if view.counted else {})
+        scores = view.scores(first, Counter(of_feasible) if view.counted else {}, len(feasible))
         column: list[int] | str
         if scores is None:
             column = score_column(

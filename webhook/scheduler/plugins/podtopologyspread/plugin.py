@@ -282,10 +282,13 @@ class PodTopologySpread:
             return None
         inclusion = self._inclusion(state, kept)
 
-        def scores(_: Mapping[int, int], members: Mapping[int, int]) -> dict[int, int]:
-            return scoring.soft_scores(soft, snapshot, members, inclusion)
+        def scores(
+            present: Mapping[int, int], counts: Mapping[int, int], total: int
+        ) -> dict[int, int]:
+            return scoring.soft_scores(soft, snapshot, present, counts, total, inclusion)
 
-        return ScoreView(soft.of_node, scores, counted=True)
+        # Per-class counts matter only for the nodes of ignored classes (scored 0).
+        return ScoreView(soft.of_node, scores, counted=bool(soft.ignored))
 
     # ---- what placement reports ---------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -353,12 +353,14 @@ def soft_classes(
 def soft_scores(
     soft: SoftClasses,
     snapshot: Snapshot,
-    members: Mapping[int, int],
+    members: Iterable[int],
+    counts_of: Mapping[int, int],
+    total: int,
     inclusion: NodeInclusion,
 ) -> dict[int, int]:
     """PreScore, Score and NormalizeScore once per class: class -> the normalised score of
-    its nodes, for the classes of `members` (class -> how many feasible nodes it holds,
-    each > 0).
+    its nodes, for the classes of `members` (those holding feasible nodes); total: the
+    feasible nodes; counts_of: how many each class holds (read for ignored classes only).
 
     The same arithmetic as pre_score, raw_scores and normalize_scores: a node's score
     depends on nothing but its label class and, under hostname constraints, its own
@@ -367,11 +369,12 @@ def soft_scores(
     constraints, keys = soft.constraints.constraints, soft.keys
     values, ignored, held = soft.values, soft.ignored, soft.held
     own = len(values)
-    # label class -> feasible nodes it holds
-    per_label: dict[int, int] = {}
-    for k, n in members.items():
-        label = k if k < own else held[k - own][0]
-        per_label[label] = per_label.get(label, 0) + n
+    members = list(members)
+    # the label classes holding feasible nodes
+    per_label = dict.fromkeys(k if k < own else held[k - own][0] for k in members)
+    scored = total - sum(
+        counts_of[k] for k in members if (k if k < own else held[k - own][0]) in ignored
+    )
     per_domain: list[dict[str, int]] = [{} for _ in constraints]
     zonal = [
         (i, keys.index(c.topology_key))
@@ -384,7 +387,6 @@ def soft_scores(
             for i, j in zonal:
                 # A node without the key (System defaults only) falls in the "" domain.
                 per_domain[i].setdefault("" if vals[j] is ABSENT else vals[j], 0)
-    scored = sum(per_label.values()) - sum(n for k, n in per_label.items() if k in ignored)
     weights = [
         topology_normalizing_weight(
             scored if c.topology_key == LABEL_HOSTNAME else len(per_domain[i])
@@ -469,5 +471,5 @@ def score_classes(
         return [0] * len(feasible)
     of_node = soft.of_node
     members = Counter(map(of_node.__getitem__, feasible))
-    scores = soft_scores(soft, snapshot, members, inclusion)
+    scores = soft_scores(soft, snapshot, members, members, len(feasible), inclusion)
     return list(map(scores.__getitem__, map(of_node.__getitem__, feasible)))
