@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from operator import add, itemgetter
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from webhook.api.kube import RawObj
 from webhook.scheduler.framework.memo import (
@@ -192,7 +192,7 @@ def best_position(
     plugin without a ScoreView takes the decision node by node (_best_by_columns).
     """
     state, pod = prepared.state, prepared.pod
-    infos = list(map(table.infos.__getitem__, feasible))
+    infos = FeasibleNodes(table.infos, feasible)
     views: list[tuple[int, ScorePlugin, ScoreView]] = []
     columns: list[tuple[int, list[int]]] = []
     for plugin, weight in plugins:
@@ -232,8 +232,9 @@ def best_position(
     views = varying
     # The joint classes over every node, each with its first position; the feasible
     # ones (live) in the order of those positions.
-    joint = list(zip(keys, *(view.of_node for _, _, view in views), strict=True))
-    first = dict(zip(reversed(joint), range(len(joint) - 1, -1, -1), strict=True))
+    columns_of = [keys, *(view.of_node for _, _, view in views)]
+    backwards = zip(*map(reversed, columns_of), strict=True)
+    first = dict(zip(backwards, range(len(keys) - 1, -1, -1), strict=True))
     live = sorted(
         compress(first, map(feasible_key.__getitem__, map(itemgetter(0), first))),
         key=first.__getitem__,
@@ -248,7 +249,7 @@ def best_position(
         counts: dict[int, int] = {}
         if view.counted:
             if held is None:
-                held = Counter(joint)
+                held = Counter(zip(*columns_of, strict=True))
             for c, n in zip(classes, map(held.__getitem__, live), strict=True):
                 counts[c] = counts.get(c, 0) + n
         scores = view.scores(present, counts, len(feasible))
@@ -258,6 +259,32 @@ def best_position(
             return scores
         totals = list(map(add, totals, map(weight.__mul__, map(scores.__getitem__, classes))))
     return positions[totals.index(max(totals))]
+
+
+class FeasibleNodes(Sequence[NodeInfoLike]):
+    """The feasible nodes as PreScore takes them, read on demand: the nodes of `infos`
+    (a NodeTable's) at `positions`. The default plugins' PreScore reads the pod and the
+    snapshot; a list of thousands of nodes made for every decision would go unread."""
+
+    __slots__ = ("_infos", "_positions")
+
+    def __init__(self, infos: Sequence[NodeInfoLike], positions: Sequence[int]) -> None:
+        self._infos = infos
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> NodeInfoLike: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[NodeInfoLike]: ...
+
+    def __getitem__(self, i: int | slice) -> NodeInfoLike | Sequence[NodeInfoLike]:
+        if isinstance(i, slice):
+            return [self._infos[p] for p in self._positions[i]]
+        return self._infos[self._positions[i]]
 
 
 def _view(
