@@ -396,7 +396,7 @@ def _place_sampled(
     percentage: int,
 ) -> Placement:
     """place() for a sampled cycle: the scan's nodes scored, one of the best drawn."""
-    sampled = sample(pod, fit, fw, sampler, percentage)
+    sampled = sample(pod, fit, fw, sampler, percentage, snapshot)
     names = fit.table.names
     priorities = prioritize_nodes(fw, snapshot, fit, sampled.scored)
     last = select_host(fit, priorities)
@@ -441,7 +441,7 @@ def selected_node(
     percentage = _sampling(fw, sampler)
     if sampler is None or percentage is None:
         return select_best_host(fw, snapshot, fit)
-    sampled = sample(pod, fit, fw, sampler, percentage)
+    sampled = sample(pod, fit, fw, sampler, percentage, snapshot)
     if sampled.chosen is not None:
         return sampled.chosen
     sums = sampled_sums(fw, snapshot, fit, sampled.scored)

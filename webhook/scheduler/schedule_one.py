@@ -524,7 +524,12 @@ class Sampled(NamedTuple):
 
 
 def sample(
-    pod: RawObj, fit: FitResult, fw: Framework, sampler: Sampler, percentage: int
+    pod: RawObj,
+    fit: FitResult,
+    fw: Framework,
+    sampler: Sampler,
+    percentage: int,
+    snapshot: Snapshot | None = None,
 ) -> Sampled:
     """The nodes a sampled cycle scores: the pod's nominated node alone when it passes
     every filter (evaluateNominatedNode, tried before any other and without moving the
@@ -540,7 +545,7 @@ def sample(
         at = table.position.get(nominated)
         if at is not None and fit.diagnosis.per_key[fit.diagnosis.keys[at]][0]:
             return Sampled(None, [at], nominated, nominated)
-    scan = sampler.find(table, feasible, percentage, bool(fw.scores))
+    scan = sampler.find(table, feasible, percentage, bool(fw.scores), snapshot)
     scored = sorted(scan.found)
     # schedulePod: one feasible node is the answer, no score plugin runs.
     chosen = table.names[scan.found[0]] if len(scan.found) == 1 else None
@@ -558,7 +563,7 @@ def select_sampled_host(
         return sampled.chosen
     total = dict(zip(sampled.scored, sums, strict=True))
     found = sampled.scan.found
-    return sampler.pick([names[i] for i in found], [total[i] for i in found])
+    return sampler.pick(list(map(names.__getitem__, found)), list(map(total.__getitem__, found)))
 
 
 def sampled_sums(

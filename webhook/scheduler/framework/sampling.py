@@ -22,10 +22,12 @@ upstream's (uniform among tied nodes, uniform candidate offset), not its exact d
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, count, islice, repeat
 from operator import attrgetter, is_
 
-from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable
+from webhook.scheduler.framework.snapshot import NodeInfo, NodeTable, Snapshot
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
@@ -163,6 +165,14 @@ class NodeTree:
 _LABELS = attrgetter("labels")
 
 
+def _marked(size: int, positions: Iterable[int]) -> bytearray:
+    """`size` bytes, 1 at each of `positions` (set in C: a scan marks thousands of
+    feasible nodes per decision)."""
+    out = bytearray(size)
+    deque(map(out.__setitem__, positions, repeat(1)), maxlen=0)
+    return out
+
+
 def _same(a: Sequence[object], b: Sequence[object]) -> bool:
     """Whether two lists hold the very same objects, in order (compared in C)."""
     return len(a) == len(b) and all(map(is_, a, b))
@@ -234,6 +244,8 @@ class Sampler:
         self._names: list[str] | None = None
         self._labels: list[Mapping[str, str]] = []
         self._order: list[int] = []
+        # the snapshot and its topology version the order was last checked against
+        self._topology: tuple[Snapshot, int] | None = None
 
     def percentage_for(self, profile_percentage: int | None) -> int | None:
         """The percentage a cycle of this profile samples with; None: no sampling."""
@@ -243,7 +255,7 @@ class Sampler:
             return profile_percentage
         return 0 if self.always else None
 
-    def order(self, table: NodeTable) -> list[int]:
+    def order(self, table: NodeTable, snapshot: Snapshot | None = None) -> list[int]:
         """The table's positions in the node tree's order (upstream's nodeInfoList),
         the tree first brought up to date: nodes gone are removed, new nodes added in
         name order (the order of a List, which the cache's informer starts from), a
@@ -251,7 +263,20 @@ class Sampler:
 
         Worked out again only when the nodes or their labels changed (a snapshot's
         copies share its list of names and the nodes' label dicts); a fresh run starts
-        from the tree the last fresh run built for the same nodes (_FIRST_TREES)."""
+        from the tree the last fresh run built for the same nodes (_FIRST_TREES).
+        `snapshot`: the table's; while its topology version (node labels) is the one
+        last seen and the nodes are the same, the order stands without reading them."""
+        seen = self._topology
+        if (
+            snapshot is not None
+            and seen is not None
+            and seen[0] is snapshot
+            and seen[1] == snapshot.topology_version
+            and table.names is self._names
+        ):
+            return self._order
+        if snapshot is not None:
+            self._topology = (snapshot, snapshot.topology_version)
         labels = list(map(_LABELS, table.infos))
         if table.names is self._names and _same(labels, self._labels):
             return self._order
@@ -295,7 +320,12 @@ class Sampler:
                 self._zones[name] = zone
 
     def find(
-        self, table: NodeTable, feasible: Sequence[int], percentage: int, scoring: bool
+        self,
+        table: NodeTable,
+        feasible: Sequence[int],
+        percentage: int,
+        scoring: bool,
+        snapshot: Snapshot | None = None,
     ) -> Scan:
         """findNodesThatPassFilters over the table from nextStartNodeIndex, from the
         cycle's verdicts (`feasible`: the positions of the nodes that pass), and the
@@ -307,22 +337,17 @@ class Sampler:
 
         Port of schedule_one.go: findNodesThatPassFilters, and the nextStartNodeIndex
         update of findNodesThatFitPod."""
-        order = self.order(table)
+        order = self.order(table, snapshot)
         n = len(order)
         start = self.next_start % n if n else 0
         num_to_find = num_feasible_nodes_to_find(percentage, n) if scoring else min(1, n)
-        passes = bytearray(len(table.names))
-        for i in feasible:
-            passes[i] = 1
-        found: list[int] = []
-        processed = n
-        for i in range(n):
-            at = order[(start + i) % n]
-            if passes[at]:
-                if len(found) == num_to_find:
-                    processed = i
-                    break
-                found.append(at)
+        passes = _marked(len(table.names), feasible)
+        # The tree's order from the start index; the steps at which it meets a feasible
+        # node, one more than wanted (its step is where the scan stops).
+        rotated = order[start:] + order[:start]
+        steps = list(islice(compress(count(), map(passes.__getitem__, rotated)), num_to_find + 1))
+        processed = steps[num_to_find] if len(steps) > num_to_find else n
+        found = [rotated[i] for i in steps[:num_to_find]]
         self.next_start = (start + processed) % n if n else 0
         return Scan(found, processed, start, num_to_find, n, percentage)
 
@@ -342,12 +367,8 @@ class Sampler:
         which is what the model keeps (its draws are not Go's anyway)."""
         best = max(sums)
         chosen = ""
-        count = 0
-        for name, total in zip(candidates, sums, strict=True):
-            if total != best:
-                continue
-            count += 1
-            if count == 1 or self._draw(count) == 0:
+        for k, name in enumerate(compress(candidates, map(best.__eq__, sums)), start=1):
+            if k == 1 or self._draw(k) == 0:
                 chosen = name
         return chosen
 
