@@ -134,21 +134,48 @@ def score_columns(
     columns: dict[str, tuple[int, list[int]]] = {}
     infos = list(map(table.infos.__getitem__, feasible)) if plugins else []
     for plugin, weight in plugins:
-        status = plugin.pre_score(state, pod, infos, snapshot)
-        if status.code is Code.SKIP:
+        pre = _pre_score(plugin, state, pod, infos, snapshot)
+        if isinstance(pre, str):
+            return pre
+        if not pre:
             continue
-        if not status.ok:
-            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
-        column: list[int] | str
-        if implements(plugin, ColumnScore):
-            whole = cast("ColumnScore", plugin)
-            column = whole.score_column(state, pod, snapshot, table, feasible)
-        else:
-            column = score_column(plugin, state, pod, snapshot, table, feasible)
+        column = _column(plugin, state, pod, snapshot, table, feasible)
         if isinstance(column, str):
             return column
         columns[plugin.name] = (weight, column)
     return columns
+
+
+def _pre_score(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    nodes: Sequence[NodeInfoLike],
+    snapshot: Snapshot,
+) -> bool | str:
+    """The plugin's PreScore: True when it scores, False when it skips, or the error
+    that fails the cycle."""
+    status = plugin.pre_score(state, pod, nodes, snapshot)
+    if status.code is Code.SKIP:
+        return False
+    if not status.ok:
+        return f"running PreScore plugin {plugin.name!r}: {status.reason}"
+    return True
+
+
+def _column(
+    plugin: ScorePlugin,
+    state: CycleState,
+    pod: RawObj,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> list[int] | str:
+    """The plugin's normalised score on each feasible node: its own whole column
+    (ColumnScore) or score_column's; or the error that fails the cycle."""
+    if implements(plugin, ColumnScore):
+        return cast("ColumnScore", plugin).score_column(state, pod, snapshot, table, feasible)
+    return score_column(plugin, state, pod, snapshot, table, feasible)
 
 
 def weighted_sums(
@@ -196,20 +223,16 @@ def best_position(
     views: list[tuple[int, ScorePlugin, ScoreView]] = []
     columns: list[tuple[int, list[int]]] = []
     for plugin, weight in plugins:
-        status = plugin.pre_score(state, pod, infos, snapshot)
-        if status.code is Code.SKIP:
+        pre = _pre_score(plugin, state, pod, infos, snapshot)
+        if isinstance(pre, str):
+            return pre
+        if not pre:
             continue
-        if not status.ok:
-            return f"running PreScore plugin {plugin.name!r}: {status.reason}"
         view = _view(plugin, state, pod, snapshot, table)
         if view is not None:
             views.append((weight, plugin, view))
             continue
-        column: list[int] | str
-        if implements(plugin, ColumnScore):
-            column = cast("ColumnScore", plugin).score_column(state, pod, snapshot, table, feasible)
-        else:
-            column = score_column(plugin, state, pod, snapshot, table, feasible)
+        column = _column(plugin, state, pod, snapshot, table, feasible)
         if isinstance(column, str):
             return column
         columns.append((weight, column))

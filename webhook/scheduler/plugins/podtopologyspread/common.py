@@ -169,26 +169,18 @@ def pod_constraints(
     if raw_list:
         if not isinstance(raw_list, list):
             raise ConstraintError("topologySpreadConstraints must be a list")
-        # The replicas of one workload carry the same constraints and labels: parse once.
-        seen: _Seen | None
-        try:
-            seen = (action, system, json.dumps(raw_list, sort_keys=True), _labels_key(labels))
-            hash(seen)
-        except (TypeError, ValueError):  # not JSON, or a label value no key can hold
-            seen = None
-        hit = _PARSED.get(seen) if seen is not None else None
-        if hit is not None:
-            return hit
-        parsed = []
-        for raw in raw_list:
-            if not isinstance(raw, dict):
-                raise ConstraintError("each topologySpreadConstraint must be an object")
-            if raw.get("whenUnsatisfiable") == action:
-                parsed.append(parse_constraint(raw, labels))
-        made = PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
-        if seen is not None:
-            _remember(seen, made)
-        return made
+
+        def parse() -> PodConstraints:
+            parsed = []
+            for raw in raw_list:
+                if not isinstance(raw, dict):
+                    raise ConstraintError("each topologySpreadConstraint must be an object")
+                if raw.get("whenUnsatisfiable") == action:
+                    parsed.append(parse_constraint(raw, labels))
+            return PodConstraints(tuple(parsed), defaulted=False, system_defaulted=system)
+
+        # The replicas of one workload carry the same constraints and labels.
+        return _parsed_once((action, system), raw_list, _labels_key(labels), parse)
     # Defaults carry DefaultSelector as their selector, which replaces any
     # matchLabelKeys merge (buildDefaultConstraints overwrites the selector).
     wanted = [
@@ -196,20 +188,13 @@ def pod_constraints(
         for raw in default_constraints_for(pod, snapshot, args)
         if isinstance(raw, dict) and raw.get("whenUnsatisfiable") == action
     ]
-    # The replicas of one workload get the same defaults: parse them once.
-    seen_defaults: _Seen | None
-    try:
-        seen_defaults = (action, system, json.dumps(wanted, sort_keys=True), ())
-    except (TypeError, ValueError):
-        seen_defaults = None
-    hit = _PARSED.get(seen_defaults) if seen_defaults is not None else None
-    if hit is not None:
-        return hit
-    defaults = [parse_constraint(raw, labels, merge_keys=False) for raw in wanted]
-    made = PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
-    if seen_defaults is not None:
-        _remember(seen_defaults, made)
-    return made
+
+    def parse_defaults() -> PodConstraints:
+        defaults = [parse_constraint(raw, labels, merge_keys=False) for raw in wanted]
+        return PodConstraints(tuple(defaults), defaulted=True, system_defaulted=system)
+
+    # The replicas of one workload get the same defaults.
+    return _parsed_once((action, system), wanted, (), parse_defaults)
 
 
 # (action, defaulting type is System, the constraints as JSON, the pod's labels (none
@@ -220,10 +205,27 @@ _PARSED: dict[_Seen, PodConstraints] = {}
 _PARSED_LIMIT = 4096
 
 
-def _remember(seen: _Seen, made: PodConstraints) -> None:
-    if len(_PARSED) >= _PARSED_LIMIT:
-        _PARSED.clear()
-    _PARSED[seen] = made
+def _parsed_once(
+    phase: tuple[str, bool],
+    raws: Any,
+    labels: tuple[tuple[str, Any], ...],
+    parse: Callable[[], PodConstraints],
+) -> PodConstraints:
+    """parse(), once per (action and defaulting type, the constraints `raws` as JSON, the
+    labels they read): remembered in _PARSED. Constraints that are not JSON, or labels
+    no key can hold, are parsed every time; a parse error is never remembered."""
+    try:
+        seen: _Seen = (*phase, json.dumps(raws, sort_keys=True), labels)
+        hash(seen)
+    except (TypeError, ValueError):
+        return parse()
+    hit = _PARSED.get(seen)
+    if hit is None:
+        hit = parse()
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[seen] = hit
+    return hit
 
 
 def _labels_key(labels: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
