@@ -485,3 +485,99 @@ def test_namespace_opt_out_follows_the_live_cluster() -> None:
     finally:
         source.stop()
         fake.stop()
+
+
+NOT_HELD = (
+    "spec.topologySpreadConstraints: default constraints worked out without the selector "
+    "of the pod's ReplicaSet 'web-7c9': the cluster state does not hold it (yet)"
+)
+RS_POD = make_pod().name("web-7c9-x").labels({"app": "web", "pod-template-hash": "7c9"}) \
+    .owner("ReplicaSet", "web-7c9").obj()
+
+
+@pytest.mark.parametrize(
+    ("cluster", "pod", "expected", "warnings"),
+    [
+        ([RS_WEB], RS_POD, sys_defaults({"matchLabels": {"app": "web",
+                                                         "pod-template-hash": "7c9"}}), []),
+        ([], RS_POD, None, [NOT_HELD]),
+        (SVC, RS_POD, sys_defaults(SEL), [NOT_HELD]),
+        ([], make_pod().name("batch-x").label("app", "web").owner("Job", "batch").obj(),
+         None, []),
+    ],
+    ids=["held", "not held, nothing else selects", "not held, a Service selects",
+         "a Job is not read"],
+)
+def test_a_controller_the_state_does_not_hold_is_named_in_a_warning(
+    cluster: list[RawObj], pod: RawObj, expected: Any, warnings: list[str]
+) -> None:
+    """DefaultSelector reads the pod's ReplicaSet: when the state lacks it, the defaults
+    (if any) come from the rest, and the warning says whose selector is missing."""
+    mutated, got = mutate(cluster, pod)
+    assert mutated["spec"].get(TSC) == expected
+    assert got == warnings
+
+
+def _live_mutate(fake: Any, pod: RawObj, release_after: float | None) -> tuple[Any, list[str]]:
+    """/mutate through a LiveSource whose ReplicaSet watch is held back: released after
+    `release_after` seconds (never when None)."""
+    import threading
+    import time
+
+    from kubernetes.client import Configuration
+
+    from webhook.cluster.informer import LiveSource
+
+    source = LiveSource(configuration=Configuration(host=fake.url), watch_timeout=30,
+                        backoff_initial=0.01, backoff_cap=0.05)
+    try:
+        for obj in [*NODES, *SVC]:
+            fake.add(obj)
+        app = create_app(Settings(), source=source)
+        deadline = time.monotonic() + 10
+        while not source.synced() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fake.hold_watches("ReplicaSet")
+        fake.add(RS_WEB)
+        if release_after is not None:
+            threading.Timer(release_after, fake.release_watches, args=("ReplicaSet",)).start()
+        with app.test_client() as client:
+            response = client.post("/mutate", json=review(RS_POD)).get_json()["response"]
+        patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+        return jsonpatch.apply_patch(RS_POD, patch)["spec"].get(TSC), response.get("warnings", [])
+    finally:
+        source.stop()
+
+
+def test_mutate_waits_for_the_replicaset_the_watch_is_still_delivering() -> None:
+    """A ReplicaSet's first pod can reach /mutate before the watch delivers the
+    ReplicaSet: the webhook waits for it, and the defaults carry its selector."""
+    from tests.fake_apiserver import FakeApiServer
+
+    fake = FakeApiServer().start()
+    try:
+        got, warnings = _live_mutate(fake, RS_POD, release_after=0.3)
+    finally:
+        fake.stop()
+    assert got == sys_defaults({"matchLabels": {"app": "web", "pod-template-hash": "7c9"},
+                                "matchExpressions": [{"key": "app", "operator": "In",
+                                                      "values": ["web"]}]})
+    assert warnings == []
+
+
+def test_mutate_waits_a_bounded_time_then_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ReplicaSet that does not arrive within CONTROLLER_WAIT_SECONDS: the defaults come
+    from the Service alone, and the warning names the ReplicaSet."""
+    from tests.fake_apiserver import FakeApiServer
+    from webhook.server import app as server_app
+
+    monkeypatch.setattr(server_app, "CONTROLLER_WAIT_SECONDS", 0.2)
+    fake = FakeApiServer().start()
+    try:
+        got, warnings = _live_mutate(fake, RS_POD, release_after=None)
+    finally:
+        fake.stop()
+    assert got == sys_defaults(SEL)
+    assert warnings == [NOT_HELD]

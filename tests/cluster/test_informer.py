@@ -199,7 +199,8 @@ def test_list_items_without_kind_are_trimmed_as_their_kind(
 def test_synced_flips_only_after_every_kind_is_listed(
     server: FakeApiServer, make_source: Callable[..., LiveSource]
 ) -> None:
-    """While one kind's list is pending: not synced and no snapshot; after it: both."""
+    """While one kind's list is pending: not synced, no snapshot, nothing to wait for;
+    after it: both."""
     seed(server)
     server.hold_lists("StatefulSet")
     source = make_source()
@@ -213,10 +214,33 @@ def test_synced_flips_only_after_every_kind_is_listed(
     assert source.snapshot() is None
     with source.reading() as snap:
         assert snap is None
+    # Nothing to wait for before the first sync: wait_for answers at once.
+    started_at = time.monotonic()
+    assert source.wait_for("ReplicaSet", "ns", "c", timeout=WAIT) is False
+    assert time.monotonic() - started_at < WAIT / 2
     server.release_lists("StatefulSet")
     wait_until(source.synced, "the first full sync")
     assert source.snapshot() is not None
     assert_converges(source, server)
+
+
+def test_wait_for_returns_when_the_watch_delivers_the_object(
+    server: FakeApiServer, make_source: Callable[..., LiveSource]
+) -> None:
+    """wait_for: True at once for an object held, True as soon as a held-back watch
+    delivers one, False after its timeout for one that never comes."""
+    seed(server)
+    source = started(make_source)
+    assert source.wait_for("ReplicaSet", "ns", "c", timeout=0) is True
+    server.hold_watches("ReplicaSet")
+    server.add(controller("ReplicaSet", "late", app="web"))
+    threading.Timer(0.3, server.release_watches, args=("ReplicaSet",)).start()
+    started_at = time.monotonic()
+    assert source.wait_for("ReplicaSet", "ns", "late", timeout=WAIT) is True
+    waited = time.monotonic() - started_at
+    assert 0.2 < waited < WAIT / 2, waited
+    assert source.wait_for("ReplicaSet", "ns", "never", timeout=0.2) is False
+    assert source.wait_for("ReplicaSet", "other", "c", timeout=0) is False
 
 
 def test_list_errors_are_retried_until_the_list_succeeds(

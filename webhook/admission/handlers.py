@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from webhook.admission.context import MutationContext, MutationResult, ReviewContext
 from webhook.admission.foresight import foresee
+from webhook.admission.inject import awaited_controller as inject_awaited_controller
 from webhook.admission.mutation import mutate
 from webhook.admission.review import (
     REVIEWED_OPERATIONS,
@@ -31,6 +32,7 @@ from webhook.admission.review import (
 )
 from webhook.api.field import FieldError
 from webhook.api.kube import HANDLED_KINDS, RawObj, pod_template
+from webhook.config import Settings
 from webhook.errors import ReviewError
 from webhook.validation.advice import object_warnings
 from webhook.validation.rules import validate_object
@@ -39,8 +41,10 @@ __all__ = [
     "Answer",
     "Verdict",
     "answer_review",
+    "awaited_controller",
     "handle_review",
     "mutate_reviewed",
+    "read_review",
     "review_object",
 ]
 
@@ -221,19 +225,40 @@ def _decision(doc: RawObj, failed: bool) -> str:
     return "patched" if "patch" in response else "allowed"
 
 
-def answer_review(body: bytes, operation: Operation, ctx: ReviewContext) -> Answer:
-    """Answer one AdmissionReview. Never raises.
-
-    200 with an AdmissionReview for every well formed review; 400 (413 when too large)
-    with a Status for a malformed one.
-    """
+def read_review(body: bytes) -> Review | Answer:
+    """The parsed AdmissionReview, or the answer to a malformed one (400, 413 when too
+    large, with a Status). Never raises."""
     try:
-        review = parse_review(body)
+        return parse_review(body)
     except ReviewError as exc:
         return Answer(exc.status, error_status(exc.status, str(exc)), "malformed")
     except Exception:  # a parser bug must still not become a 5xx
         log.exception("unexpected failure parsing an AdmissionReview")
         return Answer(400, error_status(400, "malformed AdmissionReview"), "malformed")
+
+
+def awaited_controller(
+    review: Review | Answer, operation: Operation, settings: Settings
+) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of the controller a /mutate of this review would read the
+    selector of to inject defaults (inject.awaited_controller); None when it reads none."""
+    if operation != "mutate" or not isinstance(review, Review) or not _reviewed(review):
+        return None
+    ctx = MutationContext(operation=review.operation, namespace=review.namespace,
+                          settings=settings)
+    return inject_awaited_controller(_with_kind(review), ctx)
+
+
+def answer_review(body: bytes | Review | Answer, operation: Operation,
+                  ctx: ReviewContext) -> Answer:
+    """Answer one AdmissionReview (its body, or what read_review made of it). Never raises.
+
+    200 with an AdmissionReview for every well formed review; 400 (413 when too large)
+    with a Status for a malformed one.
+    """
+    review = read_review(body) if isinstance(body, bytes) else body
+    if isinstance(review, Answer):
+        return review
     try:
         doc, failed, foresight = _HANDLERS[operation](review, ctx)
     except Exception:

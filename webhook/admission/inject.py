@@ -20,10 +20,16 @@ from webhook.admission.annotate import NO_STATE
 from webhook.admission.context import MutationContext
 from webhook.api.kube import NAMESPACE_NAME_LABEL, RawObj, as_created, meta
 from webhook.api.labels import selector_matches
-from webhook.scheduler.placement import default_constraints_for, defaults_for_args
+from webhook.scheduler.placement import (
+    controller_reference,
+    default_constraints_for,
+    defaults_for_args,
+    find_controller,
+)
 
 __all__ = [
     "INJECT_ANNOTATION",
+    "awaited_controller",
     "inject_defaults",
     "injection_wanted",
     "namespace_labels",
@@ -75,6 +81,19 @@ def injection_wanted(pod: RawObj, ctx: MutationContext) -> bool:
     return bool(defaults_for_args(ctx.settings.spread))
 
 
+def awaited_controller(pod: RawObj, ctx: MutationContext) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of the controller whose selector the defaults of this pod
+    would read (helper.DefaultSelector), when defaults may be injected; else None.
+
+    A ReplicaSet's first pods reach /mutate moments after the ReplicaSet itself was
+    created, possibly before the webhook's watch has delivered it: the server waits a
+    moment for it (server.app) rather than work out defaults without its selector.
+    """
+    if not injection_wanted(pod, ctx):
+        return None
+    return controller_reference(as_created(pod, ctx.namespace))
+
+
 def _namespace_selected(ctx: MutationContext, namespace: str) -> bool:
     selector = ctx.settings.inject_namespace_selector
     if selector is None:
@@ -98,6 +117,9 @@ def inject_defaults(pod: RawObj, ctx: MutationContext) -> list[str]:
         if not _namespace_selected(ctx, ctx.namespace or meta(view).get("namespace") or "default"):
             return []
         constraints = default_constraints_for(view, ctx.snapshot, ctx.settings.spread)
+        missing = controller_reference(view)
+        if find_controller(view, ctx.snapshot) is not None:
+            missing = None
     except Exception:
         log.exception("default constraints failed for pod %r", meta(pod).get("name"))
         return [
@@ -106,4 +128,10 @@ def inject_defaults(pod: RawObj, ctx: MutationContext) -> list[str]:
         ]
     if constraints:
         pod["spec"]["topologySpreadConstraints"] = constraints
+    if missing is not None:
+        kind, _, name = missing
+        return [
+            f"{_CONSTRAINTS_PATH}: default constraints worked out without the selector of "
+            f"the pod's {kind} {name!r}: the cluster state does not hold it (yet)"
+        ]
     return []

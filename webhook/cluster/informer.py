@@ -33,6 +33,7 @@ import logging
 import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -257,6 +258,10 @@ class LiveSource:
         self._open_lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._counts_lock = threading.Lock()
+        # wait_for's callers, woken by _upsert; _waiting counts them so that an upsert
+        # nobody waits for takes no lock.
+        self._arrivals = threading.Condition(threading.Lock())
+        self._waiting = 0
 
     # ---- ClusterSource ---------------------------------------------------------------
 
@@ -310,6 +315,26 @@ class LiveSource:
         """Hold off updates while the caller reads the snapshot (None until synced)."""
         with self._lock.read():
             yield self.snapshot()
+
+    def wait_for(self, kind: str, namespace: str, name: str, timeout: float) -> bool:
+        """Whether the state holds `kind` namespace/name, waiting up to `timeout` seconds
+        for a watch to deliver it. False at once while the source is not synced.
+
+        Call without holding reading(): the object arrives through a write.
+        """
+        key = (namespace, name)
+        deadline = time.monotonic() + timeout
+        with self._arrivals:
+            self._waiting += 1
+            try:
+                while self.synced() and key not in self._stores.get(kind, {}):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._arrivals.wait(left)
+                return self.synced()
+            finally:
+                self._waiting -= 1
 
     # ---- feeding by hand ---------------------------------------------------------------
 
@@ -585,6 +610,9 @@ class LiveSource:
         # an object deleted and recreated under the same name simply replaces the old.
         store[key] = rv
         self._snapshot.upsert(obj)
+        if self._waiting:
+            with self._arrivals:
+                self._arrivals.notify_all()
 
     def _delete(self, kind: str, obj: RawObj) -> None:
         assert self._snapshot is not None

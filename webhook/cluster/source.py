@@ -36,6 +36,7 @@ __all__ = [
     "SnapshotFactory",
     "StaticSource",
     "read_snapshot",
+    "wait_for_object",
 ]
 
 # Builds a Snapshot from objects: Snapshot.from_objects, or a fake in tests.
@@ -129,6 +130,17 @@ def read_snapshot(source: ClusterSource) -> Iterator[Snapshot | None]:
         return
     with reading() as snap:
         yield snap
+
+
+def wait_for_object(
+    source: ClusterSource, kind: str, namespace: str, name: str, *, timeout: float
+) -> bool:
+    """Whether `source` holds the object, waiting up to `timeout` seconds for a source that
+    can receive it (LiveSource.wait_for); a source that cannot is asked nothing (True)."""
+    wait_for = getattr(source, "wait_for", None)
+    if wait_for is None:
+        return True
+    return bool(wait_for(kind, namespace, name, timeout))
 
 
 class StaticSource:

@@ -53,6 +53,7 @@ from webhook.scheduler.framework.types import (
     Status,
 )
 from webhook.scheduler.plugins.defaultpreemption import carry_on
+from webhook.scheduler.plugins.helper.spread import controller_reference, find_controller
 from webhook.scheduler.plugins.podtopologyspread.common import (
     DEFAULT_ARGS,
     distribution,
@@ -111,10 +112,12 @@ __all__ = [
     "Unschedulable",
     "adopt",
     "admitted_nodes",
+    "controller_reference",
     "default_constraints_for",
     "defaults_for_args",
     "explain",
     "feasible_nodes",
+    "find_controller",
     "framework_of",
     "not_scheduled",
     "place",

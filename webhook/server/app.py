@@ -25,7 +25,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import get_input_stream
 
 from webhook.admission.context import ReviewContext
-from webhook.admission.handlers import answer_review
+from webhook.admission.handlers import answer_review, awaited_controller, read_review
 from webhook.admission.review import MAX_BODY_BYTES, Operation, error_status
 from webhook.api.kube import RawObj
 from webhook.api.versions import nearest_supported
@@ -44,6 +44,11 @@ __all__ = ["EXTENSION", "Services", "create_app"]
 EXTENSION = "topospread"
 
 log = logging.getLogger("topospread.server")
+
+# How long /mutate waits for the watch to deliver the controller of a created pod whose
+# defaults read its selector (a ReplicaSet creates its first pods right after it is
+# created itself). Well inside the webhooks' timeoutSeconds (5 s in deploy/).
+CONTROLLER_WAIT_SECONDS = 1.0
 
 
 def _never() -> bool:
@@ -123,8 +128,12 @@ def _answer(services: Services, operation: Operation, body: bytes) -> tuple[int,
         )
         answer = answer_review(body, operation, ctx)
     else:
-        from webhook.cluster.source import read_snapshot
+        from webhook.cluster.source import read_snapshot, wait_for_object
 
+        review = read_review(body)
+        controller = awaited_controller(review, operation, services.settings)
+        if controller is not None:
+            wait_for_object(source, *controller, timeout=CONTROLLER_WAIT_SECONDS)
         # Hold the read side for the whole review: a placement sees one consistent state.
         with read_snapshot(source) as snapshot:
             server_version = api_server_version(services.settings, _server_version(source))
@@ -133,7 +142,7 @@ def _answer(services: Services, operation: Operation, body: bytes) -> tuple[int,
                 server_version=server_version,
                 snapshot=snapshot,
             )
-            answer = answer_review(body, operation, ctx)
+            answer = answer_review(review, operation, ctx)
     data = json.dumps(answer.doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     elapsed = time.perf_counter() - started
     services.metrics.observe_review(operation, answer, elapsed)

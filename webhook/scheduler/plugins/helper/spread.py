@@ -16,7 +16,13 @@ from webhook.api.kube import RawObj, controller_of, meta, pod_namespace, spec
 from webhook.api.labels import selector_from_set, selector_requirements
 from webhook.scheduler.framework.types import Reads
 
-__all__ = ["READS", "WorkloadSnapshot", "default_selector"]
+__all__ = [
+    "READS",
+    "WorkloadSnapshot",
+    "controller_reference",
+    "default_selector",
+    "find_controller",
+]
 
 # What DefaultSelector lists: the Services and the controllers whose selectors it merges.
 READS = Reads(kinds=("Service", "ReplicationController", "ReplicaSet", "StatefulSet"))
@@ -28,6 +34,7 @@ _OWNER_KINDS = {
     ("apps/v1", "ReplicaSet"): "replicasets",
     ("apps/v1", "StatefulSet"): "statefulsets",
 }
+_ATTRIBUTES = {kind: attribute for (_, kind), attribute in _OWNER_KINDS.items()}
 
 
 class WorkloadSnapshot(Protocol):
@@ -81,6 +88,33 @@ def _find(objects: Iterable[RawObj], name: str) -> RawObj | None:
     return None
 
 
+def controller_reference(pod: RawObj) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of the pod's controller when DefaultSelector reads its
+    selector (a ReplicationController, ReplicaSet or StatefulSet); None otherwise."""
+    owner = controller_of(pod)
+    if owner is None:
+        return None
+    api_version, kind, name = owner.get("apiVersion"), owner.get("kind"), owner.get("name")
+    if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
+        return None
+    if (api_version, kind) not in _OWNER_KINDS:
+        return None
+    return kind, pod_namespace(pod), name
+
+
+def find_controller(
+    pod: RawObj, snapshot: WorkloadSnapshot | Any
+) -> tuple[str, RawObj] | None:
+    """The kind of the pod's controller and the controller as the snapshot holds it,
+    when DefaultSelector reads it; None when it reads none or the snapshot lacks it."""
+    reference = controller_reference(pod)
+    if reference is None:
+        return None
+    kind, namespace, name = reference
+    found = _find(_inpod_namespace(snapshot, _ATTRIBUTES[kind], namespace), name)
+    return None if found is None else (kind, found)
+
+
 def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | None:
     """helper.DefaultSelector as a metav1.LabelSelector; None when it selects nothing.
 
@@ -93,29 +127,17 @@ def default_selector(pod: RawObj, snapshot: WorkloadSnapshot | Any) -> RawObj | 
     """
     if not isinstance(pod, dict):
         return None
-    namespace = pod_namespace(pod)
     match_labels = _services_label_set(pod, snapshot)
     expressions: list[RawObj] = []
-    owner = controller_of(pod)
-    if owner is not None:
-        api_version, kind = owner.get("apiVersion"), owner.get("kind")
-        attribute = (
-            _OWNER_KINDS.get((api_version, kind))
-            if isinstance(api_version, str) and isinstance(kind, str)
-            else None
-        )
-        name = owner.get("name")
-        found = (
-            _find(_inpod_namespace(snapshot, attribute, namespace), name)
-            if attribute is not None and isinstance(name, str)
-            else None
-        )
-        if found is not None and attribute == "replicationcontrollers":
-            rc_selector = _string_map(spec(found).get("selector"))
+    found = find_controller(pod, snapshot)
+    if found is not None:
+        kind, controller = found
+        if kind == "ReplicationController":
+            rc_selector = _string_map(spec(controller).get("selector"))
             match_labels.update(rc_selector or {})
-        elif found is not None:
+        else:
             # LabelSelectorAsSelector; a nil or malformed selector adds nothing.
-            requirements = selector_requirements(spec(found).get("selector"))
+            requirements = selector_requirements(spec(controller).get("selector"))
             for key, operator, values in requirements or ():
                 if operator == "In" and len(values) == 1 and key not in match_labels:
                     match_labels[key] = values[0]
