@@ -53,7 +53,10 @@ from webhook.scheduler.placement import (
 )
 from webhook.scheduler.plugins.podtopologyspread.common import (
     PLUGIN_NAME,
+    NodeInclusion,
     distribution,
+    eligible_nodes,
+    match_counts,
 )
 from webhook.scheduler.plugins.podtopologyspread.explain import blocked_constraints
 from webhook.scheduler.plugins.podtopologyspread.filtering import (
@@ -464,6 +467,15 @@ def _node_obj(i: int, spec: dict[str, Any], zone: str | None = None) -> dict[str
     return b.obj()
 
 
+def _cluster_of(nodes: list[Any], residents: list[Any]) -> Snapshot:
+    """node_st nodes n0, n1, ... and resident_st pods r0, r1, ... bound to them."""
+    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
+    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
+        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
+        objs.append((b.terminating() if terminating else b).obj())
+    return Snapshot.from_objects(objs)
+
+
 def _incoming(spec: dict[str, Any]) -> dict[str, Any]:
     b = make_pod().name("web").labels(spec["labels"]).constraints(spec["constraints"])
     if spec["node_selector"]:
@@ -598,11 +610,7 @@ open_node_st = st.fixed_dictionaries(
 def test_place_scores_equal_one_node_at_a_time(nodes, residents, soft, tolerates) -> None:
     """Scores, most nodes feasible: the same normalised score on every node as the
     reference, with nodes holding matching pods scored among alike nodes without."""
-    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
-    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
-        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
-        objs.append((b.terminating() if terminating else b).obj())
-    snap = Snapshot.from_objects(objs)
+    snap = _cluster_of(nodes, residents)
     incoming = {
         "labels": {"app": "a"},
         "constraints": soft,
@@ -938,11 +946,7 @@ def test_podtopologyspread_hooks_equal_its_node_by_node_phases(
     """ClassFilter (Filter once per node class) gives every node what Filter gives it,
     and ColumnScore what Score on each feasible node and NormalizeScore over them give:
     the runtime's grouping of this plugin equals per-node plugin calls."""
-    objs = [_node_obj(i, spec) for i, spec in enumerate(nodes)]
-    for j, (idx, ns, labels, terminating, _) in enumerate(residents):
-        b = make_pod().name(f"r{j}").namespace(ns).labels(labels).node(f"n{idx}")
-        objs.append((b.terminating() if terminating else b).obj())
-    snap = Snapshot.from_objects(objs)
+    snap = _cluster_of(nodes, residents)
     pod = _incoming(incoming)
     plugin = PodTopologySpread()
     table = snap.node_table()
@@ -968,3 +972,66 @@ def test_podtopologyspread_hooks_equal_its_node_by_node_phases(
         assert plugin.normalize_score(state, pod, raw).ok
         assert column == [raw[info.name] for info in infos]
         event("Score compared")
+
+
+# ---- PreFilter's domain counts against its inclusion policies, node by node ----------
+
+
+def _honoring_taints(spec: dict[str, Any], honor: list[bool]) -> dict[str, Any]:
+    """The incoming pod spec with its constraints DoNotSchedule, nodeTaintsPolicy Honor
+    where `honor` says so."""
+    constraints = [
+        {**c, "whenUnsatisfiable": DNS, **({"nodeTaintsPolicy": "Honor"} if h else {})}
+        for c, h in zip(spec["constraints"], honor, strict=False)
+    ]
+    return {**spec, "constraints": constraints}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(node_st, min_size=1, max_size=8),
+    st.lists(resident_st, max_size=16),
+    incoming_st,
+    st.lists(st.booleans(), min_size=3, max_size=3),
+    st.lists(change_st, max_size=5),
+    st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]),
+)
+@example(
+    # Zone za: n0 tainted, holding a matching pod, and n1 not: za stays, counting 0.
+    [{"zone": "za", "hostname": True, "rack": None, "unschedulable": False,
+      "taint": "NoSchedule", "allocatable": None},
+     {"zone": "za", "hostname": True, "rack": None, "unschedulable": False, "taint": None,
+      "allocatable": None}],
+    [(0, "default", {"app": "a"}, False, "100m")],
+    {"labels": {"app": "a"}, "constraints": [constraint(1, ZONE, DNS, selector({"app": "a"}))],
+     "node_selector": None, "tolerates": False, "cpu": None, "node_name": None},
+    [True, True, True],
+    [],
+    "NoSchedule",
+)
+def test_pre_filter_counts_equal_the_included_nodes_summed(
+    nodes, residents, incoming, honor, changes, taint
+) -> None:
+    """calPreFilterState's domains and counts (the snapshot's per-domain counts, less the
+    nodes whose taints the pod does not tolerate) equal matching pods summed over the
+    nodes the inclusion policies take in, one node at a time; after each change too
+    (binds, relabels, taints, nodes removed and added)."""
+    snap = _cluster_of(nodes, residents)
+    pod = _incoming(_honoring_taints(incoming, honor))
+    for n, change in enumerate([None, *changes]):
+        if change is not None:
+            _apply_change(snap, nodes, pod, n, change, taint)
+        pre = pre_filter(pod, snap, SpreadArgs())
+        if not isinstance(pre, PreFilterState):
+            continue
+        included = eligible_nodes(snap, pre.constraints, NodeInclusion(pod))
+        want = []
+        for c, domains in zip(pre.constraints, included, strict=True):
+            per_node = match_counts(snap, pod, c)
+            counts: dict[str, int] = {}
+            for name, domain in domains.items():
+                counts[domain] = counts.get(domain, 0) + per_node.get(name, 0)
+            want.append(counts)
+        assert pre.tp_value_to_match_num == tuple(want)
+        if any(c.node_taints_policy == "Honor" for c in pre.constraints):
+            event("a constraint honours taints")

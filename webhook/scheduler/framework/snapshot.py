@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
-from webhook.api.labels import compile_selector
+from webhook.api.labels import compile_selector, find_untolerated_taint
 from webhook.api.resources import non_zero_requests, pod_requests
 
 # Pods in these phases hold no resources and no place in any spread: kube-scheduler's
@@ -433,6 +433,12 @@ def _intern_labels(labels: Any) -> dict[str, str]:
     }
 
 
+def _taints_of(node: RawObj | None) -> list[RawObj] | None:
+    """A Node's spec.taints when it is a non-empty list, else None."""
+    taints = as_dict(as_dict(node).get("spec")).get("taints")
+    return taints if isinstance(taints, list) and taints else None
+
+
 class Snapshot:
     """Nodes, bound pods and workload objects, with incremental matching counts.
 
@@ -481,6 +487,11 @@ class Snapshot:
         self._owner_cache: dict[tuple[str, str], list[RawObj]] = {}
         self._key_indexes: dict[tuple[str, ...], KeyIndex] = {}
         self._sorted_domains: dict[str, tuple[Any, ...]] = {}
+        self._domain_sizes: dict[tuple[str, ...], tuple[Counter[Any], ...]] = {}
+        # The nodes with taints, with them (None: not gathered since the last change of
+        # a node's taints), and untolerated()'s answers by tolerations.
+        self._tainted: list[tuple[str, list[RawObj]]] | None = None
+        self._untolerated: dict[str, frozenset[str]] = {}
         self._sorted_names: list[str] | None = None
         self._table: NodeTable | None = None
         self._topology_version = 0
@@ -565,6 +576,7 @@ class Snapshot:
                 self._table = None
                 self._changed(info.name)
                 self._topology_changed()
+                self._taints_changed()
                 if not info.pods:
                     del self._infos[info.name]
         elif kind in WORKLOAD_KINDS:
@@ -653,6 +665,9 @@ class Snapshot:
             other._owner_cache = self._owner_cache
             other._key_indexes = dict(self._key_indexes)
             other._sorted_domains = dict(self._sorted_domains)
+            other._domain_sizes = dict(self._domain_sizes)
+            other._tainted = self._tainted
+            other._untolerated = dict(self._untolerated)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
             # and copied nodes keep their generations, so remembered verdicts stay valid.
             other._sorted_names = self._sorted_names
@@ -780,6 +795,46 @@ class Snapshot:
             hit = self._key_indexes[keys] = (index, domains)
             return hit
 
+    def domain_sizes(self, keys: tuple[str, ...]) -> tuple[Counter[Any], ...]:
+        """Per key of `keys`, domain -> how many nodes carrying every one of `keys` are in
+        it (key_index's nodes counted per domain; cached like key_index)."""
+        hit = self._domain_sizes.get(keys)
+        if hit is not None:
+            return hit
+        with self._lock:
+            index = self.key_index(keys)[0]
+            hit = tuple(Counter(values[i] for values in index.values()) for i in range(len(keys)))
+            if len(self._domain_sizes) >= MAX_KEY_INDEXES:
+                self._domain_sizes.clear()
+            self._domain_sizes[keys] = hit
+            return hit
+
+    def untolerated(self, tolerations: list[RawObj]) -> frozenset[str]:
+        """The nodes with a NoSchedule or NoExecute taint `tolerations` do not tolerate
+        (FindMatchingUntoleratedTaint). Remembered per tolerations until a node's taints
+        change, so pods of one workload look at the tainted nodes once."""
+        key = json.dumps(tolerations, sort_keys=True, separators=(",", ":"), default=str)
+        hit = self._untolerated.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            tainted = self._tainted
+            if tainted is None:
+                tainted = self._tainted = [
+                    (name, taints)
+                    for name, info in self.nodes.items()
+                    if (taints := _taints_of(info.node))
+                ]
+            hit = frozenset(
+                name
+                for name, taints in tainted
+                if find_untolerated_taint(taints, tolerations) is not None
+            )
+            if len(self._untolerated) >= MAX_KEY_INDEXES:
+                self._untolerated.clear()
+            self._untolerated[key] = hit
+            return hit
+
     def sorted_domains(self, key: str) -> tuple[Any, ...]:
         """The distinct values of `key` over the nodes carrying it, sorted (cached
         until the next Node change, like key_index)."""
@@ -850,7 +905,12 @@ class Snapshot:
                 index.domains.clear()
         self._key_indexes.clear()
         self._sorted_domains.clear()
+        self._domain_sizes.clear()
         self._topology_version += 1
+
+    def _taints_changed(self) -> None:
+        self._tainted = None
+        self._untolerated = {}
 
     def _info(self, name: str) -> NodeInfo:
         info = self._infos.get(name)
@@ -864,6 +924,7 @@ class Snapshot:
             return
         info = self._info(name)
         before = info.labels if name in self.nodes else None
+        taints = _taints_of(info.node) if before is not None else None
         if before is None:
             self._sorted_names = None
             self._table = None
@@ -872,6 +933,8 @@ class Snapshot:
         self._changed(name)
         if before != info.labels:
             self._topology_changed()
+        if before is None or taints != _taints_of(node):
+            self._taints_changed()
 
     def _upsert_pod(self, pod: RawObj) -> None:
         meta = meta_of(pod)

@@ -300,6 +300,19 @@ class NodeInclusion:
             self._untainted[info.name] = hit
         return hit
 
+    def taints_only(self, c: Constraint) -> bool:
+        """Whether constraint c includes every node carrying the topology keys but those
+        with a taint the pod does not tolerate (nodeTaintsPolicy Honor, and node
+        affinity that includes every node)."""
+        return c.node_taints_policy == HONOR and (
+            c.node_affinity_policy != HONOR or self._matcher is None
+        )
+
+    def untolerated(self, snapshot: Snapshot) -> frozenset[str]:
+        """The nodes of `snapshot` with a NoSchedule or NoExecute taint the pod does not
+        tolerate (Snapshot.untolerated, for this pod's tolerations)."""
+        return snapshot.untolerated(self._tolerations)
+
     def trivial(self, c: Constraint) -> bool:
         """Whether constraint c includes every node that carries the topology keys."""
         return (c.node_affinity_policy != HONOR or self._matcher is None) and (
