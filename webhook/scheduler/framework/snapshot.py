@@ -433,6 +433,14 @@ def _intern_labels(labels: Any) -> dict[str, str]:
     }
 
 
+class Exclusion(NamedTuple):
+    """Snapshot.exclusion for one key: the domains that keep a node, and the nodes left
+    out of those domains -> their domain."""
+
+    kept: tuple[Any, ...]
+    partial: dict[str, Any]
+
+
 def _taints_of(node: RawObj | None) -> list[RawObj] | None:
     """A Node's spec.taints when it is a non-empty list, else None."""
     taints = as_dict(as_dict(node).get("spec")).get("taints")
@@ -492,6 +500,7 @@ class Snapshot:
         # a node's taints), and untolerated()'s answers by tolerations.
         self._tainted: list[tuple[str, list[RawObj]]] | None = None
         self._untolerated: dict[str, frozenset[str]] = {}
+        self._exclusions: dict[tuple[tuple[str, ...], frozenset[str]], tuple[Exclusion, ...]] = {}
         self._sorted_names: list[str] | None = None
         self._table: NodeTable | None = None
         self._topology_version = 0
@@ -668,6 +677,7 @@ class Snapshot:
             other._domain_sizes = dict(self._domain_sizes)
             other._tainted = self._tainted
             other._untolerated = dict(self._untolerated)
+            other._exclusions = dict(self._exclusions)
             # The copy's NodeTable holds its own NodeInfos; the names list is shared,
             # and copied nodes keep their generations, so remembered verdicts stay valid.
             other._sorted_names = self._sorted_names
@@ -835,6 +845,35 @@ class Snapshot:
             self._untolerated[key] = hit
             return hit
 
+    def exclusion(self, keys: tuple[str, ...], left_out: frozenset[str]) -> tuple[Exclusion, ...]:
+        """Per key of `keys`, key_index's nodes less those in `left_out`: the domains that
+        keep a node, in key_index's order, and each node left out in one of them -> that
+        domain. Cached by `left_out` until a Node's labels change."""
+        hit = self._exclusions.get((keys, left_out))
+        if hit is not None:
+            return hit
+        with self._lock:
+            index, domains = self.key_index(keys)
+            sizes = self.domain_sizes(keys)
+            out = []
+            for j in range(len(keys)):
+                gone = Counter(index[name][j] for name in left_out if name in index)
+                empty = {d for d, n in gone.items() if n == sizes[j][d]}
+                out.append(
+                    Exclusion(
+                        tuple(d for d in domains[j] if d not in empty),
+                        {
+                            name: index[name][j]
+                            for name in left_out
+                            if name in index and index[name][j] not in empty
+                        },
+                    )
+                )
+            if len(self._exclusions) >= MAX_KEY_INDEXES:
+                self._exclusions.clear()
+            hit = self._exclusions[(keys, left_out)] = tuple(out)
+            return hit
+
     def sorted_domains(self, key: str) -> tuple[Any, ...]:
         """The distinct values of `key` over the nodes carrying it, sorted (cached
         until the next Node change, like key_index)."""
@@ -906,6 +945,7 @@ class Snapshot:
         self._key_indexes.clear()
         self._sorted_domains.clear()
         self._domain_sizes.clear()
+        self._exclusions.clear()
         self._topology_version += 1
 
     def _taints_changed(self) -> None:

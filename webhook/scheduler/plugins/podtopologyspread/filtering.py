@@ -89,35 +89,33 @@ class PreFilterState:
         )
 
 
-def _without_nodes(
-    per_domain: dict[str, int],
+def _counts_without(
     snapshot: Snapshot,
     pod: RawObj,
     c: Constraint,
     keys: tuple[str, ...],
     j: int,
     left_out: frozenset[str],
-) -> None:
-    """Take the nodes `left_out` out of `per_domain` (domain -> matching pods over the
-    nodes carrying `keys`, for keys[j]): their matching pods, and each domain they
-    were all of."""
-    eligible = snapshot.key_index(keys)[0]
-    gone: dict[str, int] = {}
-    per_node: dict[str, int] | None = None
-    for name in left_out:
-        values = eligible.get(name)
-        if values is None:
-            continue
-        if per_node is None:
-            per_node = match_counts(snapshot, pod, c)
-        domain = values[j]
-        per_domain[domain] -= per_node.get(name, 0)
-        gone[domain] = gone.get(domain, 0) + 1
-    if gone:
-        sizes = snapshot.domain_sizes(keys)[j]
-        for domain, n in gone.items():
-            if n == sizes[domain]:
-                del per_domain[domain]
+) -> dict[str, int]:
+    """Matching pods per domain of keys[j] over the nodes carrying `keys` less those in
+    `left_out`: the snapshot's per-domain counts without the domains left with no node,
+    less the matching pods of the nodes left out of the other domains."""
+    kept, partial = snapshot.exclusion(keys, left_out)[j]
+    per_domain = dict.fromkeys(kept, 0)
+    for domain, n in domain_match_counts(snapshot, pod, c, keys)[j].items():
+        if domain in per_domain:
+            per_domain[domain] = n
+    if partial:
+        per_node = match_counts(snapshot, pod, c)
+        if len(per_node) < len(partial):
+            for name, n in per_node.items():
+                domain = partial.get(name)
+                if domain is not None:
+                    per_domain[domain] -= n
+        else:
+            for name, domain in partial.items():
+                per_domain[domain] -= per_node.get(name, 0)
+    return per_domain
 
 
 def pre_filter(
@@ -149,17 +147,17 @@ def pre_filter(
     domains: list[dict[str, int]] = []
     for c in constraints:
         j = keys.index(c.topology_key)
-        if inclusion.trivial(c) or inclusion.taints_only(c):
-            # Every node carrying the keys takes part: the snapshot's per-domain counts;
-            # under nodeTaintsPolicy Honor, less the nodes whose taints the pod does not
-            # tolerate.
+        if inclusion.trivial(c):
+            # Every node carrying the keys takes part: the snapshot's per-domain counts.
             per_domain = dict.fromkeys(domain_values[j], 0)
             per_domain.update(domain_match_counts(snapshot, pod, c, keys)[j])
-            if not inclusion.trivial(c):
-                _without_nodes(
-                    per_domain, snapshot, pod, c, keys, j, inclusion.untolerated(snapshot)
-                )
             domains.append(per_domain)
+            continue
+        if inclusion.taints_only(c):
+            # All of them but the nodes with a taint the pod does not tolerate.
+            domains.append(
+                _counts_without(snapshot, pod, c, keys, j, inclusion.untolerated(snapshot))
+            )
             continue
         per_node = match_counts(snapshot, pod, c)
         if (known := inclusion.known_affinity(c)) is not None:
