@@ -139,6 +139,9 @@ def test_replicaset_pods_carry_the_injected_defaults_and_the_dry_run_annotation(
     assert out.returncode == 0, out.stderr
     got = cp.wait_for("3 pods", lambda: len(pods_of(cp, ns)) == 3 and pods_of(cp, ns))
     for p in got:
+        # Not mutated at all (no annotations either) would point at the webhook call;
+        # annotated but without constraints, at the defaults (see the webhook's log).
+        assert "topologySpreadConstraints" in p["spec"], p["metadata"].get("annotations")
         spread = p["spec"]["topologySpreadConstraints"]
         assert [(c["topologyKey"], c["maxSkew"], c["whenUnsatisfiable"]) for c in spread] == [
             ("kubernetes.io/hostname", 3, "ScheduleAnyway"),
