@@ -304,9 +304,7 @@ class NodeInclusion:
         """Whether constraint c includes every node carrying the topology keys but those
         with a taint the pod does not tolerate (nodeTaintsPolicy Honor, and node
         affinity that includes every node)."""
-        return c.node_taints_policy == HONOR and (
-            c.node_affinity_policy != HONOR or self._matcher is None
-        )
+        return c.node_taints_policy == HONOR and self._affinity_includes_all(c)
 
     def untolerated(self, snapshot: Snapshot) -> frozenset[str]:
         """The nodes of `snapshot` with a NoSchedule or NoExecute taint the pod does not
@@ -315,9 +313,12 @@ class NodeInclusion:
 
     def trivial(self, c: Constraint) -> bool:
         """Whether constraint c includes every node that carries the topology keys."""
-        return (c.node_affinity_policy != HONOR or self._matcher is None) and (
-            c.node_taints_policy != HONOR
-        )
+        return c.node_taints_policy != HONOR and self._affinity_includes_all(c)
+
+    def _affinity_includes_all(self, c: Constraint) -> bool:
+        """Whether node affinity leaves every node in constraint c (policy Ignore, or no
+        nodeSelector or required node affinity)."""
+        return c.node_affinity_policy != HONOR or self._matcher is None
 
     def includes(self, c: Constraint, info: NodeInfo) -> bool:
         """matchNodeInclusionPolicies: does `info` take part in constraint c's spread?
