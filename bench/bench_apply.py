@@ -33,10 +33,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_audit import write_cluster  # noqa: E402 - after the path is set
-from webhook.audit.evictions import seen_from  # noqa: E402
-from webhook.audit.plan import make_plan  # noqa: E402
-from webhook.audit.spread import evaluate  # noqa: E402
-from webhook.audit.steps import predict  # noqa: E402
+from webhook.audit.act.evictor import seen_from  # noqa: E402
+from webhook.audit.act.steps import predict  # noqa: E402
+from webhook.audit.measure.spread import evaluate  # noqa: E402
+from webhook.audit.plan.planner import make_plan  # noqa: E402
 from webhook.config import Settings  # noqa: E402
 
 

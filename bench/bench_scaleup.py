@@ -9,8 +9,8 @@ to MAX_PODS, so that losing zone a leaves pods pending for want of room. In one
 process, --runs times, interleaved:
 
   drill     `audit --without-nodes topology.kubernetes.io/zone=zone-a`'s drill
-            (audit.whatif.without_nodes) without its diagnosis
-  diagnosis audit.whatif.diagnose_pending on the drill's pending pods and the state
+            (audit.drills.outcome.without_nodes) without its diagnosis
+  diagnosis audit.drills.outcome.diagnose_pending on the drill's pending pods and the state
             after it
 
 and reports the median of each, the ratio diagnosis/drill (target <= 1) and the
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_audit  # noqa: E402 - a sibling script
 
 from webhook.api.labels import parse_selector  # noqa: E402
-from webhook.audit import whatif  # noqa: E402
-from webhook.audit.inventory import Collector, pod_key  # noqa: E402
+from webhook.audit.drills import outcome as whatif  # noqa: E402
+from webhook.audit.state.inventory import Collector, pod_key  # noqa: E402
 from webhook.cluster.files import scan_list  # noqa: E402
 from webhook.config import Settings  # noqa: E402
 

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webhook.audit.inventory import Collector  # noqa: E402
+from webhook.audit.state.inventory import Collector  # noqa: E402
 from webhook.cluster.files import load_snapshot, scan_list  # noqa: E402
 
 

@@ -210,8 +210,8 @@ def test_slug_is_githubs_anchor(heading: str, anchor: str) -> None:
         ),
         ("![shot](report.png)", ["link report.png"]),
         (
-            "in `webhook/audit/html.py` and `tests/audit/test_cli.py::test_x`",
-            ["path webhook/audit/html.py", "path tests/audit/test_cli.py"],
+            "in `webhook/render/html.py` and `tests/audit/test_cli.py::test_x`",
+            ["path webhook/render/html.py", "path tests/audit/test_cli.py"],
         ),
         ("`webhook/scheduler/plugins/<name>.py` is a placeholder", []),
         ("upstream's `pkg/scheduler/framework/interface.go`", []),
@@ -229,12 +229,12 @@ def test_slug_is_githubs_anchor(heading: str, anchor: str) -> None:
         ),
         ("`kubectl apply -k deploy/kustomize/base`", ["path deploy/kustomize/base"]),
         (
-            "as webhook/audit/html.py, or webhook/cli/.",
-            ["path webhook/audit/html.py", "path webhook/cli/"],
+            "as webhook/render/html.py, or webhook/cli/.",
+            ["path webhook/render/html.py", "path webhook/cli/"],
         ),
         (
-            "[the page](../webhook/audit/html.py) and my-docs/x.md",
-            ["link ../webhook/audit/html.py"],
+            "[the page](../webhook/render/html.py) and my-docs/x.md",
+            ["link ../webhook/render/html.py"],
         ),
     ],
 )
@@ -264,13 +264,13 @@ def test_commands_in_code_blocks_are_checked_but_not_their_output(tmp_path: Path
     "ref, why",
     [
         (Ref("docs/audit.md", 1, "webhook/defaults.py", "path"), "no such path"),
-        (Ref("docs/audit.md", 1, "webhook/audit/html.py", "path"), None),
+        (Ref("docs/audit.md", 1, "webhook/render/html.py", "path"), None),
         (Ref("docs/audit.md", 1, "webhook/audit/", "path"), None),
         (Ref("docs/audit.md", 1, "tests/audit/test_*.py", "path"), None),
         (Ref("docs/audit.md", 1, "tests/audit/test_nothing_*.py", "path"), "matches no file"),
         (Ref("docs/audit.md", 1, "pending.md", "link"), None),
         (Ref("docs/audit.md", 1, "missing.md", "link"), "no such file"),
-        (Ref("docs/audit.md", 1, "../webhook/audit/html.py", "link"), None),
+        (Ref("docs/audit.md", 1, "../webhook/render/html.py", "link"), None),
         (Ref("docs/audit.md", 1, "architecture.md#above-them", "link"), None),
         (
             Ref("docs/audit.md", 1, "architecture.md#below-them", "link"),

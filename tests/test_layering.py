@@ -1,7 +1,10 @@
 """Layering: the tree shows the data flow, and nothing climbs back up it.
 
-    cli → server → admission | audit → config, cluster → validation | scheduler | install
-        → api, errors
+    cli → server → admission | audit → config, cluster, render → validation | scheduler
+        | install → api, errors
+
+Inside audit/ the stages run one way too (state → measure → plan → drills → workloads →
+act → report → pipeline → serve): a stage imports only itself and the stages before it.
 
 Imports are read with ast (nothing is executed): every import statement of every
 module, function-level and TYPE_CHECKING ones included, relative ones resolved. A
@@ -32,6 +35,7 @@ LAYERS: dict[str, int] = {
     "audit": 4,
     "config": 3,
     "cluster": 3,
+    "render": 3,
     "validation": 2,
     "scheduler": 2,
     "controllers": 2,
@@ -40,7 +44,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "__init__": 0,
 }
-PURE = ("api", "validation", "scheduler", "controllers")
+PURE = ("api", "validation", "scheduler", "controllers", "render")
 # Parts that sit beside another on the same layer and may use it: the controllers ask
 # the scheduler's public face to count pods as it counts them (the face rule below
 # still applies); the scheduler never imports them.
@@ -76,8 +80,8 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     ("webhook.cli.common", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.cli.apply"): "kubernetes client only when live",
-    ("webhook.cli.audit", "webhook.audit.evictions"): "kubernetes client only when live",
-    ("webhook.cli.audit", "webhook.audit.apply"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.audit.act.evictor"): "kubernetes client only when live",
+    ("webhook.cli.audit", "webhook.audit.act.applier"): "kubernetes client only when live",
     ("webhook.cli.simulate", "webhook.validation.rules"): "validation only when asked",
     ("webhook.cluster.source", "webhook.cluster.files"): "file reading only for FileSource",
 }
@@ -381,3 +385,58 @@ def test_the_scheduler_order_checker_catches_a_runtime_importing_a_plugin() -> N
     assert scheduler_rank("webhook.scheduler.scaleup") > scheduler_rank(
         "webhook.scheduler.placement"
     )
+
+
+# ---- inside the audit ------------------------------------------------------------------
+
+# The audit's stages, in the order data flows through them: each imports only itself and
+# earlier stages (a decision never imports a renderer; the one write path, act.evictor,
+# imports no decision). The package face (audit/__init__) imports nothing of its stages.
+AUDIT_STAGES: dict[str, int] = {
+    "state": 0,
+    "measure": 1,
+    "plan": 2,
+    "drills": 3,
+    "workloads": 4,
+    "act": 5,
+    "report": 6,
+    "pipeline": 7,
+    "serve": 8,
+}
+
+
+def audit_stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_the_audit_root_holds_only_its_face_and_the_pipeline() -> None:
+    root = {p.name for p in (WEBHOOK / "audit").iterdir() if p.suffix == ".py"}
+    folders = {
+        p.name for p in (WEBHOOK / "audit").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    assert root == {"__init__.py", "pipeline.py"}
+    assert folders == set(AUDIT_STAGES) - {"pipeline"}
+
+
+def test_the_audit_stages_import_only_earlier_stages() -> None:
+    bad = [
+        f"{src} -> {dst}"
+        for src, edges in graph().items()
+        if src.startswith("webhook.audit.")
+        for dst in edges
+        if dst.startswith("webhook.audit.")
+        and audit_stage(dst) != audit_stage(src)
+        and AUDIT_STAGES[audit_stage(dst)] > AUDIT_STAGES[audit_stage(src)]
+    ]
+    assert bad == []
+
+
+def test_the_one_write_path_and_the_decisions_stay_apart() -> None:
+    """The pure step decisions import no renderer and no cluster client; the evictor
+    imports no decision."""
+    g = graph()
+    steps = g["webhook.audit.act.steps"]
+    assert not [d for d in steps if d.startswith(("webhook.audit.report", "webhook.cluster"))]
+    evictor = g["webhook.audit.act.evictor"]
+    assert not [d for d in evictor if d in ("webhook.audit.act.steps", "webhook.audit.plan")]

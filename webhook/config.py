@@ -184,7 +184,7 @@ class AuditSettings:
     report: bool = False
     # audit.rebalance: carry out steps of the plan after each audit (opt-in).
     rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
-    # audit.deletionCosts: keep the pods' deletion costs (webhook/audit/keeper.py).
+    # audit.deletionCosts: keep the pods' deletion costs (webhook/audit/act/keeper.py).
     deletion_costs: DeletionCostSettings = field(default_factory=DeletionCostSettings)
 
     @property

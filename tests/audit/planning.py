@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from webhook.api.resources import node_allocatable, pod_requests
-from webhook.audit.inventory import ClusterState, movable
-from webhook.audit.plan import Plan, make_plan
-from webhook.audit.spread import WorkloadSpread, evaluate
+from webhook.audit.measure.spread import WorkloadSpread, evaluate
+from webhook.audit.plan.planner import Plan, make_plan
+from webhook.audit.state.inventory import ClusterState, movable
 from webhook.config import Settings
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import place

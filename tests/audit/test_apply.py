@@ -22,13 +22,9 @@ import pytest
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import EVICTION_MESSAGE, FakeApiServer
-from webhook.audit.apply import Applier, ApplyOptions, Rebalancer
-from webhook.audit.evictions import LiveCluster, Seen, seen_from
-from webhook.audit.inventory import Workload
-from webhook.audit.metrics import REBALANCE_RESULTS, AuditMetrics
-from webhook.audit.plan import Move, make_plan
-from webhook.audit.spread import evaluate
-from webhook.audit.steps import (
+from webhook.audit.act.applier import Applier, ApplyOptions, Rebalancer
+from webhook.audit.act.evictor import LiveCluster, Seen, seen_from
+from webhook.audit.act.steps import (
     EVICTED,
     GONE,
     MATCHED,
@@ -47,7 +43,11 @@ from webhook.audit.steps import (
     replacement,
     workloads_in_flight,
 )
-from webhook.audit.watch import AuditLoop, AuditStopped
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.plan.planner import Move, make_plan
+from webhook.audit.report.metrics import REBALANCE_RESULTS, AuditMetrics
+from webhook.audit.serve.loop import AuditLoop, AuditStopped
+from webhook.audit.state.inventory import Workload
 from webhook.cli.audit import _rebalancer
 from webhook.cli.main import main
 from webhook.cluster.lister import connect

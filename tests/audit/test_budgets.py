@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.builders import make_pod, pdb, scaled
-from webhook.audit.budgets import Budgets, BudgetStatus, scaled_value
-from webhook.audit.inventory import ClusterState
+from webhook.audit.measure.budgets import Budgets, BudgetStatus, scaled_value
+from webhook.audit.state.inventory import ClusterState
 
 RawObj = dict[str, Any]
 WEB = {"app": "web"}

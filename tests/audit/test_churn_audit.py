@@ -25,12 +25,12 @@ from kubernetes.client import ApiClient, Configuration
 
 from tests.churn_world import ChurnWorld, seed
 from tests.fake_apiserver import ALL_COLLECTIONS, FakeApiServer
-from webhook.audit.inventory import Collector
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import APIS, PolicyReportWriter, desired_results
-from webhook.audit.report import AuditReport
-from webhook.audit.run import run_audit
-from webhook.audit.watch import AuditLoop
+from webhook.audit.pipeline import run_audit
+from webhook.audit.report.document import AuditReport
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.report.policyreports import APIS, PolicyReportWriter, desired_results
+from webhook.audit.serve.loop import AuditLoop
+from webhook.audit.state.inventory import Collector
 from webhook.cli.audit import _read_live
 from webhook.cli.main import main
 from webhook.cluster.lister import AUDIT_RESOURCES, Connection

@@ -14,12 +14,12 @@ import pytest
 
 from tests import paths
 from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, scaled, selector
-from webhook.audit.costs import all_costs, workload_costs
-from webhook.audit.html import audit_page
-from webhook.audit.inventory import ClusterState, Workload
+from webhook.audit.measure.costs import all_costs, workload_costs
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.cli.main import main
 from webhook.config import Settings
 from webhook.controllers.costs import INT32_MAX
+from webhook.render.html import audit_page
 
 RawObj = dict[str, Any]
 APP = selector({"app": "web"})

@@ -11,12 +11,12 @@ from tests.audit.planning import applied, violations
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, pdb, scaled, selector
 from tests.clusters import COST, HASH, examples
 from webhook.api.labels import parse_selector
-from webhook.audit.budgets import Budgets
-from webhook.audit.drills import drain_nodes, unreachable_nodes
-from webhook.audit.inventory import ClusterState, pod_key, unbound
-from webhook.audit.plan import make_plan
-from webhook.audit.spread import evaluate
-from webhook.audit.whatif import node_bound
+from webhook.audit.drills.nodes import drain_nodes, unreachable_nodes
+from webhook.audit.drills.outcome import node_bound
+from webhook.audit.measure.budgets import Budgets
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.plan.planner import make_plan
+from webhook.audit.state.inventory import ClusterState, pod_key, unbound
 from webhook.config import Settings
 
 RawObj = dict[str, Any]

@@ -24,11 +24,11 @@ from tests.builders import (
     with_affinity,
 )
 from webhook.api.labels import parse_selector
-from webhook.audit.drills import drain_nodes, tolerates_forever, unreachable_nodes, with_honor
-from webhook.audit.inventory import ClusterState
-from webhook.audit.run import run_audit
-from webhook.audit.spread import evaluate
-from webhook.audit.whatif import requeue_hint
+from webhook.audit.drills.nodes import drain_nodes, tolerates_forever, unreachable_nodes, with_honor
+from webhook.audit.drills.outcome import requeue_hint
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.pipeline import run_audit
+from webhook.audit.state.inventory import ClusterState
 from webhook.config import Settings
 
 RawObj = dict[str, Any]

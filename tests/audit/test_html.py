@@ -25,7 +25,7 @@ from tests.audit.reports import (
 from tests.builders import ZONE
 from tests.htmltree import Element, parse
 from tests.paths import DEMO_SNAPSHOT
-from webhook.audit.html import NAMES_SHOWN, ROWS, ROWS_SHOWN, audit_page, simulate_page
+from webhook.render.html import NAMES_SHOWN, ROWS, ROWS_SHOWN, audit_page, simulate_page
 
 
 def cards(root: Element) -> dict[str, Element]:

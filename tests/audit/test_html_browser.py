@@ -23,7 +23,7 @@ from tests.audit.reports import (
     write_snapshot,
 )
 from tests.browser import Browser, Page
-from webhook.audit.html import ROWS_SHOWN, audit_page
+from webhook.render.html import ROWS_SHOWN, audit_page
 
 NARROW = 320
 

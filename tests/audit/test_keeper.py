@@ -17,10 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.audit.test_policyreports import read_from
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from tests.fake_apiserver import FakeApiServer
-from webhook.audit.inventory import ClusterState
-from webhook.audit.keeper import CostKeeper, decide, plan_writes
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.watch import AuditLoop
+from webhook.audit.act.keeper import CostKeeper, decide, plan_writes
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.serve.loop import AuditLoop
+from webhook.audit.state.inventory import ClusterState
 from webhook.cluster.lister import Connection
 from webhook.config import DeletionCostSettings, Settings, settings_from_dict
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from tests.audit.test_drill_properties import SETTINGS, clusters
 from tests.builders import ZONE
 from webhook.api.labels import parse_selector
-from webhook.audit.drills import drain_nodes, unreachable_nodes
-from webhook.audit.inventory import ClusterState
-from webhook.audit.whatif import Replacer, without_nodes
+from webhook.audit.drills.nodes import drain_nodes, unreachable_nodes
+from webhook.audit.drills.outcome import Replacer, without_nodes
+from webhook.audit.state.inventory import ClusterState
 from webhook.config import SamplingOptions, Settings
 
 RawObj = dict[str, Any]

@@ -23,9 +23,9 @@ from tests.audit.test_policyreports import (
 from tests.audit.test_policyreports import samples as metric_samples
 from tests.builders import ZONE
 from tests.fake_apiserver import OPEN_REPORT, POLICY_REPORT, FakeApiServer
-from webhook.audit.inventory import Workload
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import (
+from webhook.audit.measure.spread import ConstraintSpread
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.report.policyreports import (
     APIS,
     OPENREPORTS,
     REPORT_NAME,
@@ -33,8 +33,8 @@ from webhook.audit.policyreports import (
     policy_report,
     result_of,
 )
-from webhook.audit.spread import ConstraintSpread
-from webhook.audit.watch import AuditLoop
+from webhook.audit.serve.loop import AuditLoop
+from webhook.audit.state.inventory import Workload
 from webhook.cluster.lister import Connection
 from webhook.config import settings_from_dict
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.audit.planning import applied, brute_force, check_moves, planned, violations
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
-from webhook.audit.bounds import lower_bound
+from webhook.audit.plan.bounds import lower_bound
 from webhook.cli.main import main
 
 RawObj = dict[str, Any]

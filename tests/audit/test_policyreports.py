@@ -20,18 +20,18 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests import paths
 from tests.builders import DNS, HOSTNAME, SA, ZONE, make_node, make_pod, selector
 from tests.fake_apiserver import FakeApiServer
-from webhook.audit.inventory import ClusterState, Workload
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import (
+from webhook.audit.measure.spread import ConstraintSpread
+from webhook.audit.pipeline import run_audit
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.report.policyreports import (
     MANAGED_BY,
     REPORT_NAME,
     PolicyReportWriter,
     desired_results,
     result_of,
 )
-from webhook.audit.run import run_audit
-from webhook.audit.spread import ConstraintSpread
-from webhook.audit.watch import AuditLoop
+from webhook.audit.serve.loop import AuditLoop
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.cluster.lister import AUDIT_RESOURCES, Connection, list_objects
 from webhook.config import Settings
 
@@ -484,14 +484,14 @@ def test_hostname_constraints_report_under_their_own_rule() -> None:
 # ---- one module writes ----------------------------------------------------------------------
 
 WRITE_VERBS = {"POST", "PUT", "PATCH", "DELETE"}
-WRITER = "webhook/audit/policyreports.py"
+WRITER = "webhook/audit/report/policyreports.py"
 # The modules that write, each with exactly the verbs it sends.
 WRITERS = {
     WRITER: {"POST", "PUT", "DELETE"},
     # The Eviction API: POST on pods/NAME/eviction, never a DELETE.
-    "webhook/audit/evictions.py": {"POST"},
+    "webhook/audit/act/evictor.py": {"POST"},
     # The deletion-cost keeper: PATCH of two annotations on pods, nothing else.
-    "webhook/audit/keeper.py": {"PATCH"},
+    "webhook/audit/act/keeper.py": {"PATCH"},
 }
 # Write methods of the kubernetes client's generated APIs (CoreV1Api.create_namespaced_pod ...).
 CLIENT_WRITE_PREFIXES = ("create_", "patch_", "replace_", "delete_")

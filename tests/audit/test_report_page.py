@@ -17,10 +17,10 @@ from tests.audit.test_watch import free_port, get, state_of, wait_for
 from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import OPEN_REPORT, POLICY_REPORT, FakeApiServer
 from tests.htmltree import parse
-from webhook.audit.html import utc_now
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.watch import AuditLoop, LatestReport, MetricsServer
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.serve.loop import AuditLoop, LatestReport, MetricsServer
 from webhook.config import Settings
+from webhook.render.html import utc_now
 
 AUDITED_AT = 1_790_000_000.0
 

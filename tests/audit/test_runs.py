@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
-from webhook.audit.ranges import add_ranges, range_lines
+from webhook.audit.drills.ranges import add_ranges, range_lines
 from webhook.cli.main import main
 
 RawObj = dict[str, Any]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.builders import DNS, HOSTNAME, SA, ZONE, exists, make_node, make_pod, selector
-from webhook.audit.inventory import ClusterState, Workload
-from webhook.audit.spread import evaluate
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.state.inventory import ClusterState, Workload
 
 RawObj = dict[str, Any]
 APP = selector({"app": "web"})

@@ -35,9 +35,9 @@ from tests.audit.test_policyreports import (
 from tests.builders import HOSTNAME, ZONE, make_pod, selector
 from tests.cli.test_live import kubeconfig
 from tests.fake_apiserver import FakeApiServer
-from webhook.audit.inventory import ClusterState
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.watch import AuditLoop, AuditStopped, MetricsServer, parse_bind
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.serve.loop import AuditLoop, AuditStopped, MetricsServer, parse_bind
+from webhook.audit.state.inventory import ClusterState
 from webhook.cli.main import main
 from webhook.cluster.lister import ClusterError
 from webhook.config import AuditSettings, Settings, settings_from_dict
@@ -323,7 +323,7 @@ def test_a_failed_audit_is_counted_under_its_own_stage(monkeypatch: pytest.Monke
     def broken(*_args: Any, **_kw: Any) -> Any:
         raise ValueError("bug")
 
-    monkeypatch.setattr("webhook.audit.watch.run_audit", broken)
+    monkeypatch.setattr("webhook.audit.serve.loop.run_audit", broken)
     metrics = AuditMetrics()
     assert AuditLoop(Script(state_of({})), Settings(), metrics).run_once() is None
     assert samples(metrics)[("topospread_audit_run_errors_total", (("stage", "audit"),))] == 1

@@ -1,5 +1,5 @@
 """deploy/monitoring/grafana-dashboard.json: every query names only series topospread
-exports (the webhook's webhook/server/metrics.py and the audit's webhook/audit/metrics.py,
+exports (the webhook's webhook/server/metrics.py and the audit's webhook/audit/report/metrics.py,
 with the suffixes each metric type adds), and it has the audit and admission panels."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from tests import paths
-from webhook.audit.metrics import AuditMetrics
+from webhook.audit.report.metrics import AuditMetrics
 from webhook.server.metrics import CertificateExpiry, DerivedCounts, Metrics
 
 DASHBOARD = paths.ROOT / "deploy" / "monitoring" / "grafana-dashboard.json"

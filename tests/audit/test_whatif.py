@@ -8,9 +8,9 @@ import pytest
 
 from tests.builders import DNS, ZONE, make_node, make_pod, selector
 from webhook.api.labels import parse_selector
-from webhook.audit.inventory import ClusterState, unbound
-from webhook.audit.spread import evaluate
-from webhook.audit.whatif import diagnose_pending, queue_order, without_nodes
+from webhook.audit.drills.outcome import diagnose_pending, queue_order, without_nodes
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.state.inventory import ClusterState, unbound
 from webhook.config import Settings
 
 RawObj = dict[str, Any]

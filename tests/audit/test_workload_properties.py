@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from tests.clusters import HASH, NS, ZONE, Drawn, examples, workload_clusters
 from webhook.api.labels import compile_selector
-from webhook.audit.inventory import ClusterState, controller_of, pod_key
-from webhook.audit.spread import evaluate
-from webhook.audit.whatif import WhatIf
-from webhook.audit.workloads import (
+from webhook.audit.drills.outcome import WhatIf
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.state.inventory import ClusterState, controller_of, pod_key
+from webhook.audit.workloads.changes import (
     WorkloadRequest,
     parse_target,
     run_workloads,

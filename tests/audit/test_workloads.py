@@ -13,8 +13,8 @@ import pytest
 
 from tests import paths
 from tests.builders import DNS, ZONE, make_node, make_pod, scaled, selector
-from webhook.audit.inventory import ClusterState
-from webhook.audit.workloads import (
+from webhook.audit.state.inventory import ClusterState
+from webhook.audit.workloads.changes import (
     Target,
     WorkloadRequest,
     parse_rollout,
@@ -608,7 +608,7 @@ def test_cli_text_says_whether_the_spread_holds(
 def test_html_shows_the_change_escaped() -> None:
     """The page's section lists the pods with their nodes, the steps and the stall, every
     string from the cluster escaped."""
-    from webhook.audit.html import audit_page
+    from webhook.render.html import audit_page
 
     doc = {
         "workloads": [],

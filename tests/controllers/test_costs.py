@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from tests.builders import DNS, HOSTNAME, ZONE, make_node, make_pod, selector
 from tests.clusters import examples
-from webhook.audit.costs import all_costs
-from webhook.audit.inventory import ClusterState
-from webhook.audit.keeper import plan_writes
-from webhook.audit.spread import spread_of
+from webhook.audit.act.keeper import plan_writes
+from webhook.audit.measure.costs import all_costs
+from webhook.audit.measure.spread import spread_of
+from webhook.audit.state.inventory import ClusterState
 from webhook.config import Settings
 from webhook.controllers.costs import (
     COST_ANNOTATION,

@@ -1,6 +1,6 @@
 """What placement answers for the audit, from the plugins themselves: PodTopologySpread's
-node inclusion and PreFilter state, and the node filters' verdicts (audit/moves.py and
-audit/spread.py ask these instead of re-spelling the rules)."""
+node inclusion and PreFilter state, and the node filters' verdicts (audit/plan/workspace.py and
+audit/measure/spread.py ask these instead of re-spelling the rules)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """`topospread audit`: the spread of what already runs, as kube-scheduler sees it.
 
-inventory: running pods, their workloads, the model's Snapshot (ClusterState);
-spread: each workload's constraints evaluated (domains, skew, violated);
-plan: the fewest feasible moves after which nothing checked is violated;
-whatif: what a drill reports, the queue that re-places recreated pods, nodes deleted;
-drills: nodes unreachable (an outage) and nodes drained, as the cluster handles them;
-budgets: PodDisruptionBudgets as the disruption controller and the Eviction API count;
-report: the JSON document and the text a person reads.
+The stages, in the order data flows (each imports only the ones before it):
+
+state/      running pods, their workloads, the model's Snapshot (ClusterState), one reader;
+measure/    each workload's constraints evaluated, PodDisruptionBudgets, deletion costs;
+plan/       the fewest feasible moves after which nothing checked is violated;
+drills/     nodes unreachable, drained or deleted, as the cluster's controllers handle them;
+workloads/  scale and rollout drills, the controllers' own choices simulated;
+act/        pure step decisions, the applier, the evictor (the one write path), the keeper;
+report/     the JSON document and its text, PolicyReports, metrics;
+pipeline    one audit, start to end;
+serve/      the in-cluster loop and its HTTP endpoints.
 """

@@ -3,7 +3,7 @@
 Reads the cluster (never a snapshot: there is nothing to evict in a file), prints the
 audit and its plan, asks for a confirmation on a terminal (`--yes` skips it; without a
 terminal and without `--yes` nothing is carried out and the exit status is the
-audit's), then carries the plan out step by step (webhook/audit/apply.py): a line per
+audit's), then carries the plan out step by step (webhook/audit/act/applier.py): a line per
 step, ✓ or what the cluster did instead, a JSON line per step with `--record FILE`,
 and with `-o json` the audit document with an `apply` key. Exit status
 (steps.EXIT_CODES): 0 every step as predicted, 3 stopped on a difference, 4 stopped
@@ -17,12 +17,12 @@ import json
 import sys
 from typing import IO, Any, TextIO
 
-from webhook.audit.apply import Applier, ApplyOptions, ApplyResult
-from webhook.audit.evictions import LiveCluster
-from webhook.audit.plan import make_plan
-from webhook.audit.report import AuditReport, render_text
-from webhook.audit.spread import evaluate
-from webhook.audit.steps import StepRecord, step_line
+from webhook.audit.act.applier import Applier, ApplyOptions, ApplyResult
+from webhook.audit.act.evictor import LiveCluster
+from webhook.audit.act.steps import StepRecord, step_line
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.plan.planner import make_plan
+from webhook.audit.report.document import AuditReport, render_text
 from webhook.cli.common import colour, modelled_settings, paint
 from webhook.cluster.lister import StatusLine, connect, server_version
 from webhook.config import Settings

@@ -11,7 +11,7 @@ with one), 2 on usage, read or connection errors.
 `--watch` is the server side (the audit Deployment): the same audit every
 audit.intervalSeconds until SIGTERM, exported on --metrics-bind (/metrics, /healthz,
 and with audit.report the HTML page /report) and, with audit.policyReports, written
-as PolicyReports or OpenReports Reports (audit.reports; webhook/audit/watch.py). A
+as PolicyReports or OpenReports Reports (audit.reports; webhook/audit/serve/loop.py). A
 failing list or write never ends it; it exits 0 on SIGTERM, 2 on bad flags or config.
 """
 
@@ -32,18 +32,17 @@ from typing import Any, TextIO
 from webhook.api.kube import RawObj
 from webhook.api.labels import parse_selector
 from webhook.api.names import namespace_names_problem
-from webhook.audit.costs import all_costs, costs_json, render_costs_text
-from webhook.audit.html import audit_page, utc_now
-from webhook.audit.inventory import ClusterState, Collector
-from webhook.audit.keeper import CostKeeper
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import APIS, PolicyReportWriter
-from webhook.audit.ranges import add_ranges, range_lines
-from webhook.audit.report import render_text
-from webhook.audit.run import run_audit
-from webhook.audit.watch import AuditLoop, AuditStopped, LatestReport, MetricsServer
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, matching_nodes
-from webhook.audit.workloads import (
+from webhook.audit.act.keeper import CostKeeper
+from webhook.audit.drills.outcome import DRAIN, UNREACHABLE, WITHOUT, matching_nodes
+from webhook.audit.drills.ranges import add_ranges, range_lines
+from webhook.audit.measure.costs import all_costs, costs_json, render_costs_text
+from webhook.audit.pipeline import run_audit
+from webhook.audit.report.document import render_text
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.report.policyreports import APIS, PolicyReportWriter
+from webhook.audit.serve.loop import AuditLoop, AuditStopped, LatestReport, MetricsServer
+from webhook.audit.state.inventory import ClusterState, Collector
+from webhook.audit.workloads.changes import (
     WorkloadRequest,
     check_target,
     known_workloads,
@@ -61,6 +60,7 @@ from webhook.cluster.files import load_objects, scan_list
 from webhook.config import RebalanceSettings, SamplingOptions, Settings, load_settings
 from webhook.controllers.gotime import parse_time
 from webhook.errors import ConfigError, InputError
+from webhook.render.html import audit_page, utc_now
 from webhook.server.logs import dict_config, level_from_env
 
 __all__ = ["cli_audit", "read_state"]
@@ -487,8 +487,8 @@ def _read_file(path: str) -> ClusterState:
 
 def _rebalancer(conn: Any, settings: Settings, stop: threading.Event) -> Any:
     """apply.Rebalancer on the live cluster of `conn`; its waits end on SIGTERM."""
-    from webhook.audit.apply import Rebalancer
-    from webhook.audit.evictions import LiveCluster
+    from webhook.audit.act.applier import Rebalancer
+    from webhook.audit.act.evictor import LiveCluster
 
     def sleep(seconds: float) -> None:
         if stop.wait(seconds):

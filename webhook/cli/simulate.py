@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from webhook.api.kube import HANDLED_KINDS, RawObj, as_dict, pod_template
-from webhook.audit.html import simulate_page
-from webhook.audit.ranges import value_range
+from webhook.audit.drills.ranges import value_range
 from webhook.cli.common import CliConfig, load_target, template_of
 from webhook.cli.inputs import Document, expand_inputs, read_documents
 from webhook.cluster.files import load_objects
 from webhook.errors import InputError
+from webhook.render.html import simulate_page
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import (
     Framework,

@@ -152,14 +152,14 @@ AUDIT_ROLE_RULES: list[RawObj] = [
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
 ]
 
-# Exactly what webhook.audit.policyreports sends: list (GET on the collection), create
+# Exactly what webhook.audit.report.policyreports sends: list (GET on the collection), create
 # (POST), update (PUT), delete (DELETE); get for a person's kubectl through this role.
 POLICY_REPORT_RULE: RawObj = {
     "apiGroups": ["wgpolicyk8s.io"],
     "resources": ["policyreports"],
     "verbs": ["get", "list", "create", "update", "delete"],
 }
-# Exactly what webhook.audit.keeper sends: GET of one pod, then PATCH of its annotations.
+# Exactly what webhook.audit.act.keeper sends: GET of one pod, then PATCH of its annotations.
 DELETION_COST_RULE: RawObj = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}
 # The same verbs on openreports.io/v1alpha1 Reports (audit.reports openreports or both).
 OPEN_REPORT_RULE: RawObj = {
@@ -174,7 +174,7 @@ REPORT_RULES: dict[str, list[RawObj]] = {
     "both": [POLICY_REPORT_RULE, OPEN_REPORT_RULE],
 }
 
-# audit.rebalance: exactly what webhook.audit.evictions sends, a POST of an Eviction.
+# audit.rebalance: exactly what webhook.audit.act.evictor sends, a POST of an Eviction.
 EVICTION_RULE: RawObj = {
     "apiGroups": [""],
     "resources": ["pods/eviction"],

@@ -14,13 +14,13 @@ matchLabelKeys (withSeparateRevisions).
 from __future__ import annotations
 
 from webhook.api.kube import RawObj
-from webhook.audit.drills import drain_nodes, unreachable_nodes, with_honor
-from webhook.audit.inventory import ClusterState
-from webhook.audit.plan import make_plan
-from webhook.audit.report import AuditReport
-from webhook.audit.spread import evaluate
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, without_nodes
-from webhook.audit.workloads import (
+from webhook.audit.drills.nodes import drain_nodes, unreachable_nodes, with_honor
+from webhook.audit.drills.outcome import DRAIN, UNREACHABLE, WITHOUT, without_nodes
+from webhook.audit.measure.spread import evaluate
+from webhook.audit.plan.planner import make_plan
+from webhook.audit.report.document import AuditReport
+from webhook.audit.state.inventory import ClusterState
+from webhook.audit.workloads.changes import (
     WorkloadRequest,
     needs_separate_revisions,
     run_workloads,

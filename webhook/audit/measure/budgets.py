@@ -42,7 +42,7 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector, selector_requirements
-from webhook.audit.inventory import ClusterState, OwnerKey, controller_of, pod_key
+from webhook.audit.state.inventory import ClusterState, OwnerKey, controller_of, pod_key
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
 
 __all__ = [

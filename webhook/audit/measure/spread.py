@@ -28,7 +28,7 @@ from typing import Any
 
 from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
-from webhook.audit.inventory import ClusterState, Workload
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
@@ -331,3 +331,12 @@ def evaluate(
         ordered = sorted(entries.values(), key=lambda c: (c.index, c.when_unsatisfiable))
         out.append(WorkloadSpread(workload, counts[workload], ordered))
     return out
+
+def entry_key(workload: str, c: ConstraintSpread) -> str:
+    """What identifies an entry across a drill: its workload, index, whenUnsatisfiable,
+    topology key and selector (its counts change)."""
+    return json.dumps(
+        [workload, c.index, c.when_unsatisfiable, c.topology_key, c.selector],
+        sort_keys=True,
+        default=str,
+    )

@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
 from webhook.api.labels import compile_selector
 from webhook.api.resources import node_allocatable, pod_requests
-from webhook.audit.inventory import ClusterState, Workload, movable, pod_key, unbound
-from webhook.audit.spread import (
+from webhook.audit.measure.spread import (
     ConstraintSpread,
     WorkloadSpread,
     as_scheduled,
     evaluation_key,
     spread_of,
 )
+from webhook.audit.state.inventory import ClusterState, Workload, movable, pod_key, unbound
 from webhook.config import Settings
 from webhook.scheduler.framework.types import Status
 from webhook.scheduler.placement import (

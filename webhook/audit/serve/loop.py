@@ -11,13 +11,13 @@ serves /healthz and its metrics) the loop reads the whole cluster again (a pagin
 list of every kind an audit needs), runs the same audit as the CLI (run_audit),
 exports it as metrics, with writers syncs the PolicyReports (one writer per reporting
 API of audit.reports) and, with audit.report, renders the HTML page /report serves
-(webhook/audit/html.py, from the same JSON document `audit -o json` prints). The state is
+(webhook/render/html.py, from the same JSON document `audit -o json` prints). The state is
 listed again each time rather than kept by a watch: an audit every few minutes needs
 a consistent picture, not a current one, and the memory of 150,000 pods is given back
 between runs (docs/audit-server.md weighs both).
 
 With audit.rebalance.enabled, each successful audit is followed by a few steps of
-the plan (webhook/audit/apply.py: Rebalancer), each logged and counted.
+the plan (webhook/audit/act/applier.py: Rebalancer), each logged and counted.
 
 Nothing stops the loop but `stop`: a failed read, a failed audit or a failed write is
 one log line and one count in the metrics, and the next run tries again.
@@ -35,15 +35,15 @@ from typing import Any, Protocol
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook.api.kube import RawObj
-from webhook.audit.html import audit_page, utc_now
-from webhook.audit.inventory import ClusterState
-from webhook.audit.keeper import CostKeeper
-from webhook.audit.metrics import AuditMetrics
-from webhook.audit.policyreports import SyncOutcome, desired_results
-from webhook.audit.report import AuditReport
-from webhook.audit.run import run_audit
+from webhook.audit.act.keeper import CostKeeper
+from webhook.audit.pipeline import run_audit
+from webhook.audit.report.document import AuditReport
+from webhook.audit.report.metrics import AuditMetrics
+from webhook.audit.report.policyreports import SyncOutcome, desired_results
+from webhook.audit.state.inventory import ClusterState
 from webhook.config import Settings
 from webhook.errors import ConfigError, TopospreadError
+from webhook.render.html import audit_page, utc_now
 
 __all__ = [
     "AuditLoop",

@@ -38,7 +38,7 @@ ranking blind to topology. The rollout is played again with the key added to eve
 such constraint of the new template, and its constraint entries reported beside.
 
 **withDeletionCosts**: the drill played again with the changed workload's pods
-carrying topospread's deletion costs (audit/costs.py), its constraint entries
+carrying topospread's deletion costs (audit/measure/costs.py), its constraint entries
 reported beside.
 
 CAVEAT: new pods are named `<ReplicaSet>-<n>` (the controller would generate a random
@@ -63,11 +63,11 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
-from webhook.audit.budgets import is_ready
-from webhook.audit.costs import workload_costs
-from webhook.audit.inventory import ClusterState, Workload, controller_of, pod_key
-from webhook.audit.spread import ConstraintSpread, evaluate
-from webhook.audit.whatif import WORKLOAD, Replacer, WhatIf, diagnose_pending
+from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf, diagnose_pending
+from webhook.audit.measure.budgets import is_ready
+from webhook.audit.measure.costs import workload_costs
+from webhook.audit.measure.spread import ConstraintSpread, evaluate
+from webhook.audit.state.inventory import ClusterState, Workload, controller_of, pod_key
 from webhook.config import Settings
 from webhook.controllers.deployment import (
     RECREATE,
@@ -915,7 +915,7 @@ def with_deletion_costs(
     costs_of: Callable[[ClusterState, Workload, Settings], dict[str, int]] = workload_costs,
 ) -> dict[str, list[RawObj]]:
     """Per changed workload, its constraint entries as they would end had its pods
-    carried topospread's deletion costs (audit/costs.py)."""
+    carried topospread's deletion costs (audit/measure/costs.py)."""
     costs: dict[str, int] = {}
     for t in _targets(request):
         costs.update(costs_of(state, Workload(t.namespace, t.kind, t.name), settings))

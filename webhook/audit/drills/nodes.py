@@ -48,9 +48,7 @@ from dataclasses import dataclass
 from webhook.api.kube import RawObj, spec
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import toleration_tolerates
-from webhook.audit.budgets import Budgets
-from webhook.audit.inventory import ClusterState, controller_of, pod_key
-from webhook.audit.whatif import (
+from webhook.audit.drills.outcome import (
     DRAIN,
     UNREACHABLE,
     Replacer,
@@ -60,6 +58,8 @@ from webhook.audit.whatif import (
     node_bound,
     queue_order,
 )
+from webhook.audit.measure.budgets import Budgets
+from webhook.audit.state.inventory import ClusterState, controller_of, pod_key
 from webhook.config import Settings
 from webhook.controllers.pods import recreated
 

@@ -14,15 +14,14 @@ state reported, else 0.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.audit.drills import HonorComparison
-from webhook.audit.plan import Plan
-from webhook.audit.spread import ConstraintSpread, WorkloadSpread
-from webhook.audit.whatif import DRAIN, UNREACHABLE, WITHOUT, WORKLOAD, WhatIf
+from webhook.audit.drills.nodes import HonorComparison
+from webhook.audit.drills.outcome import DRAIN, UNREACHABLE, WITHOUT, WORKLOAD, WhatIf
+from webhook.audit.measure.spread import ConstraintSpread, WorkloadSpread, entry_key
+from webhook.audit.plan.planner import Plan
 from webhook.scheduler.scaleup import Diagnosis
 
 __all__ = [
@@ -43,15 +42,6 @@ DRILL_BAR_WIDTH = 15
 # Pending pods named per group of reasons; the rest are counted.
 NAMED_PENDING = 5
 
-
-def entry_key(workload: str, c: ConstraintSpread) -> str:
-    """What identifies an entry across a drill: its workload, index, whenUnsatisfiable,
-    topology key and selector (its counts change)."""
-    return json.dumps(
-        [workload, c.index, c.when_unsatisfiable, c.topology_key, c.selector],
-        sort_keys=True,
-        default=str,
-    )
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,8 @@ from typing import Protocol
 
 from webhook.api.kube import RawObj
 from webhook.api.kube import meta as meta_of
-from webhook.audit.evictions import Seen, eviction_request
-from webhook.audit.inventory import pod_key
-from webhook.audit.plan import Move, Plan, make_plan
-from webhook.audit.spread import WorkloadSpread, evaluate
-from webhook.audit.steps import (
+from webhook.audit.act.evictor import Seen, eviction_request
+from webhook.audit.act.steps import (
     BLOCKED,
     BUDGET,
     COMPLETED,
@@ -65,6 +62,9 @@ from webhook.audit.steps import (
     replacement,
     workloads_in_flight,
 )
+from webhook.audit.measure.spread import WorkloadSpread, evaluate
+from webhook.audit.plan.planner import Move, Plan, make_plan
+from webhook.audit.state.inventory import pod_key
 from webhook.config import RebalanceSettings, Settings
 from webhook.errors import TopospreadError
 

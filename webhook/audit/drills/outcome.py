@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace, spec
 from webhook.api.labels import compile_selector
-from webhook.audit.inventory import (
+from webhook.audit.state.inventory import (
     NODE_BOUND_CONTROLLERS,
     ClusterState,
     Workload,
@@ -67,7 +67,7 @@ __all__ = [
 WITHOUT = "without"
 UNREACHABLE = "unreachable"
 DRAIN = "drain"
-# The workload drills (--scale, --rollout: webhook/audit/workloads.py).
+# The workload drills (--scale, --rollout: webhook/audit/workloads/changes.py).
 WORKLOAD = "workload"
 
 

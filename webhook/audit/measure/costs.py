@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from webhook.api.kube import RawObj, pod_namespace, spec
-from webhook.audit.inventory import ClusterState, Workload, controller_of
+from webhook.audit.state.inventory import ClusterState, Workload, controller_of
 from webhook.config import Settings
 from webhook.controllers.costs import replicaset_costs
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from webhook.api.resources import pod_requests
-from webhook.audit.inventory import unbound
-from webhook.audit.moves import CAPACITY_RESOURCES, Tracked, Workspace
+from webhook.audit.plan.workspace import CAPACITY_RESOURCES, Tracked, Workspace
+from webhook.audit.state.inventory import unbound
 
 __all__ = ["conflict", "lower_bound"]
 

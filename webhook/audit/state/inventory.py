@@ -153,7 +153,7 @@ _POD_META = (
     "creationTimestamp",
 )
 _CONTAINER = ("name", "image", "resources", "ports", "restartPolicy")
-# The annotations kept: a pod's deletion cost and the keeper's mark (audit/keeper.py
+# The annotations kept: a pod's deletion cost and the keeper's mark (audit/act/keeper.py
 # decides from them which pods need a write without reading every pod again).
 _ANNOTATIONS = (COST_ANNOTATION, MARK_ANNOTATION)
 
@@ -290,7 +290,7 @@ def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> 
 
 # What the workload drills read of a controller besides its scale: the Deployment
 # controller's strategy and template, a ReplicaSet's age and revision annotations, a
-# StatefulSet's template and ordinals (webhook/audit/workloads.py).
+# StatefulSet's template and ordinals (webhook/audit/workloads/changes.py).
 _OWNER_SPEC = {
     "Deployment": ("strategy", "template", "minReadySeconds"),
     "StatefulSet": ("template", "ordinals", "podManagementPolicy"),

@@ -68,11 +68,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.audit.bounds import conflict, lower_bound
-from webhook.audit.budgets import Budgets
-from webhook.audit.inventory import ClusterState, pod_signature
-from webhook.audit.moves import Workspace
-from webhook.audit.spread import WorkloadSpread
+from webhook.audit.measure.budgets import Budgets
+from webhook.audit.measure.spread import WorkloadSpread
+from webhook.audit.plan.bounds import conflict, lower_bound
+from webhook.audit.plan.workspace import Workspace
+from webhook.audit.state.inventory import ClusterState, pod_signature
 from webhook.config import Settings
 
 __all__ = ["EXACT_NODES", "EXACT_PODS", "Move", "Plan", "make_plan"]

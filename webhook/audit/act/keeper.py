@@ -1,4 +1,4 @@
-"""The deletion-cost keeper: writes the costs of audit/costs.py on the pods, in the
+"""The deletion-cost keeper: writes the costs of audit/measure/costs.py on the pods, in the
 audit Deployment (`audit --watch`, opt-in audit.deletionCosts.enabled).
 
     planned, left = plan_writes(state, all_costs(state, settings), namespaces)   # pure
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
-from webhook.audit.costs import all_costs
-from webhook.audit.inventory import ClusterState, pod_key
+from webhook.audit.measure.costs import all_costs
+from webhook.audit.state.inventory import ClusterState, pod_key
 from webhook.cluster.rest import Unreachable, send
 from webhook.config import DeletionCostSettings, Settings
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION

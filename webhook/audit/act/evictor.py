@@ -4,9 +4,9 @@
     cluster = LiveCluster(conn)
     seen = cluster.read()                        # Seen(state, pods): the whole cluster, listed
     pods = cluster.pods("shop")                  # one namespace's pods, as the API returns them
-    answer = cluster.evict("shop", "web-0", uid) # steps.Answer: evicted, refused (429), gone ...
+    answer = cluster.evict("shop", "web-0", uid) # answers.Answer: evicted, refused (429), gone ...
 
-Besides webhook/audit/policyreports.py, this is the only module that writes to a
+Besides webhook/audit/report/policyreports.py, this is the only module that writes to a
 cluster, and it sends one verb, POST, to one kind of path: an Eviction, never a
 DELETE (a deletion would bypass PodDisruptionBudgets; the Eviction API applies them
 and answers 429 when one says no). Each eviction carries the pod's uid as a
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webhook.api.kube import RawObj, as_dict
-from webhook.audit.inventory import ClusterState, Collector
-from webhook.audit.steps import Answer, eviction_answer
+from webhook.audit.act.answers import Answer, eviction_answer
+from webhook.audit.state.inventory import ClusterState, Collector
 from webhook.cluster.lister import AUDIT_RESOURCES, ClusterError, list_objects
 from webhook.cluster.rest import send
 
@@ -82,7 +82,7 @@ class LiveCluster:
         return [dict(item, kind="Pod") for item in items if isinstance(item, dict)]
 
     def evict(self, namespace: str, name: str, uid: str | None) -> Answer:
-        """POST the pod's Eviction; the answer as steps.Answer (rest.Unreachable, a
+        """POST the pod's Eviction; the answer as answers.Answer (rest.Unreachable, a
         ClusterError, when nothing answered)."""
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
         reply = send(self.conn, "POST", path, eviction_request(namespace, name, uid))

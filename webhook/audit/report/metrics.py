@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from webhook.audit.keeper import KeeperOutcome
-    from webhook.audit.policyreports import SyncOutcome
-    from webhook.audit.report import AuditReport
+    from webhook.audit.act.keeper import KeeperOutcome
+    from webhook.audit.report.document import AuditReport
+    from webhook.audit.report.policyreports import SyncOutcome
 
 __all__ = [
     "COST_RESULTS",

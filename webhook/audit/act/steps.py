@@ -26,19 +26,18 @@ same; `--replan` continues from the state it then sees.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
-from webhook.audit.budgets import is_ready
-from webhook.audit.inventory import ClusterState, Workload, is_finished, pod_key
-from webhook.audit.moves import Workspace
-from webhook.audit.plan import Move
-from webhook.audit.report import entry_key
-from webhook.audit.spread import WorkloadSpread
+from webhook.audit.act.answers import CONFLICT, EVICTED, GONE, REFUSED, Answer, eviction_answer
+from webhook.audit.measure.budgets import is_ready
+from webhook.audit.measure.spread import WorkloadSpread, entry_key
+from webhook.audit.plan.planner import Move
+from webhook.audit.plan.workspace import Workspace
+from webhook.audit.state.inventory import ClusterState, Workload, is_finished, pod_key
 from webhook.scheduler.framework.snapshot import is_terminating
 
 __all__ = [
@@ -82,13 +81,6 @@ BUDGET = "budget"
 ERROR = "error"
 EXIT_CODES = {COMPLETED: 0, ERROR: 2, DIFFERENCE: 3, BUDGET: 4}
 
-# What an eviction answer means for the step (Answer.kind).
-EVICTED = "evicted"
-REFUSED = "refused"  # 429: a PodDisruptionBudget says no (for now)
-GONE = "gone"  # 404: the pod no longer exists
-CONFLICT = "conflict"  # 409: the name now belongs to another pod (uid precondition)
-FAILED = "failed"  # anything else: forbidden, a server error
-
 # A step's result (StepRecord.result): as predicted, a difference, its replacement not
 # Ready in time, its workload not settled; GONE, BUDGET and ERROR are results too.
 MATCHED = "matched"
@@ -111,54 +103,6 @@ UNBOUND = "not bound"
 NOT_READY = "not Ready"
 READY = "Ready"
 
-_BUDGET_CAUSE = re.compile(r"^The disruption budget (\S+) ")
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One answer of the Eviction API: kind (EVICTED, REFUSED, GONE, CONFLICT, FAILED),
-    the HTTP status, its message, and for a refusal the budget named by its cause."""
-
-    kind: str
-    status: int
-    message: str = ""
-    budget: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "result": self.kind}
-        if self.message:
-            out["message"] = self.message
-        if self.budget is not None:
-            out["budget"] = self.budget
-        return out
-
-
-def eviction_answer(status: int, body: Any, namespace: str = "") -> Answer:
-    """What kube-apiserver's answer to POST .../pods/NAME/eviction means.
-
-    201 (or 200): evicted. 429: refused by a PodDisruptionBudget, named by the
-    DisruptionBudget cause ("The disruption budget NAME needs ..."), as ns/NAME. 404:
-    the pod is gone. 409: the uid precondition failed (the name is another pod's now).
-    """
-    doc = as_dict(body)
-    message = doc.get("message") if isinstance(doc.get("message"), str) else ""
-    if status in (200, 201):
-        return Answer(EVICTED, status)
-    if status == 429:
-        budget = None
-        for cause in as_dict(doc.get("details")).get("causes") or ():
-            text = as_dict(cause).get("message")
-            if isinstance(text, str):
-                found = _BUDGET_CAUSE.match(text)
-                if found is not None:
-                    budget = f"{namespace}/{found.group(1)}" if namespace else found.group(1)
-                message = f"{message} {text}".strip()
-        return Answer(REFUSED, status, str(message), budget)
-    if status == 404:
-        return Answer(GONE, status, str(message))
-    if status == 409:
-        return Answer(CONFLICT, status, str(message))
-    return Answer(FAILED, status, str(message) or f"HTTP {status}")
 
 
 def backoff(first: float, cap: float, bound: float) -> list[float]:
@@ -179,7 +123,7 @@ def backoff(first: float, cap: float, bound: float) -> list[float]:
 
 @dataclass(frozen=True)
 class EntryPrediction:
-    """One checked constraint the step's pod counts in: its entry (report.entry_key),
+    """One checked constraint the step's pod counts in: its entry (spread.entry_key),
     a label to print, its topology key, the domain the replacement should land in
     (None: the target node is in none of its domains) and the skew predicted after."""
 

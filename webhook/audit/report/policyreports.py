@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 from webhook.api.constraint import DO_NOT_SCHEDULE
 from webhook.api.kube import RawObj, as_dict, meta
-from webhook.audit.inventory import ClusterState, Workload
-from webhook.audit.report import AuditReport
-from webhook.audit.spread import ConstraintSpread
+from webhook.audit.measure.spread import ConstraintSpread
+from webhook.audit.report.document import AuditReport
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.cluster.rest import Unreachable, send
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

@@ -1,0 +1,1 @@
+"""Drills: nodes lost, drained or deleted, played as the cluster's controllers play them."""

@@ -1,0 +1,1 @@
+"""Measuring what runs: each workload's spread, its disruption budgets, deletion costs."""

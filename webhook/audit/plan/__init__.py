@@ -1,0 +1,1 @@
+"""Planning: the fewest feasible moves after which nothing checked is violated."""

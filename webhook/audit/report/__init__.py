@@ -1,0 +1,1 @@
+"""Reporting: the audit document and its text, PolicyReports, Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""Serving: the audit loop and its HTTP endpoints."""

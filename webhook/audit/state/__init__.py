@@ -1,0 +1,1 @@
+"""Reading cluster state: running pods, their workloads, the model's Snapshot."""

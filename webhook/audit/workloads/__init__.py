@@ -1,0 +1,1 @@
+"""Workload changes: scale-ups, scale-downs and rollouts as the controllers make them."""
