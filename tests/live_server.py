@@ -25,6 +25,46 @@ from webhook.install.certs import generate
 STARTUP_SECONDS = 30.0
 
 
+def tls_connect(
+    context: ssl.SSLContext, host: str, port: int, timeout: float | None,
+    server_hostname: str,
+) -> ssl.SSLSocket:
+    """A TLS client socket, connected and through its handshake, or closed and raised.
+
+    The socket is wrapped before it connects, so it is ours to close whatever fails.
+    The other way round (connect, then wrap_socket, as http.client does) leaks when the
+    server resets the connection before accepting it, which a listener closing with
+    connections in its backlog does at the end of a drain: Python 3.11.7's wrap_socket
+    then raises ConnectionResetError and leaves the SSLSocket it made unclosed and out of
+    reach (python/cpython#113280), a ResourceWarning when it is collected.
+    """
+    sock = context.wrap_socket(socket.socket(socket.AF_INET, socket.SOCK_STREAM),
+                               server_hostname=server_hostname)
+    try:
+        sock.settimeout(timeout)
+        sock.connect((host, port))  # TCP, then the TLS handshake
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client sets it
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class TLSConnection(http.client.HTTPSConnection):
+    """http.client's HTTPS connection, connecting through tls_connect; `server_hostname`:
+    the name the certificate is checked for (default: the host)."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext,
+                 timeout: float | None = 10.0, server_hostname: str | None = None) -> None:
+        super().__init__(host, port, context=context, timeout=timeout)
+        self.tls_context = context
+        self.server_hostname = server_hostname or host
+
+    def connect(self) -> None:
+        self.sock = tls_connect(self.tls_context, self.host, self.port, self.timeout,
+                                self.server_hostname)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,9 +82,11 @@ class LiveServer:
         return ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
 
     def connection(self, timeout: float = 10.0) -> http.client.HTTPSConnection:
-        return http.client.HTTPSConnection(
-            "127.0.0.1", self.port, context=self.context(), timeout=timeout
-        )
+        return TLSConnection("127.0.0.1", self.port, self.context(), timeout)
+
+    def tls_socket(self, timeout: float = 30.0) -> ssl.SSLSocket:
+        """A TLS connection to the server, for a test that speaks HTTP itself."""
+        return tls_connect(self.context(), "127.0.0.1", self.port, timeout, "localhost")
 
     def request(
         self,

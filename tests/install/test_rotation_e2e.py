@@ -30,6 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.builders import make_pod, review
+from tests.live_server import TLSConnection
 from tests.secret_volume import kubelet_layout, kubelet_swap
 from webhook.install import certs
 
@@ -52,12 +53,9 @@ def free_port() -> int:
         return port
 
 
-class ServiceConnection(http.client.HTTPSConnection):
+def service_connection(port: int, ctx: ssl.SSLContext) -> http.client.HTTPSConnection:
     """HTTPS to 127.0.0.1, verifying the certificate for the Service DNS name."""
-
-    def connect(self) -> None:
-        raw = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=SVC_HOST)  # type: ignore[attr-defined]
+    return TLSConnection("127.0.0.1", port, ctx, timeout=10, server_hostname=SVC_HOST)
 
 
 @dataclass
@@ -68,7 +66,7 @@ class Outcome:
 
 
 def call_validate(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> Outcome:
-    conn = ServiceConnection("127.0.0.1", port, context=ctx, timeout=10)
+    conn = service_connection(port, ctx)
     try:
         conn.request(
             "POST", "/validate?timeout=10s", body=body, headers={"Content-Type": "application/json"}
@@ -139,7 +137,7 @@ def test_rotation_by_secret_update_serves_the_new_certificate_without_a_failed_r
 
     def keep_alive() -> None:
         """One persistent connection across the swap: it keeps its handshake and is never cut."""
-        conn = ServiceConnection("127.0.0.1", port, context=ctx, timeout=10)
+        conn = service_connection(port, ctx)
         n = 0
         try:
             while not stop.is_set():

@@ -108,8 +108,7 @@ def test_kept_alive_connection_is_closed_after_its_requests(server: LiveServer) 
 def _send_then_read(srv: LiveServer, head: bytes, body_size: int) -> bytes:
     """Send the head and `body_size` bytes of body before reading anything, as a client
     that writes the whole body first does; then everything the server sends."""
-    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-    tls = srv.context().wrap_socket(raw, server_hostname="localhost")
+    tls = srv.tls_socket(timeout=30)
     try:
         tls.sendall(head)
         chunk = b"x" * (1024 * 1024)
@@ -151,8 +150,7 @@ def test_a_16_mib_body_gets_its_413_then_the_connection_closes(
 @pytest.mark.slow
 def test_a_chunked_body_over_the_cap_gets_its_413(server: LiveServer) -> None:
     """Without Content-Length the body is cut at the cap, answered 413, the rest dropped."""
-    raw = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    tls = server.context().wrap_socket(raw, server_hostname="localhost")
+    tls = server.tls_socket(timeout=30)
     try:
         tls.sendall(
             b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"

@@ -10,12 +10,17 @@ which is what endpoints have stopped routing to by then.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import os
+import select
 import signal
+import socket
+import ssl
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ import yaml
 
 from tests import paths
 from tests.builders import DNS, ZONE, make_pod, review, selector
-from tests.live_server import LiveServer, start_server
+from tests.live_server import LiveServer, TLSConnection, start_server
 from webhook.config import settings_from_dict
 from webhook.errors import ConfigError
 from webhook.server import gunicorn_conf
@@ -93,6 +98,30 @@ def client(srv: LiveServer, stream: Stream, stop: threading.Event, keepalive: bo
             conn = None
     if conn is not None:
         conn.close()
+
+
+def test_the_client_closes_a_connection_reset_before_its_handshake() -> None:
+    """A connection the server resets before accepting it (its listener closed with the
+    connection in the backlog, as at the end of the drain) fails with an OSError and
+    leaves no socket open for the collector to warn about."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def close_once_queued() -> None:
+            select.select([listener], [], [], 10)  # readable: a connection is queued
+            listener.close()  # the kernel resets it
+
+        closer = threading.Thread(target=close_once_queued)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            closer.start()
+            with pytest.raises(OSError):
+                TLSConnection("127.0.0.1", port, ssl.create_default_context(), 10).connect()
+            closer.join()
+            gc.collect()
+    assert [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)] == []
 
 
 def poll_readyz(srv: LiveServer, polls: list[tuple[float, Any, str]],

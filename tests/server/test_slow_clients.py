@@ -73,12 +73,11 @@ def test_keep_alive_connections_stalled_mid_request_are_dropped(server: LiveServ
     stalled = []
     try:
         for _ in range(STALLED):
-            raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-            tls = server.context().wrap_socket(raw, server_hostname="localhost")
+            tls = server.tls_socket(timeout=10)
+            stalled.append(tls)  # closed below whatever happens next
             tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert tls.recv(4096).startswith(b"HTTP/1.1 200")
             tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: loc")  # ...and never the rest
-            stalled.append(tls)
         conn = server.connection(timeout=15)
         try:
             conn.request("GET", "/healthz")
