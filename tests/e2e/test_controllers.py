@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from tests.e2e.webhook import topospread
 ZONE = "topology.kubernetes.io/zone"
 WORLD = "controllers"
 ZONES = [f"ctl-z{i}" for i in range(3)]
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +103,20 @@ def test_scale_down_deletes_the_pods_audit_predicted(
     """`kubectl scale` 6 → 3: the ReplicaSet controller deletes exactly the pods
     `audit --scale` names for the state just before and the moment of the scale.
 
-    Three pods become Ready some seconds after the other three, so the ranking's log2
-    buckets of Ready age tell the two halves apart. Pods equal on every rule (Ready in the
-    same second, one per node) are a tie that Go's unstable sort breaks by list order:
-    neither the audit nor anyone can predict which of them goes."""
+    The three pods added by the scale to 6 get a pod-deletion-cost of 100, so the first
+    three go, although they have been Ready longest. The cost is the ranking's rule 4,
+    before the log2 buckets of Ready age (rule 6) and everything after: the halves are
+    told apart whatever the timing. Ready age alone cannot: the buckets of pods seconds
+    apart are the same or not depending on the moment the controller sorts, which no
+    one outside it knows, and a busy machine moves that moment by seconds."""
     cp.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("web", 3)),
                check=True)
-    wait_ready(cp, ns, 3)
-    time.sleep(3)
+    first = {p["metadata"]["name"] for p in wait_ready(cp, ns, 3)}
     cp.kubectl("scale", "-n", ns, "deployment/web", "--replicas=6", check=True)
     before = wait_ready(cp, ns, 6)
+    added = sorted({p["metadata"]["name"] for p in before} - first)
+    assert len(added) == 3
+    cp.kubectl("annotate", "-n", ns, "pods", *added, f"{DELETION_COST}=100", check=True)
     state = snapshot(cp, tmp_path / "before.json")
     now = dt.datetime.now(dt.UTC)
     cp.kubectl("scale", "-n", ns, "deployment/web", "--replicas=3", check=True)
@@ -120,7 +124,7 @@ def test_scale_down_deletes_the_pods_audit_predicted(
                       "--now", now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     change = predicted["workloadChanges"][0]
     expected = {d["pod"].split("/", 1)[1] for d in change["deleted"]}
-    assert len(expected) == 3
+    assert expected == first
     after = wait_ready(cp, ns, 3)
     deleted = {p["metadata"]["name"] for p in before} - {p["metadata"]["name"] for p in after}
     assert deleted == expected
