@@ -51,7 +51,7 @@ def node(name: str, pods: str = "10") -> RawObj:
 def web(
     name: str, on: str, *, owner: tuple[str, str] | None = ("ReplicaSet", "web"), **spread: Any
 ) -> RawObj:
-    b = make_pod().name(name).label("app", "web").node(on)
+    b = make_pod().name(name).label("app", "web").node(on).ready()
     if owner is not None:
         b = b.owner(*owner)
     if spread.pop("constrained", True):

@@ -85,7 +85,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
-from webhook.controllers.ranking import is_pod_ready
+from webhook.api.pods import is_ready
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
@@ -130,10 +130,6 @@ class Counted:
     domain_of: Mapping[str, str]
     floors: Mapping[str, int]
     least: int = 0
-
-
-def _ready(pod: RawObj) -> bool:
-    return as_dict(pod.get("status")).get("phase") == "Running" and is_pod_ready(pod)
 
 
 def stack_order(pods: Iterable[RawObj]) -> list[str]:
@@ -242,7 +238,7 @@ def _members(pods: Iterable[RawObj]) -> list[_Member]:
         key = f"{namespace}/{m.get('name') or ''}"
         node = spec(pod).get("nodeName")
         created = m.get("creationTimestamp")
-        rank = (0 if _ready(pod) else 1, created if isinstance(created, str) else "", key)
+        rank = (0 if is_ready(pod) else 1, created if isinstance(created, str) else "", key)
         out.append(
             _Member(
                 key, pod, node if isinstance(node, str) else None, namespace, m.get("labels"), rank

@@ -31,6 +31,8 @@ from datetime import datetime
 from functools import cmp_to_key
 
 from webhook.api.kube import RawObj, as_dict, meta, spec
+from webhook.api.pods import is_ready as is_pod_ready
+from webhook.api.pods import ready_condition
 from webhook.controllers.gotime import duration_ns, parse_time
 
 __all__ = [
@@ -65,25 +67,11 @@ def filter_active_pods(pods: Iterable[RawObj]) -> list[RawObj]:
     return [p for p in pods if is_pod_active(p)]
 
 
-def _ready_condition(pod: RawObj) -> RawObj | None:
-    conditions = as_dict(pod.get("status")).get("conditions")
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c
-    return None
-
-
-def is_pod_ready(pod: RawObj) -> bool:
-    """The Ready condition is True (podutil.IsPodReady)."""
-    c = _ready_condition(pod)
-    return c is not None and c.get("status") == "True"
-
-
 def pod_ready_time(pod: RawObj) -> datetime | None:
     """When a Ready pod became Ready; None for a pod not Ready or with no time.
 
     Port of controller_utils.go: podReadyTime."""
-    c = _ready_condition(pod)
+    c = ready_condition(pod)
     if c is None or c.get("status") != "True":
         return None
     return parse_time(c.get("lastTransitionTime"))

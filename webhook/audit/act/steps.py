@@ -32,8 +32,8 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
+from webhook.api.pods import is_ready
 from webhook.audit.act.answers import CONFLICT, EVICTED, GONE, REFUSED, Answer, eviction_answer
-from webhook.audit.measure.budgets import is_ready
 from webhook.audit.measure.spread import WorkloadSpread, entry_key
 from webhook.audit.plan.planner import Move
 from webhook.audit.plan.workspace import Workspace
@@ -273,7 +273,6 @@ def _stage(pod: RawObj) -> str:
     node = as_dict(pod.get("spec")).get("nodeName")
     if not isinstance(node, str) or not node:
         return UNBOUND
-    # budgets.is_ready: the Ready condition; a Pending pod without one is not Ready.
     return READY if is_ready(pod) else NOT_READY
 
 

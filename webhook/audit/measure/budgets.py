@@ -26,10 +26,9 @@ not Ready may go while the budget is met (healthy >= desired > 0), or always wit
 `unhealthyPodEvictionPolicy: AlwaysAllow`; otherwise the eviction needs
 disruptionsAllowed >= 1 (the default policy, IfHealthyBudget).
 
-CAVEAT: a pod reporting no Ready condition at all (a hand-written snapshot) is taken
-as Ready while its phase is Running or absent; what a live cluster reports is read as
-it is. Budgets are recounted from the pods at every question, never read from the
-PDB's own status (which lags; kubernetes#89012).
+Ready is podutil.IsPodReady (webhook/api/pods.py: is_ready), as both read it: a pod
+reporting no Ready condition is not Ready. Budgets are recounted from the pods at every
+question, never read from the PDB's own status (which lags; kubernetes#89012).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector, selector_requirements
+from webhook.api.pods import is_ready
 from webhook.audit.state.inventory import ClusterState, OwnerKey, controller_of, pod_key
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
 
@@ -80,18 +80,6 @@ def scaled_value(value: Any, total: int, *, round_up: bool = True) -> int:
         # Go: math.Ceil / math.Floor of a float; exact with integers.
         return -(-product // 100) if round_up else product // 100
     raise ValueError(f"invalid value for IntOrString: {value!r}")
-
-
-def is_ready(pod: RawObj) -> bool:
-    """podutil.IsPodReady: its Ready condition is True (see the CAVEAT above for a pod
-    reporting none)."""
-    status = as_dict(pod.get("status"))
-    conditions = status.get("conditions")
-    if isinstance(conditions, list):
-        for c in conditions:
-            if isinstance(c, dict) and c.get("type") == "Ready":
-                return c.get("status") == "True"
-    return status.get("phase") in (None, "Running")
 
 
 def _skips_budgets(pod: RawObj) -> bool:

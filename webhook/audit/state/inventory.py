@@ -28,6 +28,7 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
+from webhook.api.pods import ready_condition
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, Snapshot, is_terminating
 
@@ -204,14 +205,9 @@ _STATUSES: dict[Any, RawObj] = {}
 def _ready_status(status: RawObj) -> str | None:
     """The status ("True", "False", "Unknown") of the pod's Ready condition, None
     when it reports none."""
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return None
-    for c in conditions:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            value = c.get("status")
-            return value if isinstance(value, str) else None
-    return None
+    c = ready_condition({"status": status})
+    value = c.get("status") if c is not None else None
+    return value if isinstance(value, str) else None
 
 
 def _restart_counts(status: RawObj) -> tuple[RawObj, ...]:
@@ -228,12 +224,9 @@ def _restart_counts(status: RawObj) -> tuple[RawObj, ...]:
 
 
 def _ready_since(status: RawObj) -> str | None:
-    conditions = status.get("conditions")
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True":
-            since = c.get("lastTransitionTime")
-            return since if isinstance(since, str) else None
-    return None
+    c = ready_condition({"status": status})
+    since = c.get("lastTransitionTime") if c is not None and c.get("status") == "True" else None
+    return since if isinstance(since, str) else None
 
 
 def _kept_status(status: RawObj) -> RawObj | None:

@@ -26,7 +26,7 @@ not scale, reconcileOldReplicaSets (unhealthy old pods first, then old ReplicaSe
 oldest first within maxUnavailable), each ReplicaSet's controller deleting or
 creating pods to match, the waiting new pods tried again after deletions. A new pod is
 Available once bound (minReadySeconds is not waited for); an old pod is Available
-when Ready (or, with no Ready condition reported, Running). Recreate deletes every
+when Ready (podutil.IsPodReady: webhook/api/pods.py). Recreate deletes every
 old pod, then creates the new ones. `stalled`: no step can progress (new pods pending
 and the unavailability budget spent): the Deployment would exceed its progress
 deadline.
@@ -63,8 +63,8 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
+from webhook.api.pods import is_ready
 from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf, diagnose_pending
-from webhook.audit.measure.budgets import is_ready
 from webhook.audit.measure.costs import workload_costs
 from webhook.audit.measure.spread import ConstraintSpread, evaluate
 from webhook.audit.state.inventory import ClusterState, Workload, controller_of, pod_key
