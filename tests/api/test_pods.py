@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api.kube import controller_of, named_controller_of
 from webhook.api.pods import is_ready, ready_condition
 
 RawObj = dict[str, Any]
@@ -57,3 +58,34 @@ def test_ready_condition_is_the_first_of_type_ready() -> None:
     first, second = ready("False"), ready("True")
     assert ready_condition(pod("Running", SCHEDULED, first, second)) is first
     assert ready_condition(pod("Running", SCHEDULED)) is None
+
+
+def owned(*refs: Any) -> RawObj:
+    return {"metadata": {"name": "p", "ownerReferences": list(refs)}}
+
+
+RS = {"kind": "ReplicaSet", "name": "web", "controller": True}
+NOT_CONTROLLER = {"kind": "Node", "name": "n1"}
+UNNAMED = {"kind": "ReplicaSet", "controller": True}
+
+
+# controller_of follows apimachinery meta/v1/controller_ref.go: GetControllerOf (the
+# first ownerReference with controller: true); named_controller_of also wants that
+# reference to name its owner (a kind and a name), as the audit keys workloads by them.
+@pytest.mark.parametrize(
+    ("case", "obj", "want", "want_named"),
+    [
+        ("one controller", owned(NOT_CONTROLLER, RS), RS, RS),
+        ("no controller: true", owned(NOT_CONTROLLER), None, None),
+        ("controller: 'true' is not true", owned({**RS, "controller": "true"}), None, None),
+        ("the first controller wins", owned(RS, {**RS, "name": "other"}), RS, RS),
+        ("a controller naming nothing", owned(UNNAMED), UNNAMED, None),
+        ("an empty name", owned({**RS, "name": ""}), {**RS, "name": ""}, None),
+        ("ownerReferences not a list", {"metadata": {"ownerReferences": RS}}, None, None),
+        ("no metadata", {}, None, None),
+    ],
+)
+def test_controller_of_follows_get_controller_of(
+    case: str, obj: RawObj, want: RawObj | None, want_named: RawObj | None
+) -> None:
+    assert (controller_of(obj), named_controller_of(obj)) == (want, want_named), case

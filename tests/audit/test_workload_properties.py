@@ -12,10 +12,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tests.clusters import HASH, NS, ZONE, Drawn, examples, workload_clusters
+from webhook.api.kube import named_controller_of as controller_of
 from webhook.api.labels import compile_selector
 from webhook.audit.drills.outcome import WhatIf
 from webhook.audit.measure.spread import evaluate
-from webhook.audit.state.inventory import ClusterState, controller_of, pod_key
+from webhook.audit.state.inventory import ClusterState, pod_key
 from webhook.audit.workloads.changes import (
     WorkloadRequest,
     parse_target,

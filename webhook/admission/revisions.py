@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission.context import MutationContext
-from webhook.api.kube import RawObj
+from webhook.api.kube import RawObj, controller_of
 from webhook.api.names import validate_label_selector
 from webhook.validation.advice import REVISION_LABEL, counts_revisions_together
 
@@ -37,16 +37,12 @@ def deployment_pod(pod: RawObj) -> bool:
     labels = meta.get("labels")
     if not isinstance(labels, dict) or not isinstance(labels.get(REVISION_LABEL), str):
         return False
-    owners = meta.get("ownerReferences")
-    if not isinstance(owners, list):
-        return False
-    return any(
-        isinstance(ref, dict)
-        and ref.get("controller") is True
+    ref = controller_of(pod)
+    return (
+        ref is not None
         and ref.get("kind") == "ReplicaSet"
         and isinstance(ref.get("apiVersion"), str)
         and ref["apiVersion"].startswith("apps/")
-        for ref in owners
     )
 
 

@@ -135,6 +135,22 @@ def controller_of(obj: RawObj) -> dict[str, Any] | None:
     return None
 
 
+def named_controller_of(obj: RawObj) -> dict[str, Any] | None:
+    """controller_of, when that reference names its owner (a non-empty kind and name);
+    None otherwise.
+
+    The audit keys a workload by its controller's kind and name: a reference naming
+    neither (which no API server admits: ValidateOwnerReferences) leaves the pod a
+    workload of its own rather than one named "None"."""
+    ref = controller_of(obj)
+    if ref is None:
+        return None
+    kind, name = ref.get("kind"), ref.get("name")
+    if isinstance(kind, str) and kind and isinstance(name, str) and name:
+        return ref
+    return None
+
+
 def pod_namespace(pod: RawObj) -> str:
     """The pod's namespace; a pod read from a file without one lives in "default"."""
     ns = meta(pod).get("namespace")

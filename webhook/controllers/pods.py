@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api.constraint import match_label_requirements, requirement
-from webhook.api.kube import RawObj, as_dict, meta, spec
+from webhook.api.kube import RawObj, as_dict, controller_of, meta, spec
 
 __all__ = [
     "AFFINITY_MERGE_SINCE",
@@ -239,11 +239,7 @@ def recreated(
     CAVEAT: it keeps `pod`'s UID and creation time, where the controller's pod has its
     own: a drill queues its replacements in the order of the pods they replace."""
     m = meta(pod)
-    ref: Mapping[str, Any] = {}
-    refs = m.get("ownerReferences")
-    for r in refs if isinstance(refs, list) else ():
-        if isinstance(r, dict) and r.get("controller") is True:
-            ref = r
+    ref: Mapping[str, Any] = controller_of(pod) or {}
     out = new_pod(
         template_of(pod),
         name if name is not None else str(m.get("name") or ""),

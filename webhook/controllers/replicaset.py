@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from webhook.api.kube import RawObj, meta, pod_namespace, spec
+from webhook.api.kube import controller_of as controller_ref
 from webhook.controllers.ranking import ActivePodsWithRanks, is_pod_active
 
 __all__ = [
@@ -25,15 +26,6 @@ __all__ = [
     "get_replica_sets_with_same_controller",
     "pods_ranked_by_related_pods_on_same_node",
 ]
-
-
-def controller_ref(obj: RawObj) -> RawObj | None:
-    """The ownerReference with controller: true."""
-    refs = meta(obj).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def _ref_key(ref: RawObj) -> tuple[str, str, str]:

@@ -45,7 +45,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from webhook.api.kube import RawObj, spec
+from webhook.api.kube import RawObj, named_controller_of, spec
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import toleration_tolerates
 from webhook.audit.drills.outcome import (
@@ -59,7 +59,7 @@ from webhook.audit.drills.outcome import (
     queue_order,
 )
 from webhook.audit.measure.budgets import Budgets
-from webhook.audit.state.inventory import ClusterState, controller_of, pod_key
+from webhook.audit.state.inventory import ClusterState, pod_key
 from webhook.config import Settings
 from webhook.controllers.pods import recreated
 
@@ -162,7 +162,7 @@ def tolerates_forever(pod: RawObj, node_taints: Iterable[RawObj]) -> bool:
 
 def _recreated(pod: RawObj) -> bool:
     """Whether a controller creates a replacement while this pod is Terminating."""
-    ref = controller_of(pod)
+    ref = named_controller_of(pod)
     return ref is not None and ref.get("kind") not in _NOT_RECREATING and not node_bound(pod)
 
 
@@ -268,7 +268,7 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
         budgets.remove(key)
         evicted.append((key, str(spec(pod).get("nodeName"))))
         gone.add(key)
-        if controller_of(pod) is None:
+        if named_controller_of(pod) is None:
             not_recreated.append(key)
             return True
         fresh = recreated(pod)

@@ -31,13 +31,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from webhook.api.kube import RawObj, as_dict, meta, pod_labels, pod_namespace, spec
+from webhook.api.kube import (
+    RawObj,
+    as_dict,
+    meta,
+    named_controller_of,
+    pod_labels,
+    pod_namespace,
+    spec,
+)
 from webhook.api.labels import compile_selector
 from webhook.audit.state.inventory import (
     NODE_BOUND_CONTROLLERS,
     ClusterState,
     Workload,
-    controller_of,
     pod_key,
     pod_signature,
 )
@@ -144,7 +151,7 @@ def queue_order(pod: RawObj) -> tuple[int, str, str]:
 
 def node_bound(pod: RawObj) -> bool:
     """A DaemonSet's pod or a mirror pod (owned by its Node): it belongs to its node."""
-    ref = controller_of(pod)
+    ref = named_controller_of(pod)
     return ref is not None and ref.get("kind") in NODE_BOUND_CONTROLLERS
 
 
@@ -341,7 +348,7 @@ class Replacer:
             if pod is None:  # a replacement bound earlier in this drill
                 pod = next((b for b in self.bound if pod_key(b) == ref), None)
                 self.bound = [b for b in self.bound if pod_key(b) != ref]
-            if pod is not None and controller_of(pod) is not None and not node_bound(pod):
+            if pod is not None and named_controller_of(pod) is not None and not node_bound(pod):
                 back.append((key, recreated(pod)))
         self._try_waiting()
         self.submit(sorted(back, key=lambda kv: queue_order(kv[1])))

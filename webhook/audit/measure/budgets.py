@@ -38,11 +38,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace
+from webhook.api.kube import RawObj, as_dict, named_controller_of, pod_labels, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector, selector_requirements
 from webhook.api.pods import is_ready
-from webhook.audit.state.inventory import ClusterState, OwnerKey, controller_of, pod_key
+from webhook.audit.state.inventory import ClusterState, OwnerKey, pod_key
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
 
 __all__ = [
@@ -164,7 +164,7 @@ class Budgets:
         """A pod comes (a replacement, healthy once placed and Ready)."""
         key = pod_key(pod)
         ns = pod_namespace(pod)
-        ref = controller_of(pod)
+        ref = named_controller_of(pod)
         controller = (str(ref["kind"]), str(ref["name"])) if ref is not None else None
         self.pods[key] = _Pod(ns, pod_labels(pod), healthy, controller)
         self._pods_by_ns.setdefault(ns, set()).add(key)
@@ -214,7 +214,7 @@ class Budgets:
         owner = self.owners.get((kind, ns, name))
         if kind == "ReplicaSet":
             rs = owner
-            up = controller_of(rs) if rs is not None else None
+            up = named_controller_of(rs) if rs is not None else None
             if up is not None and up.get("kind") == "Deployment":
                 deployment = self.owners.get(("Deployment", ns, str(up["name"])))
                 if deployment is None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from webhook.api.kube import RawObj, pod_namespace, spec
-from webhook.audit.state.inventory import ClusterState, Workload, controller_of
+from webhook.api.kube import RawObj, named_controller_of, pod_namespace, spec
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.config import Settings
 from webhook.controllers.costs import replicaset_costs
 
@@ -37,7 +37,7 @@ def _groups(
     for pod in pods:
         if not spec(pod).get("topologySpreadConstraints"):
             continue  # no costs for it (a ReplicaSet's pods share one template)
-        ref = controller_of(pod)
+        ref = named_controller_of(pod)
         if ref is None or ref.get("kind") not in DELETING_CONTROLLERS:
             continue
         key = (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import RawObj, as_dict, named_controller_of, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.pods import ready_condition
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
@@ -58,6 +58,10 @@ _MAX_CHAIN = 16
 
 OwnerKey = tuple[str, str, str]
 
+# A pod's controller as the audit reads it (the reference must name its owner);
+# the name kept for its importers.
+controller_of = named_controller_of
+
 
 @dataclass(frozen=True, order=True, slots=True)
 class Workload:
@@ -76,23 +80,10 @@ def pod_key(pod: RawObj) -> str:
     return f"{pod_namespace(pod)}/{meta_of(pod).get('name') or ''}"
 
 
-def controller_of(obj: RawObj) -> RawObj | None:
-    """The ownerReference with `controller: true`, None when there is none."""
-    refs = meta_of(obj).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            kind, name = ref.get("kind"), ref.get("name")
-            if isinstance(kind, str) and kind and isinstance(name, str) and name:
-                return ref
-    return None
-
-
 def movable(pod: RawObj) -> bool:
     """Whether evicting the pod makes its controller create it again elsewhere: it has a
     controller, and not one bound to nodes (DaemonSet, or the Node of a mirror pod)."""
-    ref = controller_of(pod)
+    ref = named_controller_of(pod)
     return ref is not None and ref.get("kind") not in NODE_BOUND_CONTROLLERS
 
 
@@ -107,7 +98,7 @@ def pod_signature(pod: RawObj) -> str:
     """Pods with the same signature (namespace, labels, spec but its node, controller)
     are interchangeable: the scheduling model answers the same for each on the same
     state, and a plan may move either."""
-    ref = controller_of(pod)
+    ref = named_controller_of(pod)
     return json.dumps(
         [
             pod_namespace(pod),
@@ -357,7 +348,7 @@ class ClusterState:
     def workload_of(self, pod: RawObj) -> Workload:
         """The top controller of `pod` (see the module docstring)."""
         ns = pod_namespace(pod)
-        ref = controller_of(pod)
+        ref = named_controller_of(pod)
         if ref is None:
             return Workload(ns, "Pod", str(meta_of(pod).get("name") or ""))
         start = (ns, str(ref["kind"]), str(ref["name"]))
@@ -373,7 +364,7 @@ class ClusterState:
             key = (kind, "" if kind in CLUSTER_SCOPED_OWNERS else ns, name)
             seen.add(key)
             owner = self.owners.get(key)
-            up = controller_of(owner) if owner is not None else None
+            up = named_controller_of(owner) if owner is not None else None
             if up is None:
                 break
             following = (
@@ -420,7 +411,7 @@ class Collector:
             self.owners[(kind, ns if isinstance(ns, str) else "", name)] = _owner_view(obj)
 
     def _pod(self, pod: RawObj) -> RawObj:
-        ref = controller_of(pod)
+        ref = named_controller_of(pod)
         if ref is None:
             return audit_view(pod)
         key = (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))

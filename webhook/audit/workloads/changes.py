@@ -62,12 +62,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
+from webhook.api.kube import RawObj, as_dict, meta, named_controller_of, pod_namespace, spec
 from webhook.api.pods import is_ready
 from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf, diagnose_pending
 from webhook.audit.measure.costs import workload_costs
 from webhook.audit.measure.spread import ConstraintSpread, evaluate
-from webhook.audit.state.inventory import ClusterState, Workload, controller_of, pod_key
+from webhook.audit.state.inventory import ClusterState, Workload, pod_key
 from webhook.config import Settings
 from webhook.controllers.deployment import (
     RECREATE,
@@ -193,7 +193,7 @@ def parse_rollout(text: str) -> tuple[Target, str | None]:
 
 
 def _owned_by(obj: RawObj, kind: str, name: str) -> bool:
-    ref = controller_of(obj)
+    ref = named_controller_of(obj)
     return ref is not None and ref.get("kind") == kind and ref.get("name") == name
 
 
@@ -273,7 +273,7 @@ class _Cluster:
 
     @staticmethod
     def _owner_key(pod: RawObj) -> tuple[str, str, str] | None:
-        ref = controller_of(pod)
+        ref = named_controller_of(pod)
         if ref is None:
             return None
         return (pod_namespace(pod), str(ref["kind"]), str(ref["name"]))

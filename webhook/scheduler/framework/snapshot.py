@@ -39,7 +39,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import RawObj, as_dict, controller_of, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector, find_untolerated_taint
 from webhook.api.resources import non_zero_requests, pod_requests
@@ -999,7 +999,7 @@ class Snapshot:
         terminating = meta.get("deletionTimestamp") is not None
         if terminating:
             light_meta["deletionTimestamp"] = meta["deletionTimestamp"]
-        owner = _daemon_set_owner(meta.get("ownerReferences"))
+        owner = _daemon_set_owner(pod)
         if owner is not None:
             light_meta["ownerReferences"] = self._shared_owner(owner)
         spec = _light_spec(as_dict(pod.get("spec")), node, self._shared_affinity)
@@ -1151,18 +1151,14 @@ _VOLUME_SOURCES = frozenset(
 )
 
 
-def _daemon_set_owner(refs: Any) -> tuple[str, str] | None:
+def _daemon_set_owner(pod: RawObj) -> tuple[str, str] | None:
     """(name, uid) of the pod's controller when it is a DaemonSet, else None: what a
     template node (scheduler.scaleup) copies of a node is its DaemonSet pods."""
-    if not isinstance(refs, list):
+    ref = controller_of(pod)
+    if ref is None or ref.get("kind") != "DaemonSet":
         return None
-    for ref in refs:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            if ref.get("kind") != "DaemonSet":
-                return None
-            uid = ref.get("uid")
-            return str(ref.get("name") or ""), uid if isinstance(uid, str) else ""
-    return None
+    uid = ref.get("uid")
+    return str(ref.get("name") or ""), uid if isinstance(uid, str) else ""
 
 
 def _host_ports_only(containers: Any) -> list[RawObj] | None:
