@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from webhook.api.kube import controller_of, named_controller_of
-from webhook.api.pods import is_ready, ready_condition
+from webhook.api.pods import is_ready, pod_key, ready_condition
 
 RawObj = dict[str, Any]
 
@@ -89,3 +89,17 @@ def test_controller_of_follows_get_controller_of(
     case: str, obj: RawObj, want: RawObj | None, want_named: RawObj | None
 ) -> None:
     assert (controller_of(obj), named_controller_of(obj)) == (want, want_named), case
+
+
+@pytest.mark.parametrize(
+    ("meta", "want"),
+    [
+        ({"namespace": "shop", "name": "web-0"}, "shop/web-0"),
+        ({"name": "web-0"}, "default/web-0"),
+        ({"namespace": "shop", "generateName": "web-"}, "shop/web-"),
+        ({"namespace": "shop", "name": "web-0", "generateName": "web-"}, "shop/web-0"),
+        ({"namespace": "shop"}, "shop/"),
+    ],
+)
+def test_pod_key_is_namespace_slash_name(meta: RawObj, want: str) -> None:
+    assert pod_key({"metadata": meta}) == want

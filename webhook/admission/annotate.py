@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from webhook.admission.context import MutationContext
 from webhook.api.kube import RawObj, as_created, meta
+from webhook.api.pods import pod_key
 from webhook.config import Settings
 from webhook.scheduler import placement
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -181,7 +182,7 @@ def _diagnosis(
 ) -> ScaleUp:
     """Whether a new node of some node group would take the unschedulable pod."""
     groups = node_groups(snapshot, settings.node_group_labels)
-    ref = placement.pod_ref(pod)
+    ref = pod_key(pod)
     return diagnose([Pending(ref, pod, framework)], snapshot, groups).verdicts[ref]
 
 

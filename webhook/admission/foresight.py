@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.kube import RawObj, as_created, controller_of
+from webhook.api.pods import pod_key
 from webhook.config import Settings
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.placement import (
@@ -50,7 +51,6 @@ from webhook.scheduler.placement import (
     framework_of,
     not_scheduled,
     place,
-    pod_ref,
     warm,
     within,
 )
@@ -301,7 +301,7 @@ def scale_up_warning(
             groups = node_groups(snapshot, settings.node_group_labels)
             if not groups.templates:
                 return None  # no node group: nothing an autoscaler would add
-            ref = pod_ref(pod)
+            ref = pod_key(pod)
             line = (
                 diagnose([Pending(ref, pod, framework)], snapshot, groups)
                 .verdicts[ref]
@@ -310,7 +310,7 @@ def scale_up_warning(
     except OutOfTime:
         return None
     except Exception:
-        log.exception("scale-up diagnosis failed for pod %r", pod_ref(pod))
+        log.exception("scale-up diagnosis failed for pod %r", pod_key(pod))
         return None
     text = f"spec.topologySpreadConstraints: {line}"
     return text if len(text) <= _WARNING_RUNES else text[: _WARNING_RUNES - 3] + "..."

@@ -6,9 +6,9 @@ definitions; none of them writes its own.
 
 from __future__ import annotations
 
-from webhook.api.kube import RawObj, as_dict
+from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
 
-__all__ = ["is_ready", "ready_condition"]
+__all__ = ["is_ready", "pod_key", "ready_condition"]
 
 
 def ready_condition(pod: RawObj) -> RawObj | None:
@@ -32,3 +32,13 @@ def is_ready(pod: RawObj) -> bool:
     (disruption.go: countHealthyPods) and the Eviction API (eviction.go) all read."""
     c = ready_condition(pod)
     return c is not None and c.get("status") == "True"
+
+
+def pod_key(pod: RawObj) -> str:
+    """ "namespace/name" of a pod: how every report, log line and key names one (a pod
+    read from a file without a namespace lives in "default"). A pod not created yet
+    has no name: its generateName stands in (what admission sees of a controller's
+    pod)."""
+    m = meta(pod)
+    name = m.get("name") or m.get("generateName") or ""
+    return f"{pod_namespace(pod)}/{name}"

@@ -36,6 +36,7 @@ from typing import Protocol
 
 from webhook.api.kube import RawObj
 from webhook.api.kube import meta as meta_of
+from webhook.api.pods import pod_key
 from webhook.audit.act.evictor import Seen, eviction_request
 from webhook.audit.act.steps import (
     BLOCKED,
@@ -64,7 +65,6 @@ from webhook.audit.act.steps import (
 )
 from webhook.audit.measure.spread import WorkloadSpread, evaluate
 from webhook.audit.plan.planner import Move, Plan, make_plan
-from webhook.audit.state.inventory import pod_key
 from webhook.config import RebalanceSettings, Settings
 from webhook.errors import TopospreadError
 

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
+from webhook.api.pods import pod_key
 from webhook.audit.measure.costs import all_costs
-from webhook.audit.state.inventory import ClusterState, pod_key
+from webhook.audit.state.inventory import ClusterState
 from webhook.cluster.rest import Unreachable, send
 from webhook.config import DeletionCostSettings, Settings
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION

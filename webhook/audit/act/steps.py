@@ -32,12 +32,12 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, pod_namespace
 from webhook.api.kube import meta as meta_of
-from webhook.api.pods import is_ready
+from webhook.api.pods import is_ready, pod_key
 from webhook.audit.act.answers import CONFLICT, EVICTED, GONE, REFUSED, Answer, eviction_answer
 from webhook.audit.measure.spread import WorkloadSpread, entry_key
 from webhook.audit.plan.planner import Move
 from webhook.audit.plan.workspace import Workspace
-from webhook.audit.state.inventory import ClusterState, Workload, is_finished, pod_key
+from webhook.audit.state.inventory import ClusterState, Workload, is_finished
 from webhook.scheduler.framework.snapshot import is_terminating
 
 __all__ = [

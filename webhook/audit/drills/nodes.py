@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from webhook.api.kube import RawObj, named_controller_of, spec
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import toleration_tolerates
+from webhook.api.pods import pod_key
 from webhook.audit.drills.outcome import (
     DRAIN,
     UNREACHABLE,
@@ -59,7 +60,7 @@ from webhook.audit.drills.outcome import (
     queue_order,
 )
 from webhook.audit.measure.budgets import Budgets
-from webhook.audit.state.inventory import ClusterState, pod_key
+from webhook.audit.state.inventory import ClusterState
 from webhook.config import Settings
 from webhook.controllers.pods import recreated
 

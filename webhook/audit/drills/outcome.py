@@ -41,11 +41,11 @@ from webhook.api.kube import (
     spec,
 )
 from webhook.api.labels import compile_selector
+from webhook.api.pods import pod_key
 from webhook.audit.state.inventory import (
     NODE_BOUND_CONTROLLERS,
     ClusterState,
     Workload,
-    pod_key,
     pod_signature,
 )
 from webhook.config import Settings

@@ -41,8 +41,8 @@ from typing import Any
 from webhook.api.kube import RawObj, as_dict, named_controller_of, pod_labels, pod_namespace
 from webhook.api.kube import meta as meta_of
 from webhook.api.labels import compile_selector, selector_requirements
-from webhook.api.pods import is_ready
-from webhook.audit.state.inventory import ClusterState, OwnerKey, pod_key
+from webhook.api.pods import is_ready, pod_key
+from webhook.audit.state.inventory import ClusterState, OwnerKey
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, is_terminating
 
 __all__ = [

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
 from webhook.api.labels import compile_selector
+from webhook.api.pods import pod_key
 from webhook.api.resources import node_allocatable, pod_requests
 from webhook.audit.measure.spread import (
     ConstraintSpread,
@@ -37,7 +38,7 @@ from webhook.audit.measure.spread import (
     evaluation_key,
     spread_of,
 )
-from webhook.audit.state.inventory import ClusterState, Workload, movable, pod_key, unbound
+from webhook.audit.state.inventory import ClusterState, Workload, movable, unbound
 from webhook.config import Settings
 from webhook.scheduler.framework.types import Status
 from webhook.scheduler.placement import (

@@ -28,7 +28,7 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, named_controller_of, pod_namespace
 from webhook.api.kube import meta as meta_of
-from webhook.api.pods import ready_condition
+from webhook.api.pods import pod_key, ready_condition
 from webhook.controllers.costs import COST_ANNOTATION, MARK_ANNOTATION
 from webhook.scheduler.framework.snapshot import TERMINAL_PHASES, Snapshot, is_terminating
 
@@ -73,11 +73,6 @@ class Workload:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
-
-
-def pod_key(pod: RawObj) -> str:
-    """ "namespace/name" of a pod."""
-    return f"{pod_namespace(pod)}/{meta_of(pod).get('name') or ''}"
 
 
 def movable(pod: RawObj) -> bool:

@@ -63,11 +63,11 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, meta, named_controller_of, pod_namespace, spec
-from webhook.api.pods import is_ready
+from webhook.api.pods import is_ready, pod_key
 from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf, diagnose_pending
 from webhook.audit.measure.costs import workload_costs
 from webhook.audit.measure.spread import ConstraintSpread, evaluate
-from webhook.audit.state.inventory import ClusterState, Workload, pod_key
+from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.config import Settings
 from webhook.controllers.deployment import (
     RECREATE,

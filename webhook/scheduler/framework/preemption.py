@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from webhook.api.kube import RawObj, as_dict, meta, pod_namespace
+from webhook.api.kube import RawObj, as_dict
+from webhook.api.pods import pod_key as pod_ref
 from webhook.scheduler.framework.budget import checkpoint
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.framework.types import Code, CycleState, Status
@@ -75,11 +76,6 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 # What PodDisruptionBudget / PriorityClass objects are stored as in the Snapshot.
 PDB_KIND = "PodDisruptionBudget"
 PRIORITY_CLASS_KIND = "PriorityClass"
-
-
-def pod_ref(pod: RawObj) -> str:
-    """ "namespace/name" of a pod."""
-    return f"{pod_namespace(pod)}/{meta(pod).get('name') or ''}"
 
 
 def _default_class(snapshot: Snapshot | None) -> RawObj | None:
