@@ -156,6 +156,25 @@ def test_add_ranges_counts_a_missing_constraint_as_zero() -> None:
     assert range_lines(first, 3)[0] == "Over 2 runs (seeds 3..4):"
 
 
+def test_add_ranges_keeps_apart_entries_of_one_index_and_key() -> None:
+    """Two entries of one workload with the same index and topologyKey (one revision's
+    DoNotSchedule, the other's ScheduleAnyway) each get their own counts' range."""
+
+    def doc(hard: dict[str, int], soft: dict[str, int]) -> dict[str, Any]:
+        entries = [
+            {"index": 0, "whenUnsatisfiable": when, "topologyKey": ZONE, "domains": domains}
+            for when, domains in (("DoNotSchedule", hard), ("ScheduleAnyway", soft))
+        ]
+        w = {"kind": "Deployment", "namespace": "ns", "name": "w", "constraints": entries}
+        return {"workloads": [w], "pending": []}
+
+    first, second = doc({"a": 1}, {"a": 5}), doc({"a": 3}, {"a": 7})
+    add_ranges(first, [first, second])
+    hard, soft = first["workloads"][0]["constraints"]
+    assert hard["runs"]["domains"] == {ZONE: {"a": {"min": 1, "median": 2, "max": 3}}}
+    assert soft["runs"]["domains"] == {ZONE: {"a": {"min": 5, "median": 6, "max": 7}}}
+
+
 def test_runs_html(snapshot: str, capsys: Any) -> None:
     """-o html shows the ranges of the constraints that vary, names escaped."""
     code, out, _ = run(capsys, "--snapshot", snapshot, *DRILL, "--runs", "5", "-o", "html")

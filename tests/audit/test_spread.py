@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.builders import DNS, HOSTNAME, SA, ZONE, exists, make_node, make_pod, selector
-from webhook.audit.measure.spread import evaluate
+from webhook.audit.measure.spread import document_entry_key, entry_key, evaluate
 from webhook.audit.state.inventory import ClusterState, Workload
 
 RawObj = dict[str, Any]
@@ -358,3 +358,24 @@ def test_exists_selector_and_json_shape() -> None:
         "labelSelector": exists("app"),
         "pods": 1,
     }
+
+
+def test_an_entry_has_the_same_key_in_the_model_and_in_the_json_document() -> None:
+    """entry_key (what drills and plans match entries by) and document_entry_key (what
+    --runs matches the runs' documents by) name an entry alike, and tell apart a
+    workload's entries of one index that differ in whenUnsatisfiable or selector."""
+    pods = [
+        web("p1", "a1"),
+        web("p2", "b1", when=SA),
+        web("p3", "c1", matchLabelKeys=["pod-template-hash"]),
+    ]
+    pods[2]["metadata"]["labels"]["pod-template-hash"] = "h3"
+    spreads = audit(*THREE_ZONES, *pods, include_soft=True)
+    keys = [
+        (entry_key(str(w.workload), c), document_entry_key(w.to_json(), c.to_json()))
+        for w in spreads
+        for c in w.constraints
+    ]
+    assert len(spreads) == 1 and len(keys) == 3
+    assert all(model == document for model, document in keys)
+    assert len({model for model, _ in keys}) == 3

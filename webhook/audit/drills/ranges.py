@@ -12,6 +12,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from webhook.audit.measure.spread import document_entry_key
+
 __all__ = ["add_ranges", "range_lines", "value_range"]
 
 Range = dict[str, int | float]
@@ -24,17 +26,13 @@ def value_range(values: Sequence[int]) -> Range:
     return {"min": min(values), "median": median, "max": max(values)}
 
 
-def _workload_key(doc: dict[str, Any]) -> tuple[str, str, str]:
-    return (str(doc.get("kind")), str(doc.get("namespace")), str(doc.get("name")))
-
-
-def _constraints_by_key(run: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """(workload, constraint index, topologyKey) -> the constraint's entry, in one run."""
-    out: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for w in run.get("workloads", []):
-        for c in w.get("constraints", []):
-            out[(*_workload_key(w), c.get("index"), c.get("topologyKey"))] = c
-    return out
+def _constraints_by_key(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """spread.document_entry_key -> the constraint's entry, in one run."""
+    return {
+        document_entry_key(w, c): c
+        for w in run.get("workloads", [])
+        for c in w.get("constraints", [])
+    }
 
 
 def add_ranges(first: dict[str, Any], runs: Sequence[dict[str, Any]]) -> None:
@@ -46,7 +44,7 @@ def add_ranges(first: dict[str, Any], runs: Sequence[dict[str, Any]]) -> None:
     by_run = [_constraints_by_key(run) for run in runs]
     for w in first.get("workloads", []):
         for c in w.get("constraints", []):
-            key = (*_workload_key(w), c.get("index"), c.get("topologyKey"))
+            key = document_entry_key(w, c)
             seen = [found.get(key) for found in by_run]
             domains = sorted({d for entry in seen if entry for d in entry.get("domains", {})})
             c["runs"] = {

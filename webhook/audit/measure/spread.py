@@ -22,7 +22,7 @@ of its matchLabelKeys.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,6 +40,8 @@ __all__ = [
     "ConstraintSpread",
     "WorkloadSpread",
     "as_scheduled",
+    "document_entry_key",
+    "entry_key",
     "evaluate",
     "evaluation_key",
     "spread_of",
@@ -91,22 +93,17 @@ class ConstraintSpread:
             out["error"] = self.error
         return out
 
+    def entry(self) -> tuple[Any, ...]:
+        """What names this constraint's report entry while its counts change (across a
+        drill's before and after, a plan's steps, a drill's runs): index,
+        whenUnsatisfiable, topologyKey and the selector counted with."""
+        return (self.index, self.when_unsatisfiable, self.topology_key, self.selector)
+
     def identity(self) -> str:
-        """What makes two evaluations the same report entry (all but `pods`)."""
-        return json.dumps(
-            [
-                self.index,
-                self.topology_key,
-                self.when_unsatisfiable,
-                self.max_skew,
-                self.min_domains,
-                self.skew,
-                self.domains,
-                self.selector,
-                self.error,
-            ],
-            sort_keys=True,
-            default=str,
+        """What makes two evaluations the same report entry: the entry and what was
+        counted (all but `pods`)."""
+        return _key(
+            *self.entry(), self.max_skew, self.min_domains, self.skew, self.domains, self.error
         )
 
 
@@ -332,11 +329,26 @@ def evaluate(
         out.append(WorkloadSpread(workload, counts[workload], ordered))
     return out
 
+def _key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
 def entry_key(workload: str, c: ConstraintSpread) -> str:
-    """What identifies an entry across a drill: its workload, index, whenUnsatisfiable,
-    topology key and selector (its counts change)."""
-    return json.dumps(
-        [workload, c.index, c.when_unsatisfiable, c.topology_key, c.selector],
-        sort_keys=True,
-        default=str,
+    """What identifies an entry across a drill: its workload (str(Workload)) and the
+    constraint's entry (ConstraintSpread.entry; its counts change)."""
+    return _key(workload, *c.entry())
+
+
+def document_entry_key(workload: Mapping[str, Any], constraint: Mapping[str, Any]) -> str:
+    """entry_key of an entry of the `audit -o json` document: a workload's object
+    (kind, namespace, name) and one of its `constraints` (WorkloadSpread.to_json)."""
+    name = Workload(
+        str(workload.get("namespace")), str(workload.get("kind")), str(workload.get("name"))
+    )
+    return _key(
+        str(name),
+        constraint.get("index"),
+        constraint.get("whenUnsatisfiable"),
+        constraint.get("topologyKey"),
+        constraint.get("labelSelector"),
     )
