@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from webhook.render.wording import HONOR_HEADING, honor_verdict
+
 __all__ = ["ROWS", "audit_page", "simulate_page", "utc_now"]
 
 # Past this many rows (domains, nodes, placements), a summary: the text output's own
@@ -388,12 +390,6 @@ def _pending(doc: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-# What the text says of each workload `withHonor` holds (report.py, render_text).
-HONOR_RECOVERS = "recovers"
-HONOR_UNCHANGED = "no change (no constraint leaves tainted nodes in its domains)"
-HONOR_STUCK = "would not recover (what is left is capacity, or minDomains / ScheduleAnyway)"
-
-
 def _honor(doc: Mapping[str, Any]) -> str:
     """After an outage, whether nodeTaintsPolicy: Honor would place each workload's
     pending pods (`withHonor`), in the text's words."""
@@ -404,19 +400,14 @@ def _honor(doc: Mapping[str, Any]) -> str:
     for workload, raw in honor.items():
         h = _dict(raw)
         pending, placed = _int(h.get("pending")), _int(h.get("placedWithHonor"))
-        changed = h.get("changed", True) is not False
-        if not changed:
-            verdict, cls = HONOR_UNCHANGED, "mute"
-        elif placed == pending:
-            verdict, cls = HONOR_RECOVERS, "good"
-        else:
-            verdict, cls = HONOR_STUCK, "bad"
+        v = honor_verdict(pending, placed, h.get("changed", True) is not False)
         rows.append(
             f'<li data-workload="{_e(workload)}"><code>{_e(workload)}</code>: '
-            f'<span class="{cls}">{verdict}</span>, {placed:,} of {pending:,} pending placed</li>'
+            f'<span class="{v.tone}">{_e(v.words)}</span>, '
+            f"{placed:,} of {pending:,} pending placed</li>"
         )
     return (
-        "<h3>With nodeTaintsPolicy: Honor on their DoNotSchedule constraints</h3>"
+        f"<h3>{_e(HONOR_HEADING[:1].upper() + HONOR_HEADING[1:])}</h3>"
         f'<ul class="list honor">{"".join(rows)}</ul>'
     )
 

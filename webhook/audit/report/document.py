@@ -22,6 +22,7 @@ from webhook.audit.drills.nodes import HonorComparison
 from webhook.audit.drills.outcome import DRAIN, UNREACHABLE, WITHOUT, WORKLOAD, WhatIf
 from webhook.audit.measure.spread import ConstraintSpread, WorkloadSpread, entry_key
 from webhook.audit.plan.planner import Plan
+from webhook.render.wording import HONOR_HEADING, honor_verdict
 from webhook.scheduler.scaleup import Diagnosis
 
 __all__ = [
@@ -166,6 +167,8 @@ def not_recreated_reason(kind: str) -> str:
 
 
 Paint = Callable[[str, str], str]
+# The colour a terminal gives each tone of a verdict (render.wording.Verdict).
+_TONE_COLOURS = {"good": "green", "bad": "red"}
 
 
 def _plain(text: str, _style: str) -> str:
@@ -378,17 +381,12 @@ def _drill_text(report: AuditReport, drill: WhatIf, paint: Paint) -> list[str]:
             f"  {paint('blocked', 'red')} {pod}: eviction refused by PodDisruptionBudget {budget}"
         )
     if report.honor:
-        out.append("  with nodeTaintsPolicy: Honor on their DoNotSchedule constraints:")
+        out.append(f"  {HONOR_HEADING}:")
         for name, h in report.honor.items():
-            if h.recovers:
-                verdict = paint("recovers", "green")
-            elif not h.changed:
-                verdict = "no change (no constraint leaves tainted nodes in its domains)"
-            else:
-                verdict = paint("would not recover", "red") + (
-                    " (what is left is capacity, or minDomains / ScheduleAnyway)"
-                )
-            out.append(f"    {name}: {verdict}, {h.placed} of {h.pending} pending placed")
+            v = honor_verdict(h.pending, h.placed, h.changed)
+            colour = _TONE_COLOURS.get(v.tone)
+            said = (paint(v.head, colour) if colour else v.head) + v.rest
+            out.append(f"    {name}: {said}, {h.placed} of {h.pending} pending placed")
     out.extend(scale_up_text(drill.pending, drill.scale_up, paint))
     out.append("")
     return out
