@@ -81,6 +81,7 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     ("webhook.cli.audit", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.cli.apply"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.audit.act.evictor"): "kubernetes client only when live",
+    ("webhook.audit.state.reader", "webhook.cluster.lister"): "kubernetes client only when live",
     ("webhook.cli.audit", "webhook.audit.act.applier"): "kubernetes client only when live",
     ("webhook.cli.simulate", "webhook.validation.rules"): "validation only when asked",
     ("webhook.cluster.source", "webhook.cluster.files"): "file reading only for FileSource",

@@ -41,7 +41,8 @@ from webhook.audit.report.document import render_text
 from webhook.audit.report.metrics import AuditMetrics
 from webhook.audit.report.policyreports import APIS, PolicyReportWriter
 from webhook.audit.serve.loop import AuditLoop, AuditStopped, LatestReport, MetricsServer
-from webhook.audit.state.inventory import ClusterState, Collector
+from webhook.audit.state.inventory import ClusterState
+from webhook.audit.state.reader import read_cluster, read_file
 from webhook.audit.workloads.changes import (
     WorkloadRequest,
     check_target,
@@ -56,7 +57,7 @@ from webhook.cli.simulate import (
     sampling_error,
     without_cyclic_gc,
 )
-from webhook.cluster.files import load_objects, scan_list
+from webhook.cluster.files import load_objects
 from webhook.config import RebalanceSettings, SamplingOptions, Settings, load_settings
 from webhook.controllers.gotime import parse_time
 from webhook.errors import ConfigError, InputError
@@ -78,11 +79,9 @@ def read_state_and_version(
 ) -> tuple[ClusterState, tuple[int, int] | None]:
     """The cluster state as the flags say, and the live cluster's API server version
     (None from a snapshot); InputError / ClusterError / ConfigError."""
-    collector = Collector()
     if args.snapshot:
-        scan_list(args.snapshot, collector.add)
-        return collector.state(), None
-    from webhook.cluster.lister import AUDIT_RESOURCES, connect, list_objects, server_version
+        return read_file(args.snapshot).state(), None
+    from webhook.cluster.lister import connect, server_version
 
     conn = connect(
         kubeconfig=args.kubeconfig,
@@ -91,9 +90,7 @@ def read_state_and_version(
         timeout=args.request_timeout,
     )
     version = server_version(conn)
-    for obj in list_objects(conn, AUDIT_RESOURCES, progress=err):
-        collector.add(obj)
-    return collector.state(), version
+    return read_cluster(conn, progress=err).state(), version
 
 
 # The drill flags: the drill each runs (run.DRILLS).
@@ -469,20 +466,12 @@ def _read_live(conn: Any, stop: threading.Event) -> ClusterState:
     """A fresh ClusterState listed from the cluster (`conn`: a lister.Connection, not
     imported here so that a one-shot audit of a file never loads the cluster client);
     AuditStopped once `stop` is set."""
-    from webhook.cluster.lister import AUDIT_RESOURCES, list_objects
 
-    collector = Collector()
-    for obj in list_objects(conn, AUDIT_RESOURCES):
+    def check() -> None:
         if stop.is_set():
             raise AuditStopped()
-        collector.add(obj)
-    return collector.state()
 
-
-def _read_file(path: str) -> ClusterState:
-    collector = Collector()
-    scan_list(path, collector.add)
-    return collector.state()
+    return read_cluster(conn, check=check).state()
 
 
 def _rebalancer(conn: Any, settings: Settings, stop: threading.Event) -> Any:
@@ -525,7 +514,7 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
         settings = modelled_settings(args, settings, None)[0]
 
         def read() -> ClusterState:
-            return _read_file(path)
+            return read_file(path).state()
 
         if settings.audit.policy_reports:
             log.warning("audit.policyReports is on but --snapshot has no cluster to write to")

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from webhook.api.kube import RawObj, as_dict
 from webhook.audit.act.answers import Answer, eviction_answer
 from webhook.audit.state.inventory import ClusterState, Collector
-from webhook.cluster.lister import AUDIT_RESOURCES, ClusterError, list_objects
-from webhook.cluster.rest import send
+from webhook.audit.state.reader import read_cluster
+from webhook.cluster.rest import ClusterError, send
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.cluster.lister import Connection
@@ -54,13 +54,13 @@ def eviction_request(namespace: str, name: str, uid: str | None) -> RawObj:
     return body
 
 
+def _seen(collected: Collector) -> Seen:
+    return Seen(collected.state(), collected.pods)
+
+
 def seen_from(objects: Any) -> Seen:
     """A Seen from listed objects (or a snapshot's items)."""
-    collector = Collector()
-    for obj in objects:
-        collector.add(obj)
-    pods = collector.pods
-    return Seen(collector.state(), pods)
+    return _seen(Collector.of(objects))
 
 
 class LiveCluster:
@@ -71,7 +71,7 @@ class LiveCluster:
 
     def read(self) -> Seen:
         """Everything an audit lists, once; ClusterError when the cluster cannot be read."""
-        return seen_from(list_objects(self.conn, AUDIT_RESOURCES))
+        return _seen(read_cluster(self.conn))
 
     def pods(self, namespace: str) -> list[RawObj]:
         """The namespace's pods, full objects (uids, conditions); ClusterError on failure."""

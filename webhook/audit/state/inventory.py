@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -335,10 +335,7 @@ class ClusterState:
     @classmethod
     def from_objects(cls, objects: Iterable[RawObj]) -> ClusterState:
         """Read a List's items (see Collector)."""
-        collector = Collector()
-        for obj in objects:
-            collector.add(obj)
-        return collector.state()
+        return Collector.of(objects).state()
 
     def workload_of(self, pod: RawObj) -> Workload:
         """The top controller of `pod` (see the module docstring)."""
@@ -389,6 +386,17 @@ class Collector:
         # The labels and ownerReferences of a controller's first pod, which its
         # replicas share when theirs are equal.
         self._siblings: dict[OwnerKey, tuple[Any, Any]] = {}
+
+    @classmethod
+    def of(cls, objects: Iterable[Any], check: Callable[[], None] | None = None) -> Collector:
+        """A Collector holding `objects`; `check` runs before each is added (it raises to
+        stop the read)."""
+        collector = cls()
+        for obj in objects:
+            if check is not None:
+                check()
+            collector.add(obj)
+        return collector
 
     def add(self, obj: Any) -> None:
         if not isinstance(obj, dict):
