@@ -54,7 +54,6 @@ from webhook.audit.drills.outcome import (
     UNREACHABLE,
     Replacer,
     WhatIf,
-    diagnose_pending,
     matching_nodes,
     node_bound,
     queue_order,
@@ -212,21 +211,13 @@ def unreachable_nodes(
     queue.sort(key=lambda item: queue_order(item[0]))
     replacer = Replacer(work, settings, residents=staying)
     replacer.submit((pod_key(p), fresh) for p, fresh in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
-    return WhatIf(
+    return replacer.outcome(
         lost,
-        after,
-        replacer.placed,
-        replacer.pending,
-        replacer.reasons,
+        replacer.after(state, staying),
         kind=UNREACHABLE,
         not_recreated=sorted(not_recreated),
         disrupted=[(pod_key(p), str(spec(p).get("nodeName"))) for p in evicted],
         displaced={pod_key(p): state.workload_of(p) for p in evicted},
-        replacements=replacer.pending_pods,
-        not_scheduled=replacer.not_scheduled,
-        preempted=replacer.preempted,
-        scale_up=diagnose_pending(after, replacer.pending_pods, settings),
     )
 
 
@@ -289,24 +280,15 @@ def drain_nodes(state: ClusterState, selector: RawObj, settings: Settings | None
             refused = left
     blocked = {pod_key(p): budgets.blocker(p) or "" for p in refused}
     stuck = {str(spec(p).get("nodeName")) for p in refused}
-    running = replacer.running(p for p in state.running if pod_key(p) not in gone)
-    after = ClusterState(work, running, state.owners, state.unscheduled)
-    return WhatIf(
+    return replacer.outcome(
         targets,
-        after,
-        replacer.placed,
-        replacer.pending,
-        replacer.reasons,
+        replacer.after(state, (p for p in state.running if pod_key(p) not in gone)),
         kind=DRAIN,
         not_recreated=sorted(not_recreated),
         blocked=blocked,
         drained=[n for n in targets if n not in stuck],
         disrupted=evicted,
         displaced={pod_key(p): state.workload_of(p) for p in order if pod_key(p) in gone},
-        replacements=replacer.pending_pods,
-        not_scheduled=replacer.not_scheduled,
-        preempted=replacer.preempted,
-        scale_up=diagnose_pending(after, replacer.pending_pods, settings),
     )
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from webhook.api.kube import (
     RawObj,
@@ -304,6 +305,30 @@ class Replacer:
         gone = set(self.preempted)
         return [p for p in staying if pod_key(p) not in gone] + self.bound
 
+    def after(self, state: ClusterState, staying: Iterable[RawObj]) -> ClusterState:
+        """The cluster after a node drill on `state`: the work snapshot, `staying` as
+        running() leaves it, the owners and unscheduled pods as they were."""
+        return ClusterState(self.work, self.running(staying), state.owners, state.unscheduled)
+
+    def outcome(self, removed: list[str], after: ClusterState, **report: Any) -> WhatIf:
+        """Every drill's ending: its WhatIf on `after` with the queue's results (placed,
+        pending and why, the pending replacements, the pods not scheduled and
+        preempted) and the pending pods' scale-up diagnosis; `report`: the drill's own
+        WhatIf fields (kind, disrupted, displaced, ...)."""
+        pending = self.pending_pods
+        return WhatIf(
+            removed,
+            after,
+            dict(self.placed),
+            self.pending,
+            dict(self.reasons),
+            replacements=pending,
+            not_scheduled=dict(self.not_scheduled),
+            preempted=list(self.preempted),
+            scale_up=diagnose_pending(after, pending, self.settings),
+            **report,
+        )
+
     def _attempt(self, key: str, fresh: RawObj) -> RawObj | None:
         # Only the node it goes to is needed (not every node's verdict): a pod that fits
         # gets just that; one that fits nowhere, the whole decision (its reasons, and
@@ -500,16 +525,8 @@ def without_nodes(
     queue = sorted((p for p in displaced if not node_bound(p)), key=queue_order)
     replacer = Replacer(work, settings, residents=staying)
     replacer.submit((pod_key(p), recreated(p)) for p in queue)
-    after = ClusterState(work, replacer.running(staying), state.owners, state.unscheduled)
-    return WhatIf(
+    return replacer.outcome(
         removed,
-        after,
-        replacer.placed,
-        replacer.pending,
-        replacer.reasons,
+        replacer.after(state, staying),
         displaced={pod_key(p): state.workload_of(p) for p in displaced},
-        replacements=replacer.pending_pods,
-        not_scheduled=replacer.not_scheduled,
-        preempted=replacer.preempted,
-        scale_up=diagnose_pending(after, replacer.pending_pods, settings),
     )

@@ -64,7 +64,7 @@ from typing import Any
 
 from webhook.api.kube import RawObj, as_dict, meta, named_controller_of, pod_namespace, spec
 from webhook.api.pods import is_ready, pod_key
-from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf, diagnose_pending
+from webhook.audit.drills.outcome import WORKLOAD, Replacer, WhatIf
 from webhook.audit.measure.costs import workload_costs
 from webhook.audit.measure.spread import ConstraintSpread, evaluate
 from webhook.audit.state.inventory import ClusterState, Workload
@@ -381,21 +381,12 @@ class _Cluster:
         steps: list[RawObj] | None = None,
         stalled: RawObj | None = None,
     ) -> WhatIf:
-        after = ClusterState(self.work, self.running(), self.owners, self.unscheduled())
-        pending = self.replacer.pending_pods
-        return WhatIf(
+        return self.replacer.outcome(
             [],
-            after,
-            dict(self.replacer.placed),
-            self.replacer.pending,
-            dict(self.replacer.reasons),
+            ClusterState(self.work, self.running(), self.owners, self.unscheduled()),
             kind=WORKLOAD,
             disrupted=list(self.deleted),
             displaced=dict(self.displaced),
-            replacements=pending,
-            not_scheduled=dict(self.replacer.not_scheduled),
-            preempted=list(self.replacer.preempted),
-            scale_up=diagnose_pending(after, pending, self.settings),
             workload_changes=changes,
             steps=steps,
             stalled=stalled,
