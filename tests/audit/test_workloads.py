@@ -33,6 +33,11 @@ NOW = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
 EXAMPLE = paths.ROOT / "docs" / "examples" / "workloads.json"
 
 
+def target(kind: str, namespace: str, name: str) -> Target:
+    """A workload as the flags name it (KIND/NAMESPACE/NAME)."""
+    return Target(kind=kind, namespace=namespace, name=name)
+
+
 def example_state() -> ClusterState:
     return ClusterState.from_objects(json.loads(EXAMPLE.read_text())["items"])
 
@@ -109,12 +114,12 @@ def pod(
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("deployment/shop/web", Target("Deployment", "shop", "web")),
-        ("Deploy/shop/web", Target("Deployment", "shop", "web")),
-        ("rs/shop/web-1", Target("ReplicaSet", "shop", "web-1")),
-        ("STS/db/pg", Target("StatefulSet", "db", "pg")),
-        ("rc/shop/legacy", Target("ReplicationController", "shop", "legacy")),
-        ("replicationcontroller/shop/legacy", Target("ReplicationController", "shop", "legacy")),
+        ("deployment/shop/web", target("Deployment", "shop", "web")),
+        ("Deploy/shop/web", target("Deployment", "shop", "web")),
+        ("rs/shop/web-1", target("ReplicaSet", "shop", "web-1")),
+        ("STS/db/pg", target("StatefulSet", "db", "pg")),
+        ("rc/shop/legacy", target("ReplicationController", "shop", "legacy")),
+        ("replicationcontroller/shop/legacy", target("ReplicationController", "shop", "legacy")),
     ],
 )
 def test_parse_target(text: str, expected: Target) -> None:
@@ -144,7 +149,7 @@ def test_parse_scale(text: str, ok: bool) -> None:
 
 
 def test_parse_rollout() -> None:
-    assert parse_rollout("deploy/shop/web") == (Target("Deployment", "shop", "web"), None)
+    assert parse_rollout("deploy/shop/web") == (target("Deployment", "shop", "web"), None)
     assert parse_rollout("deploy/shop/web=v2.yaml")[1] == "v2.yaml"
     with pytest.raises(ValueError):
         parse_rollout("sts/shop/web")

@@ -74,6 +74,11 @@ class Workload:
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
 
+    @property
+    def flag(self) -> str:
+        """KIND/NAMESPACE/NAME, as `audit --scale` and `--rollout` take it."""
+        return f"{self.kind.lower()}/{self.namespace}/{self.name}"
+
 
 def movable(pod: RawObj) -> bool:
     """Whether evicting the pod makes its controller create it again elsewhere: it has a

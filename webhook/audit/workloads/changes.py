@@ -113,10 +113,8 @@ KINDS = {
     "replicationcontroller": "ReplicationController",
     "rc": "ReplicationController",
 }
-_FLAG_KIND = {"Deployment": "deployment", "ReplicaSet": "replicaset"} | {
-    "StatefulSet": "statefulset",
-    "ReplicationController": "replicationcontroller",
-}
+# The kinds the drills scale.
+_SCALED_KINDS = frozenset(KINDS.values())
 TEMPLATE_HASH = "pod-template-hash"
 # The labels the StatefulSet controller gives each pod.
 POD_NAME = "statefulset.kubernetes.io/pod-name"
@@ -128,20 +126,8 @@ MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 DEFAULT_FENCEPOST = "25%"
 
 
-@dataclass(frozen=True, order=True)
-class Target:
-    """A workload named on the command line: its kind, namespace and name."""
-
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-    @property
-    def flag(self) -> str:
-        return f"{_FLAG_KIND[self.kind]}/{self.namespace}/{self.name}"
+# A workload named on the command line (Workload.flag is how the flags write it).
+Target = Workload
 
 
 @dataclass(frozen=True)
@@ -167,7 +153,7 @@ def parse_target(text: str) -> Target:
             f"{text!r}: unknown kind {parts[0]!r} (deployment, replicaset, statefulset, "
             "replicationcontroller, or deploy, rs, sts, rc)"
         )
-    return Target(kind, parts[1], parts[2])
+    return Workload(parts[1], kind, parts[2])
 
 
 def parse_scale(text: str) -> tuple[Target, int]:
@@ -201,14 +187,14 @@ def known_workloads(state: ClusterState, namespace: str) -> list[str]:
     """The workloads of `namespace` the drills can scale, as the flags name them."""
     found: set[Target] = set()
     for kind, ns, name in state.owners:
-        if ns == namespace and kind in _FLAG_KIND:
-            found.add(Target(kind, ns, name))
+        if ns == namespace and kind in _SCALED_KINDS:
+            found.add(Workload(ns, kind, name))
     for pod in (*state.running, *state.unscheduled):
         if pod_namespace(pod) != namespace:
             continue
         w = state.workload_of(pod)
-        if w.kind in _FLAG_KIND:
-            found.add(Target(w.kind, w.namespace, w.name))
+        if w.kind in _SCALED_KINDS:
+            found.add(w)
     return [t.flag for t in sorted(found)]
 
 
@@ -841,10 +827,9 @@ def _targets(request: WorkloadRequest) -> list[Target]:
 def _entries(
     state: ClusterState, workload: Target, include_soft: bool, settings: Settings
 ) -> list[ConstraintSpread]:
-    w = Workload(workload.namespace, workload.kind, workload.name)
-    pods = [p for p in state.running if state.workload_of(p) == w]
+    pods = [p for p in state.running if state.workload_of(p) == workload]
     for spread in evaluate(state, include_soft=include_soft, args=settings.spread, pods=pods):
-        if spread.workload == w:
+        if spread.workload == workload:
             return spread.constraints
     return []
 
@@ -909,7 +894,7 @@ def with_deletion_costs(
     carried topospread's deletion costs (audit/measure/costs.py)."""
     costs: dict[str, int] = {}
     for t in _targets(request):
-        costs.update(costs_of(state, Workload(t.namespace, t.kind, t.name), settings))
+        costs.update(costs_of(state, t, settings))
     drill = run_workloads(_with_costs(state, costs), request, settings)
     return {
         str(t): [c.to_json() for c in _entries(drill.state, t, include_soft, settings)]
