@@ -17,12 +17,8 @@ from webhook.api.labels import compile_selector
 from webhook.audit.drills.outcome import WhatIf
 from webhook.audit.measure.spread import evaluate
 from webhook.audit.state.inventory import ClusterState, pod_key
-from webhook.audit.workloads.changes import (
-    WorkloadRequest,
-    parse_target,
-    run_workloads,
-    with_deletion_costs,
-)
+from webhook.audit.workloads.changes import run_workloads, with_deletion_costs
+from webhook.audit.workloads.targets import WorkloadRequest, parse_target
 from webhook.config import Settings
 
 RawObj = dict[str, Any]

@@ -14,15 +14,13 @@ import pytest
 from tests import paths
 from tests.builders import DNS, ZONE, make_node, make_pod, scaled, selector
 from webhook.audit.state.inventory import ClusterState
-from webhook.audit.workloads.changes import (
+from webhook.audit.workloads.changes import run_workloads, separated, with_deletion_costs
+from webhook.audit.workloads.targets import (
     Target,
     WorkloadRequest,
     parse_rollout,
     parse_scale,
     parse_target,
-    run_workloads,
-    separated,
-    with_deletion_costs,
 )
 from webhook.cli.main import main
 from webhook.config import Settings

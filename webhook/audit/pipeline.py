@@ -21,12 +21,12 @@ from webhook.audit.plan.planner import make_plan
 from webhook.audit.report.document import AuditReport
 from webhook.audit.state.inventory import ClusterState
 from webhook.audit.workloads.changes import (
-    WorkloadRequest,
     needs_separate_revisions,
     run_workloads,
     with_deletion_costs,
     with_separate_revisions,
 )
+from webhook.audit.workloads.targets import WorkloadRequest
 from webhook.config import Settings
 
 __all__ = ["DRILLS", "run_audit"]

@@ -43,7 +43,7 @@ from webhook.audit.report.policyreports import APIS, PolicyReportWriter
 from webhook.audit.serve.loop import AuditLoop, AuditStopped, LatestReport, MetricsServer
 from webhook.audit.state.inventory import ClusterState
 from webhook.audit.state.reader import read_cluster, read_file
-from webhook.audit.workloads.changes import (
+from webhook.audit.workloads.targets import (
     WorkloadRequest,
     check_target,
     known_workloads,

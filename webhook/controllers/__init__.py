@@ -3,4 +3,4 @@
 scale across its ReplicaSets and steps through a rollout, which ordinals a
 StatefulSet removes or adds; and the deletion costs that keep a spread (costs.py,
 ours). Pure functions of raw pods and small records, the clock passed in (`now`);
-the audit's drills (webhook/audit/workloads/changes.py) do the rest."""
+the audit's drills (webhook/audit/workloads/) do the rest."""

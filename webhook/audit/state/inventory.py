@@ -274,7 +274,7 @@ def audit_view(pod: RawObj, spec: RawObj | None = None, sibling: Any = None) -> 
 
 # What the workload drills read of a controller besides its scale: the Deployment
 # controller's strategy and template, a ReplicaSet's age and revision annotations, a
-# StatefulSet's template and ordinals (webhook/audit/workloads/changes.py).
+# StatefulSet's template and ordinals (webhook/audit/workloads/simulated.py).
 _OWNER_SPEC = {
     "Deployment": ("strategy", "template", "minReadySeconds"),
     "StatefulSet": ("template", "ordinals", "podManagementPolicy"),
