@@ -31,7 +31,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from webhook.api.kube import HOSTNAME, ZONE, RawObj, as_dict, meta, pod_namespace, spec
+from webhook.api.kube import (
+    HOSTNAME,
+    ZONE,
+    RawObj,
+    as_dict,
+    controller_of,
+    meta,
+    pod_namespace,
+    spec,
+)
 from webhook.scheduler.framework.snapshot import NodeInfo, Snapshot
 from webhook.scheduler.placement import Framework, adopt, feasible_nodes, place
 
@@ -213,11 +222,8 @@ def _daemon_pods(info: NodeInfo) -> tuple[tuple[str, str], ...]:
         m = meta(pod)
         if m.get("deletionTimestamp") is not None:
             continue
-        refs = m.get("ownerReferences")
-        if isinstance(refs, list) and any(
-            isinstance(r, dict) and r.get("kind") == "DaemonSet" and r.get("controller")
-            for r in refs
-        ):
+        ref = controller_of(pod)
+        if ref is not None and ref.get("kind") == "DaemonSet":
             out.append((pod_namespace(pod), str(m.get("name") or "")))
     return tuple(sorted(out))
 

@@ -36,6 +36,7 @@ so a decision over thousands of nodes stays cheap. Where each part of that lives
 
 from __future__ import annotations
 
+from webhook.api.pods import pod_key as pod_ref
 from webhook.scheduler.framework.budget import OutOfTime, within
 from webhook.scheduler.framework.memo import adopt
 from webhook.scheduler.framework.preemption import Preemption, resolve_priority
@@ -60,7 +61,6 @@ from webhook.scheduler.placement.results import (
     Sampling,
     Simulation,
     Unschedulable,
-    pod_ref,
 )
 from webhook.scheduler.placement.simulation import settle, simulate
 from webhook.scheduler.plugins.helper.spread import controller_reference, find_controller

@@ -13,12 +13,13 @@ from typing import Any
 
 from webhook.api.field import go_quote
 from webhook.api.kube import RawObj, spec
+from webhook.api.pods import pod_key
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.runtime.filter import outcomes_of
 from webhook.scheduler.framework.sampling import Sampler
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import CycleState
-from webhook.scheduler.placement.results import NotScheduled, Placement, Sampling, pod_ref
+from webhook.scheduler.placement.results import NotScheduled, Placement, Sampling
 from webhook.scheduler.plugins.podtopologyspread.common import DEFAULT_ARGS, distribution
 from webhook.scheduler.plugins.podtopologyspread.common import PLUGIN_NAME as SPREAD
 from webhook.scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
@@ -116,7 +117,7 @@ def place(
     preemption = run_post_filter_plugins(pod, snapshot, fw, fit, last.verdicts)
     spread_over = _distribution(pod, snapshot, fw, fit.prepared.state)
     return Placement(
-        pod=pod_ref(pod),
+        pod=pod_key(pod),
         nodes=list(last.verdicts),
         selected_node=last.tied[0] if last.tied else None,
         reasons=dict(fit.diagnosis.reasons),
@@ -164,7 +165,7 @@ def _place_sampled(
     preemption = run_post_filter_plugins(pod, snapshot, fw, fit, last.verdicts, sampler)
     spread_over = _distribution(pod, snapshot, fw, fit.prepared.state)
     return Placement(
-        pod=pod_ref(pod),
+        pod=pod_key(pod),
         nodes=list(last.verdicts),
         selected_node=chosen,
         reasons=dict(fit.diagnosis.reasons),

@@ -1,6 +1,6 @@
 """What a decision answers: the result types of the scheduling cycle (Placement, and
 the Sampling and NotScheduled it may carry), of simulate (Simulation) and of explain
-(Unschedulable), and `pod_ref`, the name they give a pod. Plain data, no decision.
+(Unschedulable), each naming its pod by api.pods.pod_key. Plain data, no decision.
 """
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.kube import RawObj, as_dict, pod_namespace
+from webhook.api.kube import RawObj
+from webhook.api.pods import pod_key
 from webhook.scheduler.framework.preemption import Preemption
 from webhook.scheduler.framework.types import NodeVerdict
 from webhook.scheduler.plugins.podtopologyspread.explain import ConstraintBlock
@@ -134,7 +135,7 @@ class Placement:
     @classmethod
     def held(cls, pod: RawObj, why: NotScheduled) -> Placement:
         """The answer for a pod no scheduling cycle is run for."""
-        return cls(pod_ref(pod), [], None, {}, {}, not_scheduled=why)
+        return cls(pod_key(pod), [], None, {}, {}, not_scheduled=why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +158,6 @@ class Simulation:
         out["placements"] = list(self.placements)
         out["distribution"] = self.distribution
         return out
-
-
-def pod_ref(pod: RawObj) -> str:
-    """ "namespace/name" of a pod (generateName stands in for a missing name)."""
-    meta = as_dict(pod.get("metadata"))
-    name = meta.get("name") or meta.get("generateName") or ""
-    return f"{pod_namespace(pod)}/{name}"
 
 
 @dataclass(frozen=True, slots=True)
