@@ -23,8 +23,8 @@ from webhook.audit.act.steps import StepRecord, step_line
 from webhook.audit.measure.spread import evaluate
 from webhook.audit.plan.planner import make_plan
 from webhook.audit.report.document import AuditReport, render_text
-from webhook.cli.common import colour, modelled_settings, paint
-from webhook.cluster.lister import StatusLine, connect, server_version
+from webhook.cli.common import colour, connect_live, modelled_settings, paint
+from webhook.cluster.lister import StatusLine, server_version
 from webhook.config import Settings
 from webhook.errors import InputError
 
@@ -94,12 +94,7 @@ def _summary(result: ApplyResult) -> str:
 
 def cli_audit_apply(args: argparse.Namespace, settings: Settings) -> int:
     options = options_from(args)
-    conn = connect(
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        in_cluster=args.in_cluster,
-        timeout=args.request_timeout,
-    )
+    conn = connect_live(args)
     # The cluster's release when neither the flags nor the config name one.
     settings = modelled_settings(args, settings, server_version(conn))[0]
     cluster = LiveCluster(conn)

@@ -50,7 +50,7 @@ from webhook.audit.workloads.targets import (
     parse_rollout,
     parse_scale,
 )
-from webhook.cli.common import colour, modelled_settings, paint
+from webhook.cli.common import colour, connect_live, modelled_settings, paint
 from webhook.cli.simulate import (
     processes,
     sampling_asked,
@@ -81,14 +81,9 @@ def read_state_and_version(
     (None from a snapshot); InputError / ClusterError / ConfigError."""
     if args.snapshot:
         return read_file(args.snapshot).state(), None
-    from webhook.cluster.lister import connect, server_version
+    from webhook.cluster.lister import server_version
 
-    conn = connect(
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        in_cluster=args.in_cluster,
-        timeout=args.request_timeout,
-    )
+    conn = connect_live(args)
     version = server_version(conn)
     return read_cluster(conn, progress=err).state(), version
 
@@ -521,14 +516,9 @@ def cli_audit_watch(args: argparse.Namespace, settings: Settings) -> int:
         if settings.audit.deletion_costs.enabled:
             log.warning("audit.deletionCosts is on but --snapshot has no cluster to write to")
     else:
-        from webhook.cluster.lister import connect, server_version
+        from webhook.cluster.lister import server_version
 
-        conn = connect(
-            kubeconfig=args.kubeconfig,
-            context=args.context,
-            in_cluster=args.in_cluster,
-            timeout=args.request_timeout,
-        )
+        conn = connect_live(args)
         # The cluster's release when neither the flags nor the config name one.
         settings = modelled_settings(args, settings, server_version(conn))[0]
 

@@ -295,6 +295,20 @@ def load_target(
     )
 
 
+def connect_live(args: argparse.Namespace) -> Any:
+    """The lister.Connection the audit's flags name (--kubeconfig, --context,
+    --in-cluster, --request-timeout); ConfigError when there is no usable kubeconfig. The
+    cluster client is imported only here, when a live cluster is read."""
+    from webhook.cluster.lister import connect
+
+    return connect(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        in_cluster=args.in_cluster,
+        timeout=args.request_timeout,
+    )
+
+
 def modelled_settings(
     args: argparse.Namespace, settings: Settings, cluster_version: tuple[int, int] | None
 ) -> tuple[Settings, KubeVersion, tuple[int, int]]:
