@@ -71,15 +71,22 @@ def pod_template(obj: RawObj) -> PodTemplate | None:
             node = {}
         if not isinstance(node, dict):
             return None
+    return _template_in(node, kind, TEMPLATE_PATHS[kind])
+
+
+def _template_in(node: RawObj, kind: str, path: tuple[str, ...]) -> PodTemplate | None:
+    """The PodTemplate whose metadata and spec `node` (found at `path`) holds: an absent
+    one reads as {}, one of the wrong type gives None."""
     metadata = node.get("metadata") if node.get("metadata") is not None else {}
     spec = node.get("spec") if node.get("spec") is not None else {}
     if not isinstance(metadata, dict) or not isinstance(spec, dict):
         return None
-    keys = TEMPLATE_PATHS[kind]
-    spec_path = ".".join((*keys, "spec"))
-    pointer = "".join("/" + k for k in keys)
     return PodTemplate(
-        kind=kind, metadata=metadata, spec=spec, spec_path=spec_path, pointer=pointer
+        kind=kind,
+        metadata=metadata,
+        spec=spec,
+        spec_path=".".join((*path, "spec")),
+        pointer="".join("/" + json_pointer_escape(k) for k in path),
     )
 
 
@@ -176,14 +183,4 @@ def pod_template_at(obj: RawObj, path: tuple[str, ...]) -> PodTemplate | None:
             return None
         if not isinstance(node, dict):
             return None
-    metadata = node.get("metadata") if node.get("metadata") is not None else {}
-    spec = node.get("spec") if node.get("spec") is not None else {}
-    if not isinstance(metadata, dict) or not isinstance(spec, dict):
-        return None
-    return PodTemplate(
-        kind=str(kind),
-        metadata=metadata,
-        spec=spec,
-        spec_path=".".join((*path, "spec")),
-        pointer="".join("/" + json_pointer_escape(k) for k in path),
-    )
+    return _template_in(node, str(kind), path)
