@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.field import FieldError, JSONValue, invalid
+from webhook.api.kube import as_dict
 from webhook.api.names import MUST_BE_LIST, MUST_BE_OBJECT, MUST_BE_STRING
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "apply_match_label_keys",
     "decode_constraints",
     "match_label_requirements",
+    "node_inclusion_inputs",
     "requirement",
     "type_errors_of",
     "unique_pair",
@@ -196,3 +198,12 @@ def unique_pair(c: DecodedConstraint | None) -> tuple[str, str] | None:
     if c is None or c.topology_key is BAD or c.when is BAD:
         return None
     return (c.topology_key, c.when)
+
+
+def node_inclusion_inputs(pod_spec: Mapping[str, Any]) -> list[Any]:
+    """What the node inclusion policies read of a pod: its nodeSelector and required node
+    affinity (nodeAffinityPolicy: Honor) and its tolerations (nodeTaintsPolicy: Honor).
+    Two pods alike here have their constraints' domains counted over the same nodes."""
+    affinity = as_dict(as_dict(pod_spec.get("affinity")).get("nodeAffinity"))
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    return [pod_spec.get("nodeSelector"), required, pod_spec.get("tolerations")]

@@ -83,8 +83,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from webhook.api.kube import RawObj, as_dict, meta, pod_namespace, spec
+from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, node_inclusion_inputs
+from webhook.api.kube import RawObj, meta, pod_namespace, spec
 from webhook.api.pods import is_ready
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -206,17 +206,7 @@ def _eligibility_key(asked: RawObj) -> str:
         for c in s.get("topologySpreadConstraints") or []
         if isinstance(c, dict)
     ]
-    affinity = as_dict(as_dict(s.get("affinity")).get("nodeAffinity"))
-    return json.dumps(
-        [
-            constraints,
-            s.get("nodeSelector"),
-            affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
-            s.get("tolerations"),
-        ],
-        sort_keys=True,
-        default=str,
-    )
+    return json.dumps([constraints, *node_inclusion_inputs(s)], sort_keys=True, default=str)
 
 
 class _Member(NamedTuple):

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from webhook.api.kube import RawObj, as_dict, pod_labels, pod_namespace, spec
+from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, node_inclusion_inputs
+from webhook.api.kube import RawObj, pod_labels, pod_namespace, spec
 from webhook.audit.state.inventory import ClusterState, Workload
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
@@ -158,17 +158,8 @@ def _spec_key(pod: RawObj, actions: Sequence[str]) -> tuple[str, tuple[str, ...]
             }
         )
     )
-    s = spec(pod)
-    affinity = as_dict(as_dict(s.get("affinity")).get("nodeAffinity"))
     text = json.dumps(
-        [
-            picked,
-            s.get("nodeSelector"),
-            affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
-            s.get("tolerations"),
-        ],
-        sort_keys=True,
-        default=str,
+        [picked, *node_inclusion_inputs(spec(pod))], sort_keys=True, default=str
     )
     return text, names
 
