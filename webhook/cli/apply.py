@@ -22,7 +22,8 @@ from webhook.audit.act.evictor import LiveCluster
 from webhook.audit.act.steps import StepRecord, step_line
 from webhook.audit.measure.spread import evaluate
 from webhook.audit.plan.planner import make_plan
-from webhook.audit.report.document import AuditReport, render_text
+from webhook.audit.report.document import AuditReport
+from webhook.audit.report.text import render_text
 from webhook.cli.common import colour, connect_live, modelled_settings, paint
 from webhook.cluster.lister import StatusLine, server_version
 from webhook.config import Settings

@@ -37,9 +37,9 @@ from webhook.audit.drills.outcome import DRAIN, UNREACHABLE, WITHOUT, matching_n
 from webhook.audit.drills.ranges import add_ranges, range_lines
 from webhook.audit.measure.costs import all_costs, costs_json, render_costs_text
 from webhook.audit.pipeline import run_audit
-from webhook.audit.report.document import render_text
 from webhook.audit.report.metrics import AuditMetrics
 from webhook.audit.report.policyreports import APIS, PolicyReportWriter
+from webhook.audit.report.text import render_text
 from webhook.audit.serve.loop import AuditLoop, AuditStopped, LatestReport, MetricsServer
 from webhook.audit.state.inventory import ClusterState
 from webhook.audit.state.reader import read_cluster, read_file
