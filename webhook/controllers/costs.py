@@ -85,7 +85,7 @@ from typing import Any, NamedTuple
 
 from webhook.api.constraint import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, node_inclusion_inputs
 from webhook.api.kube import RawObj, meta, pod_namespace, spec
-from webhook.api.pods import is_ready
+from webhook.api.pods import is_ready, pod_key
 from webhook.scheduler.config.types import SpreadArgs
 from webhook.scheduler.framework.snapshot import Snapshot
 from webhook.scheduler.framework.types import Status
@@ -225,7 +225,7 @@ def _members(pods: Iterable[RawObj]) -> list[_Member]:
     for pod in pods:
         m = meta(pod)
         namespace = pod_namespace(pod)
-        key = f"{namespace}/{m.get('name') or ''}"
+        key = pod_key(pod)
         node = spec(pod).get("nodeName")
         created = m.get("creationTimestamp")
         rank = (0 if is_ready(pod) else 1, created if isinstance(created, str) else "", key)
