@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_audit  # noqa: E402 - a sibling script
 
 from webhook.api.labels import parse_selector  # noqa: E402
+from webhook.api.pods import pod_key  # noqa: E402
 from webhook.audit.drills import outcome as whatif  # noqa: E402
-from webhook.audit.state.inventory import Collector, pod_key  # noqa: E402
-from webhook.cluster.files import scan_list  # noqa: E402
+from webhook.audit.state.reader import read_file  # noqa: E402
 from webhook.config import Settings  # noqa: E402
 
 
@@ -63,9 +63,7 @@ def main() -> int:
     snap = work / "cluster.json"
     bench_audit.write_cluster(snap, args.nodes, args.deployments, args.pods, args.seed)
     lower_max_pods(snap, args.max_pods)
-    collector = Collector()
-    scan_list(str(snap), collector.add)
-    state = collector.state()
+    state = read_file(str(snap)).state()
     settings = Settings()
     selector = parse_selector("topology.kubernetes.io/zone=zone-a")
     print(

@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webhook.audit.state.inventory import Collector  # noqa: E402
-from webhook.cluster.files import load_snapshot, scan_list  # noqa: E402
+from webhook.audit.state.reader import read_file  # noqa: E402
+from webhook.cluster.files import load_snapshot  # noqa: E402
 
 
 def status_kib(field: str) -> int:
@@ -79,9 +79,7 @@ def main() -> int:
     if args.replica:
         snap = load_snapshot(args.snapshot, trimmed=True)
     else:
-        collector = Collector()
-        scan_list(args.snapshot, collector.add)
-        state = collector.state()
+        state = read_file(args.snapshot).state()
         snap, audit_pods, owners = state.snapshot, state.running, state.owners
     loaded = time.perf_counter() - t0
     gc.collect()
