@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_audit  # noqa: E402 - a sibling script
 
 from webhook.api.labels import parse_selector  # noqa: E402
-from webhook.api.pods import pod_key  # noqa: E402
 from webhook.audit.drills import outcome as whatif  # noqa: E402
 from webhook.audit.state.reader import read_file  # noqa: E402
 from webhook.config import Settings  # noqa: E402
@@ -83,10 +82,8 @@ def main() -> int:
         drill = whatif.without_nodes(state, selector, settings)
         drills.append(time.perf_counter() - t0)
         whatif.diagnose_pending = diagnose
-        by_key = {pod_key(p): p for p in state.running}
-        pending = [by_key[k] for k in drill.pending]
         t0 = time.perf_counter()
-        result = diagnose(drill.state, pending, settings)
+        result = diagnose(drill.state, drill.replacements, settings)
         diagnoses.append(time.perf_counter() - t0)
         signatures = len({json.dumps(v.to_json()) + v.cause for v in result.verdicts.values()})
         print(
