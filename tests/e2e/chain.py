@@ -197,7 +197,9 @@ def pod_create_latency(delta: Samples) -> dict[str, dict[str, float]]:
     out = {}
     for key, metric in (("withWebhooks", "apiserver_request_duration_seconds"),
                         ("withoutWebhooks", "apiserver_request_sli_duration_seconds")):
-        match = {"verb": "POST", "resource": "pods", "subresource": "", "dry_run": ""}
+        match = {"verb": "POST", "resource": "pods", "subresource": ""}
+        if key == "withWebhooks":  # the SLI histogram has no dry_run label
+            match["dry_run"] = ""
         count = total(delta, f"{metric}_count", **match)
         if count <= 0:
             continue
@@ -637,7 +639,9 @@ class Phase:
     seconds: float = 0.0  # first pod seen to last Ready, first cycle
     stuck: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-    failed_create: int = 0
+    failed_create: int = 0  # FailedCreate events naming a webhook
+    failed_create_other: int = 0
+    other_examples: list[str] = field(default_factory=list)
     fault_figures: dict[str, float] = field(default_factory=dict)
     fault_error: str | None = None
     delta: Samples = field(default_factory=dict)
@@ -661,7 +665,10 @@ class Phase:
             "requestCodes": request_codes(d), "rejections": errors,
             "callingWebhookError": errors.get("calling_webhook_error", 0),
             "failOpen": int(total(d, "apiserver_admission_webhook_fail_open_count_total")),
-            "failedCreate": self.failed_create, "missingMutation": len(self.missing),
+            "failedCreate": self.failed_create,
+            "failedCreateOther": self.failed_create_other,
+            "failedCreateOtherExamples": self.other_examples,
+            "missingMutation": len(self.missing),
             "missingExamples": self.missing[:5], "stuck": self.stuck,
             "podCreate": pod_create_latency(d),
             "replicaCpuSecondsPer1000Pods": [round(c * per_thousand, 2) for c in self.cpu],
@@ -682,6 +689,7 @@ class Runner:
         self.pods = pods
         self.wait_seconds = wait_seconds
         self.n = 0
+        self.results: list[Phase] = []
         chain.probe_namespace = cp.namespace("chain-probe")
 
     def scale(self, namespace: str, counts: list[int]) -> None:
@@ -703,12 +711,24 @@ class Runner:
         stuck.append(f"{what}: {alive} pods, {ready} Ready after {self.wait_seconds:.0f} s")
         return False
 
-    def failed_creates(self, namespace: str) -> int:
+    def failed_creates(self, namespace: str) -> tuple[int, int, list[str]]:
+        """The ReplicaSets' FailedCreate events: (those whose message names a webhook, the
+        others, a few messages of the others). With kube-apiserver restarted, creations
+        fail while it is down, whatever the webhook does."""
         status, body = self.api.call(
             "GET", f"/api/v1/namespaces/{namespace}/events?fieldSelector=reason%3DFailedCreate")
         if status != 200:
             raise ControlPlaneError(f"events: {status} {body}")
-        return sum(max(1, int(e.get("count") or 1)) for e in body["items"])
+        ours, others, examples = 0, 0, []
+        for event in body["items"]:
+            count = max(1, int(event.get("count") or 1))
+            message = str(event.get("message", ""))
+            if "webhook" in message:
+                ours += count
+            else:
+                others += count
+                examples.append(message[:200])
+        return ours, others, examples[:3]
 
     def phase(self, name: str, *, webhooks: bool, fault: str | None = None) -> Phase:
         self.n += 1
@@ -759,10 +779,12 @@ class Runner:
             usage.stop()
         result.delta = ledger.delta()
         result.missing = sorted(r.problem for r in watch.pods.values() if r.problem)
-        result.failed_create = self.failed_creates(ns)
+        result.failed_create, result.failed_create_other, result.other_examples = \
+            self.failed_creates(ns)
         result.cpu, result.peak_rss = usage.cpu, usage.peak
         result.load = os.getloadavg()[0]
         self.cp.kubectl("delete", "namespace", ns, "--wait=false")
+        self.results.append(result)
         return result
 
     def _create_deployments(self, namespace: str) -> None:
