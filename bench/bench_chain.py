@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
 import tempfile
 import time
@@ -125,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated, in this order (empty: none)")
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     args = ap.parse_args(argv)
+    # SIGTERM stops it as Ctrl-C does: the control plane and the replicas are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.fault_pods = args.fault_pods or args.pods
     faults = [f for f in args.faults.split(",") if f]
     unknown = set(faults) - set(FAULTS)
