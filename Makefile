@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-scale bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
+.PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-chain bench-scale bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
 	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
 
 $(VENV)/bin/python:
@@ -139,6 +139,13 @@ bench-scale: $(STAMP)
 
 bench-load: $(STAMP)
 	$(PY) bench/bench_load.py
+
+# The webhook in the real admission chain: two replicas, the controllers creating 3,000
+# pods with and without it, then each fault under that load (bench/bench_chain.py;
+# docs/performance.md). About 40 minutes on 2 cores.
+BENCH_CHAIN_FLAGS ?= --json build/bench-chain.json
+bench-chain: $(STAMP) control-plane
+	$(PY) bench/bench_chain.py $(BENCH_CHAIN_FLAGS)
 
 # The workload drills (--scale, --rollout) on the audit benchmark's cluster
 # (docs/workloads.md).

@@ -78,13 +78,13 @@ from tests.builders import (  # noqa: E402
     selector,
     workload,
 )
+from tests.procs import CLK_TCK, children, cpu_seconds  # noqa: E402
 
 HOST = "127.0.0.1"
 SERVICE, NAMESPACE = "topospread", "bench"
 CLIENT_PROCESSES = 2
 CONNECTIONS_PER_PROCESS = 8
 WRK_CONNECTIONS = 16
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # Where the server and the floor are started from: serve's own code paths, with
 # gunicorn's OPTIONS overridden for the worker class variants.
@@ -321,32 +321,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # utime and stime: fields 14 and 15 of proc(5), counted from after the name.
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 def tree_cpu(pid: int) -> float:
     """CPU seconds of a process and its children (gunicorn master and workers)."""
-    return _cpu_seconds(pid) + sum(_cpu_seconds(c) for c in _children(pid))
+    return cpu_seconds(pid) + sum(cpu_seconds(c) for c in children(pid))
 
 
 def machine_busy() -> float:
@@ -629,8 +606,8 @@ class Phase:
 
 @contextlib.contextmanager
 def measured(server: Server) -> Iterator[dict[str, Any]]:
-    workers = _children(server.proc.pid)
-    per0 = {w: _cpu_seconds(w) for w in workers}
+    workers = children(server.proc.pid)
+    per0 = {w: cpu_seconds(w) for w in workers}
     cpu0, busy0, t0 = tree_cpu(server.proc.pid), machine_busy(), time.monotonic()
     box: dict[str, Any] = {}
     yield box
@@ -639,7 +616,7 @@ def measured(server: Server) -> Iterator[dict[str, Any]]:
     box["wall"] = time.monotonic() - t0
     # How the work spread over the workers: keep-alive connections stay with the worker
     # that accepted them.
-    box["split"] = "/".join(f"{_cpu_seconds(w) - c:.1f}" for w, c in per0.items())
+    box["split"] = "/".join(f"{cpu_seconds(w) - c:.1f}" for w, c in per0.items())
 
 
 def run_phase(
@@ -804,7 +781,7 @@ def replica_memory(pid: int) -> dict[str, float]:
     """MiB the serving processes (gunicorn master and workers) hold: RSS summed (counts
     pages the workers share with the master once per process) and PSS summed (shared
     pages split between their sharers: what the replica costs the node)."""
-    pids = [pid, *_children(pid)]
+    pids = [pid, *children(pid)]
     return {
         "processes": len(pids),
         "rss_mib": sum(_memory_kib(p, "Rss") for p in pids) / 1024,

@@ -131,13 +131,16 @@ def start_server(
     workers: int = 2,
     config: str | None = None,
     env: dict[str, str] | None = None,
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> LiveServer:
-    """Start `topospread serve` and wait until /readyz answers 200."""
+    """Start `topospread serve` and wait until /readyz answers 200 (on `port`, a free
+    one unless given; `extra_args` appended to serve's)."""
     cert_dir = tmp / "certs"
     generate("topospread", "topospread", cert_dir, days=2)
     args = [
         sys.executable, "-m", "webhook.cli.main", "serve", "--cert-dir", str(cert_dir),
-        "--bind", f"127.0.0.1:{free_port()}", "--workers", str(workers),
+        "--bind", f"127.0.0.1:{port or free_port()}", "--workers", str(workers), *extra_args,
     ]
     if config is not None:
         path = tmp / "config.yaml"

@@ -66,6 +66,7 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     # before the multiprocess directory is set, nor the app in the arbiter.
     ("webhook.server.gunicorn_conf", "webhook.server.metrics"): "multiprocess metrics first",
     ("webhook.server.gunicorn_conf", "webhook.server.app"): "app only in a worker",
+    ("webhook.server.worker", "webhook.server.app"): "app only in a worker",
     # serve imports the app, metrics and logs only once the environment is set.
     ("webhook.server.serve", "webhook.server.app"): "multiprocess metrics first",
     ("webhook.server.serve", "webhook.server.logs"): "logging configured when serving",

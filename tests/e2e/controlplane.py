@@ -323,6 +323,7 @@ class ControlPlane:
     # kube-scheduler's log level: at 10 it logs every plugin's score for every node.
     scheduler_verbosity: int = 2
     extra_apiserver_flags: list[str] = field(default_factory=list)
+    extra_controller_manager_flags: list[str] = field(default_factory=list)
     # Which processes to run, in start order: a test of the API alone needs no more.
     components: tuple[str, ...] = ("etcd", "kube-apiserver", "kube-controller-manager",
                                    "kube-scheduler", "kwok")
@@ -427,6 +428,7 @@ class ControlPlane:
             "--node-monitor-period=1s",
             f"--node-monitor-grace-period={self.node_grace_seconds}s",
             "--allocate-node-cidrs=false",
+            *self.extra_controller_manager_flags,
         ], lambda: https_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), timeout)
 
     def _start_scheduler(self, bins: dict[str, Path], timeout: float) -> None:
@@ -488,6 +490,17 @@ class ControlPlane:
 
     def process(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)
+
+    def restart(self, name: str, timeout: float = 120) -> None:
+        """Stop one process (SIGTERM, as a restart does) and start it again with the same
+        flags, waiting until it is ready; its log goes on in the same file."""
+        proc = self.process(name)
+        proc.stop()
+        proc.start(timeout)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context as the admin: the cluster's CA and the admin's certificate."""
+        return self._ctx()
 
     # ---- the API, as users reach it
 

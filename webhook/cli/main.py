@@ -606,6 +606,12 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", metavar="N", type=int, default=None, help="gunicorn worker processes"
     )
+    p.add_argument(
+        "--share-port",
+        action="store_true",
+        help="listen beside other servers of this user on the same address (SO_REUSEPORT), "
+        "as replicas on one host: the kernel spreads new connections over them",
+    )
 
     # ---- certs
     p = add(

@@ -32,6 +32,7 @@ __all__ = [
     "on_exit",
     "on_starting",
     "worker_exit",
+    "worker_sees",
 ]
 
 # The env var serve sets when it made the metrics directory itself (and so removes it).
@@ -141,6 +142,19 @@ def post_fork(server: Any, worker: Any) -> None:
     sockets = getattr(worker, "sockets", None) or []
     if sockets:
         server.log.info("worker %s listening at %s", worker.pid, ",".join(str(s) for s in sockets))
+
+
+def worker_sees(flag: DrainFlag, *, share_port: bool = False) -> Callable[[Any, Any], None]:
+    """A `post_fork` hook (post_fork's, plus): the worker reads `flag` to close its idle
+    kept-alive connections while draining, and with `share_port` listens only once
+    ready (worker.TopospreadWorker)."""
+
+    def hook(server: Any, worker: Any) -> None:
+        post_fork(server, worker)
+        worker.draining = flag.is_set
+        worker.joins_when_ready = share_port
+
+    return hook
 
 
 def child_exit(server: Any, worker: Any) -> None:

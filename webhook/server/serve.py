@@ -286,7 +286,7 @@ def cli_serve(args: argparse.Namespace) -> int:
     """`topospread serve`: check everything, then run gunicorn until stopped."""
     from webhook.install.certs import CertReloader
     from webhook.server import logs
-    from webhook.server.gunicorn_conf import OPTIONS, DrainFlag, connection_policy
+    from webhook.server.gunicorn_conf import OPTIONS, DrainFlag, connection_policy, worker_sees
     from webhook.server.worker import KernelTimeoutContext, keepalive_requests
 
     settings = load_settings(args.config, getattr(args, "scheduler_config", None))
@@ -301,7 +301,8 @@ def cli_serve(args: argparse.Namespace) -> int:
     # No Python-level timeout on the sockets: the kernel bounds them (worker.py).
     reloader = CertReloader(cert_dir, client_ca=_client_ca(settings, cert_dir))
     tls = KernelTimeoutContext(reloader.context, io_timeout_seconds(settings))
-    if OPTIONS.get("reuse_port"):
+    share_port = bool(getattr(args, "share_port", False))
+    if OPTIONS.get("reuse_port") and not share_port:
         check_bind_free(bind)
     source = _source(args, settings)
 
@@ -349,6 +350,7 @@ def cli_serve(args: argparse.Namespace) -> int:
         "keyfile": reloader.key_file,
         "ssl_context": tls.gunicorn_ssl_context,
         "pre_request": connection_policy(flag, requests_per_connection),
+        "post_fork": worker_sees(flag, share_port=share_port),
         "loglevel": level.lower(),
         "logconfig_dict": logs.dict_config(level),
     }

@@ -25,19 +25,28 @@ from __future__ import annotations
 
 import errno
 import os
+import selectors
 import socket
 import ssl
 import struct
+import time
 from collections.abc import Callable
 from typing import Any
 
 from gunicorn.glogging import Logger
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
+
+try:  # gunicorn 24+: a thread hands a connection without data back to the poller
+    from gunicorn.workers.gthread import _DEFER, DEFAULT_WORKER_DATA_TIMEOUT
+except ImportError:  # pragma: no cover - older gunicorn: its own handle() as it is
+    _DEFER, DEFAULT_WORKER_DATA_TIMEOUT = None, 5.0
 
 from webhook.config import Settings
 from webhook.errors import ConfigError
 
 __all__ = [
+    "DRAIN_IDLE_SECONDS",
+    "DRAIN_POLL_SECONDS",
     "KEEPALIVE_REQUESTS",
     "KernelTimeoutContext",
     "KernelTimeoutSSLSocket",
@@ -51,6 +60,15 @@ __all__ = [
 # Requests served on one kept-alive connection before it is closed (nginx's default).
 KEEPALIVE_REQUESTS = 1000
 MAX_KEEPALIVE_REQUESTS = 1_000_000
+
+# While draining, the worker's event loop wakes at least this often to close the
+# kept-alive connections that went idle (seconds)...
+DRAIN_POLL_SECONDS = 0.2
+# ...once idle this long, not at their keep-alive timeout (gunicorn_conf.keepalive).
+DRAIN_IDLE_SECONDS = 0.5
+
+# A client that went away (gthread closes these quietly too).
+_GONE = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN)
 
 # The errors a kernel timeout raises from a socket kept as KernelTimeoutSSLSocket keeps it.
 _STALLED = (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, TimeoutError)
@@ -147,7 +165,137 @@ class KernelTimeoutContext:
 
 class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
     """gunicorn's gthread worker; a connection whose client stalled past the kernel
-    timeouts (or went away) is closed without an error response or a traceback."""
+    timeouts (or went away) is closed without an error response or a traceback.
+
+    Stopping, as kube-apiserver needs it (kubernetes#127335). While the server drains
+    (`draining`, serve's DrainFlag), every kept-alive connection idle for
+    DRAIN_IDLE_SECONDS is closed then, not at its keep-alive timeout: the client's next
+    request opens a new connection, through endpoints that no longer list this pod (or,
+    replicas sharing a port with SO_REUSEPORT, to a listener the kernel still spreads
+    over). When the
+    worker stops accepting, it takes the connections already queued on its listener and
+    closes the listener in the same step: gunicorn would leave it open, unpolled, until
+    the end of the graceful timeout, and with SO_REUSEPORT the kernel goes on queueing
+    new connections on it that nobody accepts.
+    """
+
+    draining: Callable[[], bool] = staticmethod(lambda: False)
+    # Set by serve --share-port: the worker listens only once its app is ready (cluster
+    # state synced), as endpoints list a pod only once it is ready; until then the
+    # kernel sends the port's connections to the replicas already listening.
+    joins_when_ready = False
+    alive: bool
+    # Connections queued on the listener in the moment between the fork (where gunicorn
+    # opens it) and init_process (where it is put aside): served once the worker joins.
+    _early: list[tuple[socket.socket, Any]]
+
+    def init_process(self) -> None:
+        self._early = []
+        if self.joins_when_ready:
+            self._leave_port()
+        super().init_process()
+
+    def run(self) -> None:
+        if self.joins_when_ready:
+            self._wait_until_ready()
+            if not self.alive:
+                return
+            for listener in self.sockets:
+                listener.sock.listen(self.cfg.backlog)
+            self.log.info("worker %s ready: joined the shared port", self.pid)
+            for client, addr in self._early:
+                self.nr_conns += 1
+                client.setblocking(True)
+                self.enqueue_req(TConn(self.cfg, client, addr, client.getsockname()))
+            self._early = []
+        super().run()
+
+    def _leave_port(self) -> None:
+        """Swap each listening socket for one bound to the same address (SO_REUSEPORT)
+        that does not listen yet; what was already queued is kept for later."""
+        for listener in self.sockets:
+            old = listener.sock
+            new = socket.socket(old.family, socket.SOCK_STREAM)
+            new.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            new.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            new.bind(old.getsockname())
+            new.setblocking(False)
+            self._early.extend(_accept_queued(old))
+            old.close()
+            listener.sock = new
+
+    def _wait_until_ready(self) -> None:
+        from webhook.server.app import EXTENSION
+
+        services = getattr(self.wsgi, "extensions", {}).get(EXTENSION)
+        while self.alive and services is not None and not services.ready():
+            self.notify()
+            if not self.is_parent_alive():
+                self.alive = False
+                return
+            time.sleep(DRAIN_POLL_SECONDS)
+
+    def handle(self, conn: Any) -> Any:
+        """gthread's handle, except that a new connection whose client sent no request
+        right after the TLS handshake goes back to the poller instead of holding one of
+        the few threads in a blocking read: kube-apiserver's HTTP client dials more
+        connections than it uses at once under a burst and keeps the rest idle, and a
+        thread per idle connection starves the requests queued behind them."""
+        if conn.initialized or _DEFER is None:
+            return super().handle(conn)
+        if not conn.data_ready and not conn.wait_for_data(DEFAULT_WORKER_DATA_TIMEOUT):
+            return _DEFER
+        try:
+            conn.sock.setblocking(True)
+            conn.init()
+        except Exception as exc:  # noqa: BLE001 - as gthread answers a failed handshake
+            if isinstance(exc, ssl.SSLError | OSError) and (
+                getattr(exc, "errno", None) in _GONE or exc.args[:1] == (ssl.SSL_ERROR_EOF,)
+            ):
+                self.log.debug("client gone during the TLS handshake: %r", exc)
+                conn.close()
+            else:
+                self.handle_error(None, conn.sock, conn.client, exc)
+            return False
+        if conn.is_http2 or _request_waiting(conn.sock):
+            return super().handle(conn)
+        conn.data_ready = False
+        return _DEFER
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        if self.draining():
+            timeout = min(timeout, DRAIN_POLL_SECONDS)
+        super().wait_for_and_dispatch_events(timeout)
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        if self.draining() and self.alive and not force:
+            # Idle at least DRAIN_IDLE_SECONDS: a client reusing the connection in a loop
+            # is not writing its next request into it at the moment it is closed.
+            cutoff = time.monotonic() + self.cfg.keepalive - DRAIN_IDLE_SECONDS
+            while self.keepalived_conns and self.keepalived_conns[0].timeout <= cutoff:
+                conn = self.keepalived_conns.popleft()
+                try:
+                    self.poller.unregister(conn.sock)
+                except (OSError, KeyError, ValueError):
+                    pass
+                self.nr_conns -= 1
+                conn.close()
+        super().murder_keepalived(force=force)
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        super().set_accept_enabled(enabled)
+        if not enabled and not self.alive:
+            self.close_listeners()
+
+    def close_listeners(self) -> None:
+        """Accept what is queued on each listener (served as any accepted connection),
+        then close the listener: no connection is left queued where nobody accepts."""
+        for listener in self.sockets:
+            for client, addr in _accept_queued(listener):
+                self.nr_conns += 1
+                client.setblocking(True)
+                self.enqueue_req(TConn(self.cfg, client, addr, client.getsockname()))
+            listener.close()
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if isinstance(exc, _STALLED) or (
@@ -160,6 +308,31 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
                 pass
             return
         super().handle_error(req, client, addr, exc)
+
+
+def _request_waiting(sock: Any) -> bool:
+    """Whether bytes of a request are there to read now: decrypted and buffered in the TLS
+    layer, or on the socket."""
+    pending = getattr(sock, "pending", None)
+    if pending is not None and pending() > 0:
+        return True
+    with selectors.DefaultSelector() as sel:
+        sel.register(sock.fileno(), selectors.EVENT_READ)
+        return bool(sel.select(0))
+
+
+def _accept_queued(listener: Any) -> list[tuple[socket.socket, Any]]:
+    """Every connection queued on a listening socket now, without waiting."""
+    accepted: list[tuple[socket.socket, Any]] = []
+    try:
+        listener.setblocking(False)
+    except OSError:
+        return accepted
+    while True:
+        try:
+            accepted.append(listener.accept())
+        except OSError:  # EAGAIN: nothing queued (EINVAL: not listening; or closed)
+            return accepted
 
 
 class NoAccessLogger(Logger):  # type: ignore[misc]  # gunicorn is untyped

@@ -1,0 +1,177 @@
+"""Replicas on one port (`serve --share-port`), as a Service spreads connections over pods.
+
+Two real `topospread serve` processes bind the same address with SO_REUSEPORT. Each joins
+the port only once ready; on SIGTERM one stops being ready, closes its idle kept-alive
+connections, and closes its listener when it stops accepting, so a client that keeps
+sending (reconnecting whenever a connection is closed, as kube-apiserver does) never sees a
+request fail: the kernel sends every new connection to a listener that accepts it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import signal
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import DNS, ZONE, make_pod, review, selector
+from tests.live_server import STARTUP_SECONDS, LiveServer, free_port, start_server
+from webhook.server.gunicorn_conf import keepalive as KEEPALIVE
+from webhook.server.worker import DRAIN_IDLE_SECONDS, TopospreadWorker
+
+pytestmark = pytest.mark.slow
+
+CONFIG = "shutdown:\n  drainSeconds: 1\n"
+JOINED = "ready: joined the shared port"
+
+
+def admission_lines(srv: LiveServer) -> int:
+    return sum(1 for r in srv.log_records() if r.get("msg") == "admission review")
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Any:
+    port = free_port()
+    servers = []
+    for name in ("a", "b"):
+        if servers:  # one certificate for the Service, as replicas mount one Secret
+            shutil.copytree(servers[0].cert_dir, tmp_path / name / "certs")
+        srv = start_server(tmp_path / name, workers=1, port=port, config=CONFIG,
+                           extra_args=("--share-port",))
+        servers.append(srv)
+        # /readyz may have been answered by the other one: wait for this one's worker.
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while JOINED not in srv.log_text():
+            assert srv.proc.poll() is None and time.monotonic() < deadline, srv.log_text()
+            time.sleep(0.1)
+    yield servers
+    for srv in servers:
+        srv.kill()
+
+
+def body(uid: str) -> bytes:
+    pod = make_pod().name("web").namespace("shop").label("app", "web")
+    return json.dumps(review(pod.spread(1, ZONE, DNS, selector({"app": "web"})).obj(),
+                             uid=uid)).encode()
+
+
+def test_without_share_port_a_second_server_on_the_port_is_refused(tmp_path: Path) -> None:
+    first = start_server(tmp_path / "a", workers=1)
+    try:
+        with pytest.raises(RuntimeError, match="--bind 127.0.0.1:"):
+            start_server(tmp_path / "b", workers=1, port=first.port)
+    finally:
+        first.kill()
+
+
+def test_both_replicas_answer_on_the_shared_port(pair: list[LiveServer]) -> None:
+    for i in range(40):
+        status, _, data = pair[0].request("POST", "/validate", raw=body(f"u{i}"))
+        assert status == 200 and json.loads(data)["response"]["uid"] == f"u{i}"
+    assert all(admission_lines(srv) > 0 for srv in pair), [admission_lines(s) for s in pair]
+
+
+@dataclass
+class Seen:
+    ok: int = 0
+    failed: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def keep_sending(srv: LiveServer, seen: Seen, stop: threading.Event, n: int) -> None:
+    """Reviews on a kept-alive connection, a new one whenever the server closes it."""
+    conn: http.client.HTTPSConnection | None = None
+    i = 0
+    while not stop.is_set():
+        conn = conn or srv.connection(timeout=10)
+        i += 1
+        uid = f"c{n}-{i}"
+        try:
+            conn.request("POST", "/validate", body=body(uid),
+                         headers={"Content-Type": "application/json"})
+            with conn.getresponse() as resp:
+                data = resp.read()
+                closing = resp.getheader("Connection", "").lower() == "close"
+            assert resp.status == 200 and json.loads(data)["response"]["uid"] == uid
+            with seen.lock:
+                seen.ok += 1
+            if closing:
+                conn.close()
+                conn = None
+        except (OSError, http.client.HTTPException, AssertionError, ValueError) as exc:
+            with seen.lock:
+                seen.failed.append(f"{uid}: {exc!r}")
+            conn.close()
+            conn = None
+    if conn is not None:
+        conn.close()
+
+
+def test_sigterm_to_one_replica_fails_no_request(pair: list[LiveServer]) -> None:
+    """Clients keep sending while replica a drains and stops; b serves what a no longer
+    does, so not one request fails, refused connections included."""
+    seen, stop = Seen(), threading.Event()
+    clients = [threading.Thread(target=keep_sending, args=(pair[1], seen, stop, n))
+               for n in range(4)]
+    for t in clients:
+        t.start()
+    try:
+        before = admission_lines(pair[0])
+        pair[0].proc.send_signal(signal.SIGTERM)
+        assert pair[0].proc.wait(60) == 0
+        served_after = seen.ok
+        # b goes on answering after a is gone.
+        while seen.ok < served_after + 50 and not seen.failed:
+            threading.Event().wait(0.05)
+    finally:
+        stop.set()
+        for t in clients:
+            t.join(30)
+    assert not seen.failed, seen.failed[:5]
+    assert admission_lines(pair[0]) >= before
+
+
+class _Conn:
+    def __init__(self, idle: float) -> None:
+        self.sock = object()
+        # gthread's deadline: when the connection went idle plus the keep-alive timeout.
+        self.timeout = time.monotonic() - idle + KEEPALIVE
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Poller:
+    def unregister(self, sock: object) -> None:
+        pass
+
+
+class _Cfg:
+    keepalive = KEEPALIVE
+
+
+@pytest.mark.parametrize("draining", [False, True])
+def test_idle_kept_alive_connections_close_early_only_while_draining(draining: bool) -> None:
+    """While draining, a connection idle for DRAIN_IDLE_SECONDS is closed, well before its
+    keep-alive timeout; one that just went idle (its client may be writing the next
+    request into it) is kept; nothing is closed early when not draining."""
+    worker = TopospreadWorker.__new__(TopospreadWorker)
+    long_idle, just_idle = _Conn(DRAIN_IDLE_SECONDS + 1), _Conn(0)
+    worker.keepalived_conns = deque([long_idle, just_idle])
+    worker.poller = _Poller()
+    worker.cfg = _Cfg()
+    worker.nr_conns = 2
+    worker.alive = True
+    worker.draining = lambda: draining
+    worker.murder_keepalived()
+    assert (long_idle.closed, just_idle.closed) == (draining, False)
+    assert worker.nr_conns == (1 if draining else 2)
