@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,3 +106,49 @@ def test_io_timeout_setting(raw: dict, expected: float) -> None:
 def test_io_timeout_setting_refuses_bad_values(value: object) -> None:
     with pytest.raises(ConfigError, match="tls.ioTimeoutSeconds"):
         io_timeout_seconds(settings_from_dict({"tls": {"ioTimeoutSeconds": value}}))
+
+
+def _client_hello() -> bytes:
+    """A real TLS ClientHello, as Python's own client sends it first."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_side=False)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+@pytest.fixture
+def patient_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A server whose I/O timeout is longer than the test's client waits."""
+    srv = start_server(
+        tmp_path, config="tls:\n  ioTimeoutSeconds: 60\nshutdown:\n  drainSeconds: 0\n"
+    )
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
+@pytest.mark.slow
+def test_handshakes_waiting_for_the_client_hold_no_thread(patient_server: LiveServer) -> None:
+    """Clients that sent a whole ClientHello and then wait (as a CPU-starved API server
+    does before its Finished) hold no thread: with more of them than the server has
+    threads, and an I/O timeout (60 s) longer than this client waits (15 s), a new
+    request is answered."""
+    hello = _client_hello()
+    stalled = [_stall(patient_server.port, hello) for _ in range(STALLED)]
+    try:
+        for s in stalled:  # the server's answer arrived: each handshake is under way
+            assert s.recv(5)[:1] == b"\x16"
+        conn = patient_server.connection(timeout=15)
+        try:
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+    finally:
+        for s in stalled:
+            s.close()

@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gunicorn import http as gunicorn_http
+from gunicorn import sock as gunicorn_sock
 from gunicorn.glogging import Logger
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
@@ -246,8 +248,13 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         if not conn.data_ready and not conn.wait_for_data(DEFAULT_WORKER_DATA_TIMEOUT):
             return _DEFER
         try:
-            conn.sock.setblocking(True)
-            conn.init()
+            if self.cfg.is_ssl:
+                if not self._handshake_step(conn):
+                    conn.data_ready = False
+                    return _DEFER
+            else:
+                conn.sock.setblocking(True)
+                conn.init()
         except Exception as exc:  # noqa: BLE001 - as gthread answers a failed handshake
             if isinstance(exc, ssl.SSLError | OSError) and (
                 getattr(exc, "errno", None) in _GONE or exc.args[:1] == (ssl.SSL_ERROR_EOF,)
@@ -261,6 +268,41 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
             return super().handle(conn)
         conn.data_ready = False
         return _DEFER
+
+    def _handshake_step(self, conn: Any) -> bool:
+        """Take the TLS handshake of a new connection as far as the client's bytes allow,
+        without waiting for more: True once it is complete (the connection then reads
+        requests as gthread's init() leaves it), False when the client's next flight has
+        not arrived yet (the connection goes back to the poller, holding no thread).
+
+        gthread does the handshake in a thread, in blocking mode: when kube-apiserver is
+        short of CPU it can take seconds between its ClientHello and its Finished, and a
+        few such connections hold every thread while the calls queued behind them run
+        into the API server's deadline (measured: docs/performance.md, "In the admission
+        chain"). The kernel timeouts still bound the blocking reads that follow."""
+        if not isinstance(conn.sock, ssl.SSLSocket):
+            conn.sock = gunicorn_sock.ssl_context(self.cfg).wrap_socket(
+                conn.sock,
+                server_side=True,
+                suppress_ragged_eofs=self.cfg.suppress_ragged_eofs,
+                do_handshake_on_connect=False,
+            )
+        fd = conn.sock.fileno()
+        os.set_blocking(fd, False)
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            return False
+        except ssl.SSLWantWriteError:
+            # Our flight did not fit the socket's buffer: finish it blocking, bounded by
+            # the kernel timeouts as every other write.
+            os.set_blocking(fd, True)
+            conn.sock.do_handshake()
+        finally:
+            os.set_blocking(fd, True)
+        conn.initialized = True
+        conn.parser = gunicorn_http.get_parser(self.cfg, conn.sock, conn.client)
+        return True
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         if self.draining():
