@@ -18,15 +18,20 @@ from webhook.server.serve import IO_TIMEOUT_SECONDS, io_timeout_seconds
 STALLED = 12
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[LiveServer]:
+def _serving(tmp_path: Path, io_timeout: int) -> Iterator[LiveServer]:
     srv = start_server(
-        tmp_path, config="tls:\n  ioTimeoutSeconds: 1\nshutdown:\n  drainSeconds: 0\n"
+        tmp_path,
+        config=f"tls:\n  ioTimeoutSeconds: {io_timeout}\nshutdown:\n  drainSeconds: 0\n",
     )
     try:
         yield srv
     finally:
         srv.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    yield from _serving(tmp_path, 1)
 
 
 def _stall(port: int, first_bytes: bytes) -> socket.socket:
@@ -123,13 +128,7 @@ def _client_hello() -> bytes:
 @pytest.fixture
 def patient_server(tmp_path: Path) -> Iterator[LiveServer]:
     """A server whose I/O timeout is longer than the test's client waits."""
-    srv = start_server(
-        tmp_path, config="tls:\n  ioTimeoutSeconds: 60\nshutdown:\n  drainSeconds: 0\n"
-    )
-    try:
-        yield srv
-    finally:
-        srv.kill()
+    yield from _serving(tmp_path, 60)
 
 
 @pytest.mark.slow
