@@ -248,6 +248,8 @@ class Sampler:
         self._order: list[int] = []
         # the snapshot and its topology version the order was last checked against
         self._topology: tuple[Snapshot, int] | None = None
+        # the feasible positions `find` was last given (by identity) and their marks
+        self._passes: tuple[Sequence[int], bytearray] | None = None
 
     def percentage_for(self, profile_percentage: int | None) -> int | None:
         """The percentage a cycle of this profile samples with; None: no sampling."""
@@ -343,7 +345,15 @@ class Sampler:
         n = len(order)
         start = self.next_start % n if n else 0
         num_to_find = num_feasible_nodes_to_find(percentage, n) if scoring else min(1, n)
-        passes = _marked(len(table.names), feasible)
+        # The marks of the last cycle's feasible nodes stand while that very list does
+        # (a Diagnosis keeps its list while no node's feasibility moves; lists handed
+        # here are never changed in place).
+        kept = self._passes
+        if kept is not None and kept[0] is feasible and len(kept[1]) == len(table.names):
+            passes = kept[1]
+        else:
+            passes = _marked(len(table.names), feasible)
+            self._passes = (feasible, passes)
         # The tree's order from the start index; the steps at which it meets a feasible
         # node, one more than wanted (its step is where the scan stops).
         rotated = order[start:] + order[:start]

@@ -47,6 +47,7 @@ __all__ = [
     "score_column",
     "score_columns",
     "score_map",
+    "sums_by_classes",
     "weighted_sums",
 ]
 
@@ -195,6 +196,39 @@ def weighted_sums(
     for weight, column in columns.values():
         sums = list(map(add, sums, map(weight.__mul__, column)))
     return sums
+
+
+def sums_by_classes(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    scored: list[int],
+) -> list[int] | str:
+    """weighted_sums worked out by classes, for a sampled cycle's scanned nodes
+    (`scored`, ascending): each plugin with a ScoreView scores once per class among
+    them (its classes of every node read, not made, per decision), the others give
+    their column; or the error that fails the cycle. weighted_sums is its plain twin
+    (tests/scheduler/test_properties.py)."""
+    state, pod = prepared.state, prepared.pod
+    infos = FeasibleNodes(table.infos, scored)
+    views: list[tuple[int, ScorePlugin, ScoreView]] = []
+    columns: list[tuple[int, list[int]]] = []
+    for plugin, weight in plugins:
+        pre = _pre_score(plugin, state, pod, infos, snapshot)
+        if isinstance(pre, str):
+            return pre
+        if not pre:
+            continue
+        view = _view(plugin, state, pod, snapshot, table)
+        if view is not None:
+            views.append((weight, plugin, view))
+            continue
+        column = _column(plugin, state, pod, snapshot, table, scored)
+        if isinstance(column, str):
+            return column
+        columns.append((weight, column))
+    return _sums(views, columns, prepared, snapshot, table, scored)
 
 
 def best_position(
@@ -362,6 +396,23 @@ def _best_by_columns(
     """best_position node by node: each view's scores spread over the feasible nodes
     (or, where a node changed under it, its plugin's Score on every node), added to the
     `columns` of the plugins without one, weighted; the first best node."""
+    sums = _sums(views, columns, prepared, snapshot, table, feasible)
+    if isinstance(sums, str):
+        return sums
+    return feasible[sums.index(max(sums))]
+
+
+def _sums(
+    views: list[tuple[int, ScorePlugin, ScoreView]],
+    columns: list[tuple[int, list[int]]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> list[int] | str:
+    """Each feasible node's weighted sum: each view's scores spread over the feasible
+    nodes (or, where a node changed under it, its plugin's Score on every node), added
+    to the `columns` of the plugins without one, weighted; or the error."""
     columns = list(columns)
     for weight, plugin, view in views:
         of_feasible = list(map(view.of_node.__getitem__, feasible))
@@ -382,7 +433,7 @@ def _best_by_columns(
     sums = [0] * len(feasible)
     for weight, column in columns:
         sums = list(map(add, sums, map(weight.__mul__, column)))
-    return feasible[sums.index(max(sums))]
+    return sums
 
 
 def _raw_scores(
