@@ -776,6 +776,16 @@ SCORE_PLUGINS = [
 ]
 
 
+def _views_except(node_by_node: set[str]) -> Any:
+    """runtime/score.py's _view with the plugins named scoring node by node (no view)."""
+    by_classes = runtime_score._view
+
+    def view(plugin: Any, *rest: Any) -> Any:
+        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
+
+    return view
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(profile_node_st, min_size=1, max_size=8),
@@ -794,11 +804,7 @@ def test_best_position_equals_the_first_best_weighted_sum(
     fw = framework_of(None, None)
     snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
     pod = _incoming(incoming)
-    by_classes = runtime_score._view
-
-    def view(plugin: Any, *rest: Any) -> Any:
-        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
-
+    view = _views_except(node_by_node)
     for i in range(replicas):
         copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
         fit = find_nodes_that_fit_pod(copy, snap, fw)
@@ -838,11 +844,7 @@ def test_sums_by_classes_equal_weighted_sums_on_any_scan(
     fw = framework_of(None, None)
     snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
     pod = _incoming(incoming)
-    by_classes = runtime_score._view
-
-    def view(plugin: Any, *rest: Any) -> Any:
-        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
-
+    view = _views_except(node_by_node)
     for i in range(replicas):
         copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
         fit = find_nodes_that_fit_pod(copy, snap, fw)

@@ -210,8 +210,24 @@ def sums_by_classes(
     them (its classes of every node read, not made, per decision), the others give
     their column; or the error that fails the cycle. weighted_sums is its plain twin
     (tests/scheduler/test_properties.py)."""
+    split = _views_and_columns(plugins, prepared, snapshot, table, scored)
+    if isinstance(split, str):
+        return split
+    return _sums(*split, prepared, snapshot, table, scored)
+
+
+def _views_and_columns(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> tuple[list[tuple[int, ScorePlugin, ScoreView]], list[tuple[int, list[int]]]] | str:
+    """Each plugin's PreScore over the feasible nodes, then (weight, plugin, its
+    ScoreView) for those with one and (weight, its column) for the others, a plugin
+    whose PreScore skips left out; or the error that fails the cycle."""
     state, pod = prepared.state, prepared.pod
-    infos = FeasibleNodes(table.infos, scored)
+    infos = FeasibleNodes(table.infos, feasible)
     views: list[tuple[int, ScorePlugin, ScoreView]] = []
     columns: list[tuple[int, list[int]]] = []
     for plugin, weight in plugins:
@@ -224,11 +240,11 @@ def sums_by_classes(
         if view is not None:
             views.append((weight, plugin, view))
             continue
-        column = _column(plugin, state, pod, snapshot, table, scored)
+        column = _column(plugin, state, pod, snapshot, table, feasible)
         if isinstance(column, str):
             return column
         columns.append((weight, column))
-    return _sums(views, columns, prepared, snapshot, table, scored)
+    return views, columns
 
 
 def best_position(
@@ -252,24 +268,10 @@ def best_position(
     nodes in C and Python work per joint class, whatever the number of plugins. A
     plugin without a ScoreView takes the decision node by node (_best_by_columns).
     """
-    state, pod = prepared.state, prepared.pod
-    infos = FeasibleNodes(table.infos, feasible)
-    views: list[tuple[int, ScorePlugin, ScoreView]] = []
-    columns: list[tuple[int, list[int]]] = []
-    for plugin, weight in plugins:
-        pre = _pre_score(plugin, state, pod, infos, snapshot)
-        if isinstance(pre, str):
-            return pre
-        if not pre:
-            continue
-        view = _view(plugin, state, pod, snapshot, table)
-        if view is not None:
-            views.append((weight, plugin, view))
-            continue
-        column = _column(plugin, state, pod, snapshot, table, feasible)
-        if isinstance(column, str):
-            return column
-        columns.append((weight, column))
+    split = _views_and_columns(plugins, prepared, snapshot, table, feasible)
+    if isinstance(split, str):
+        return split
+    views, columns = split
     if columns:
         return _best_by_columns(views, columns, prepared, snapshot, table, feasible)
     # A plugin giving every node one class adds the same to every sum: scored once
