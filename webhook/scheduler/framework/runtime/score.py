@@ -412,27 +412,41 @@ def _sums(
     table: NodeTable,
     feasible: list[int],
 ) -> list[int] | str:
-    """Each feasible node's weighted sum: each view's scores spread over the feasible
-    nodes (or, where a node changed under it, its plugin's Score on every node), added
-    to the `columns` of the plugins without one, weighted; or the error."""
+    """Each feasible node's weighted sum: each view's weighted score per class spread
+    over the feasible nodes (or, where a node changed under it, its plugin's Score on
+    every node), added to the `columns` of the plugins without one, weighted; or the
+    error. A view holding every feasible node in one class adds one number to all."""
+    base = 0
+    # (each feasible node's class, class -> its weighted score) of the other views
+    spread: list[tuple[list[int], dict[int, int]]] = []
     columns = list(columns)
     for weight, plugin, view in views:
         of_feasible = list(map(view.of_node.__getitem__, feasible))
-        first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
-        scores = view.scores(first, Counter(of_feasible) if view.counted else {}, len(feasible))
-        column: list[int] | str
+        c = of_feasible[0]
+        alone = of_feasible.count(c) == len(of_feasible)
+        if alone:
+            first = {c: feasible[0]}
+            counts: Mapping[int, int] = {c: len(feasible)}
+        else:
+            first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
+            counts = Counter(of_feasible) if view.counted else {}
+        scores = view.scores(first, counts, len(feasible))
         if scores is None:
             column = score_column(
                 plugin, prepared.state, prepared.pod, snapshot, table, feasible, grouped=False
             )
+            if isinstance(column, str):
+                return column
+            columns.append((weight, column))
         elif isinstance(scores, str):
-            column = scores
+            return scores
+        elif alone:
+            base += weight * scores[c]
         else:
-            column = list(map(scores.__getitem__, of_feasible))
-        if isinstance(column, str):
-            return column
-        columns.append((weight, column))
-    sums = [0] * len(feasible)
+            spread.append((of_feasible, {k: weight * v for k, v in scores.items()}))
+    sums = [base] * len(feasible)
+    for of_feasible, weighted in spread:
+        sums = list(map(add, sums, map(weighted.__getitem__, of_feasible)))
     for weight, column in columns:
         sums = list(map(add, sums, map(weight.__mul__, column)))
     return sums
