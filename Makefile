@@ -133,7 +133,9 @@ bench-sampling: $(STAMP)
 	$(PY) bench/bench_audit.py --only sampled,runs20 --sampling
 
 # audit -o json and a replica (serve --snapshot, one worker) on 20,000 and 65,000 nodes,
-# 30 pods per node: time, peak RSS, ready time, memory held (docs/performance.md).
+# 30 pods per node: time, peak RSS, ready time, memory held; and the sampled zone drill
+# (--without-nodes zone-a, adaptive percentageOfNodesToScore): time, peak RSS, pods/s
+# (docs/performance.md).
 bench-scale: $(STAMP)
 	$(PY) bench/bench_scale.py
 

@@ -776,6 +776,16 @@ SCORE_PLUGINS = [
 ]
 
 
+def _views_except(node_by_node: set[str]) -> Any:
+    """runtime/score.py's _view with the plugins named scoring node by node (no view)."""
+    by_classes = runtime_score._view
+
+    def view(plugin: Any, *rest: Any) -> Any:
+        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
+
+    return view
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(profile_node_st, min_size=1, max_size=8),
@@ -794,11 +804,7 @@ def test_best_position_equals_the_first_best_weighted_sum(
     fw = framework_of(None, None)
     snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
     pod = _incoming(incoming)
-    by_classes = runtime_score._view
-
-    def view(plugin: Any, *rest: Any) -> Any:
-        return None if plugin.name in node_by_node else by_classes(plugin, *rest)
-
+    view = _views_except(node_by_node)
     for i in range(replicas):
         copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
         fit = find_nodes_that_fit_pod(copy, snap, fw)
@@ -817,6 +823,43 @@ def test_best_position_equals_the_first_best_weighted_sum(
             break
         assert got == feasible[sums.index(max(sums))]
         snap.add_pod(copy, fit.table.names[got])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(profile_node_st, min_size=1, max_size=8),
+    st.lists(profile_resident_st, max_size=16),
+    profile_incoming_st,
+    st.integers(1, 6),
+    st.randoms(use_true_random=False),
+    st.sets(st.sampled_from(SCORE_PLUGINS)),
+)
+def test_sums_by_classes_equal_weighted_sums_on_any_scan(
+    nodes, residents, incoming, replicas, rnd, node_by_node
+) -> None:
+    """A sampled cycle's weighted sums by classes (runtime/score.py: sums_by_classes)
+    are the plain column path's (weighted_sums) on any subset of the feasible nodes a
+    scan may find, replica after replica bound where the sums put it, with the plugins
+    of `node_by_node` scoring node by node beside the others' classes."""
+    fw = framework_of(None, None)
+    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
+    pod = _incoming(incoming)
+    view = _views_except(node_by_node)
+    for i in range(replicas):
+        copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
+        fit = find_nodes_that_fit_pod(copy, snap, fw)
+        feasible = fit.diagnosis.feasible
+        if not feasible:
+            break
+        scored = sorted(rnd.sample(feasible, rnd.randint(1, len(feasible))))
+        want = runtime_score.weighted_sums(fw.scores, fit.prepared, snap, fit.table, scored)
+        fit = find_nodes_that_fit_pod(copy, snap, fw)  # a cycle of its own
+        with mock.patch.object(runtime_score, "_view", view):
+            got = runtime_score.sums_by_classes(fw.scores, fit.prepared, snap, fit.table, scored)
+        assert got == want
+        if isinstance(want, str):
+            break
+        snap.add_pod(copy, fit.table.names[scored[want.index(max(want))]])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,9 @@
   source) where place() leaves it;
 - PostFilter's shortcut (no bound pod of lower priority: no victim anywhere) answers
   what the whole dry run answers, and in a sampled run draws what it draws;
-- the snapshot's lowest priority follows binds, removals and copies.
+- the snapshot's lowest priority follows binds, removals and copies;
+- selectHost over a scan (select_sampled_host) keeps the node Sampler.pick keeps over
+  the scanned nodes in the scan's order, seed for seed.
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ from tests.scheduler.test_properties import (
     profile_node_st,
     profile_resident_st,
 )
+from webhook.scheduler.framework.sampling import Scan
 from webhook.scheduler.framework.snapshot import PRIORITY_CEILING, Snapshot
 from webhook.scheduler.placement import Placement, Sampler, place, settle, simulate
 from webhook.scheduler.profile import framework_of
 from webhook.scheduler.schedule_one import (
+    Sampled,
     find_nodes_that_fit_pod,
     prioritize_nodes,
     run_post_filter_plugins,
     select_host,
+    select_sampled_host,
     with_nominated_pods,
 )
 
@@ -165,3 +170,26 @@ def test_lowest_priority_follows_binds_and_removals(steps: list[Any]) -> None:
             values = [v for v in bound.values() if isinstance(v, int)]
             defaulted = None in bound.values()
             assert snap.lowest_priority() == (min(values, default=PRIORITY_CEILING), defaulted)
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=40),
+    st.randoms(use_true_random=False),
+    st.integers(0, 2**16),
+)
+def test_select_sampled_host_keeps_what_pick_keeps(sums_found, rnd, seed) -> None:
+    """The scanned nodes met in any order with any sums (few values: many ties): the
+    node select_sampled_host keeps and the random source after it are those of
+    Sampler.pick over the names and sums in the scan's order."""
+    positions = sorted(rnd.sample(range(100), len(sums_found)))
+    found = list(positions)
+    rnd.shuffle(found)
+    names = [f"n{i}" for i in range(100)]
+    total = dict(zip(found, sums_found, strict=True))
+    scan = Scan(found, len(found), 0, len(found), 100, 0)
+    fast, plain = Sampler(0, seed), Sampler(0, seed)
+    sums = [total[p] for p in positions]
+    got = select_sampled_host(Sampled(scan, positions, None), names, sums, fast)
+    assert got == plain.pick([names[p] for p in found], sums_found)
+    assert fast.rng.getstate() == plain.rng.getstate()

@@ -33,7 +33,7 @@ from webhook.scheduler.framework.runtime.score import (
     best_position,
     run_score_plugins,
     score_map,
-    weighted_sums,
+    sums_by_classes,
 )
 from webhook.scheduler.framework.runtime.verdicts import Last, node_verdicts
 from webhook.scheduler.framework.sampling import Sampler, Scan
@@ -561,9 +561,14 @@ def select_sampled_host(
     Port of schedule_one.go: selectHost."""
     if sampled.chosen is not None or sampled.scan is None or not sampled.scan.found:
         return sampled.chosen
-    total = dict(zip(sampled.scored, sums, strict=True))
-    found = sampled.scan.found
-    return sampler.pick(list(map(names.__getitem__, found)), list(map(total.__getitem__, found)))
+    best = max(sums)
+    scored = sampled.scored
+    if sums.count(best) == 1:  # no tie, no draw
+        return names[scored[sums.index(best)]]
+    # The tied nodes in the order the scan met them, one drawn as Sampler.pick draws.
+    tied = set(compress(scored, map(best.__eq__, sums)))
+    met = list(filter(tied.__contains__, sampled.scan.found))
+    return names[met[sampler.reservoir(len(met))]]
 
 
 def sampled_sums(
@@ -571,5 +576,5 @@ def sampled_sums(
 ) -> list[int] | None:
     """The weighted sums of the scored nodes alone (select_best_host's fast path for a
     sampled cycle); None when scoring fails the cycle."""
-    sums = weighted_sums(fw.scores, fit.prepared, snapshot, fit.table, scored)
+    sums = sums_by_classes(fw.scores, fit.prepared, snapshot, fit.table, scored)
     return None if isinstance(sums, str) else list(sums)

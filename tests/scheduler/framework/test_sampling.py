@@ -367,6 +367,36 @@ def test_select_host_draws_each_tied_node_alike(ties: int) -> None:
     assert Sampler(seed=7).pick(names, sums) == Sampler(seed=7).pick(names, sums)
 
 
+def _reservoir_by_randrange(sampler: Sampler, ties: int) -> int:
+    """selectHost's reservoir sampling spelled with randrange, one draw per tie after the
+    first: the reference for Sampler.reservoir's inline draws."""
+    chosen = 0
+    for k in range(2, ties + 1):
+        if sampler.rng.randrange(k) == 0:
+            chosen = k - 1
+    return chosen
+
+
+# (ties, seeds): powers of two and their neighbours (where rejection draws again).
+RESERVOIR = [(1, range(3)), (2, range(40)), (3, range(40)), (8, range(40)),
+             (9, range(40)), (64, range(20)), (500, range(10)), (1025, range(5))]
+
+
+@pytest.mark.parametrize(("ties", "seeds"), RESERVOIR)
+def test_reservoir_draws_what_randrange_draws(ties: int, seeds: range) -> None:
+    """Sampler.reservoir keeps the node randrange's draws keep, seed for seed, leaves the
+    random source where they leave it, and records one bound per draw for a replay."""
+    for seed in seeds:
+        fast, plain = Sampler(seed=seed), Sampler(seed=seed)
+        fast.draws = []
+        assert fast.reservoir(ties) == _reservoir_by_randrange(plain, ties)
+        assert fast.rng.getstate() == plain.rng.getstate()
+        assert fast.draws == list(range(2, ties + 1))
+        replayed = Sampler(seed=seed)
+        replayed.replay(fast.draws)
+        assert replayed.rng.getstate() == plain.rng.getstate()
+
+
 def test_no_draw_without_a_tie() -> None:
     """A single best node is taken without drawing: the random source is untouched."""
     sampler = Sampler(seed=3)

@@ -163,6 +163,8 @@ class NodeTree:
 
 
 _LABELS = attrgetter("labels")
+# The draw randrange(n) makes on random.Random, which Sampler.reservoir makes inline.
+_RANDBELOW = getattr(random.Random, "_randbelow_with_getrandbits", None)
 
 
 def _marked(size: int, positions: Iterable[int]) -> bytearray:
@@ -246,6 +248,8 @@ class Sampler:
         self._order: list[int] = []
         # the snapshot and its topology version the order was last checked against
         self._topology: tuple[Snapshot, int] | None = None
+        # the feasible positions `find` was last given (by identity) and their marks
+        self._passes: tuple[Sequence[int], bytearray] | None = None
 
     def percentage_for(self, profile_percentage: int | None) -> int | None:
         """The percentage a cycle of this profile samples with; None: no sampling."""
@@ -341,7 +345,15 @@ class Sampler:
         n = len(order)
         start = self.next_start % n if n else 0
         num_to_find = num_feasible_nodes_to_find(percentage, n) if scoring else min(1, n)
-        passes = _marked(len(table.names), feasible)
+        # The marks of the last cycle's feasible nodes stand while that very list does
+        # (a Diagnosis keeps its list while no node's feasibility moves; lists handed
+        # here are never changed in place).
+        kept = self._passes
+        if kept is not None and kept[0] is feasible and len(kept[1]) == len(table.names):
+            passes = kept[1]
+        else:
+            passes = _marked(len(table.names), feasible)
+            self._passes = (feasible, passes)
         # The tree's order from the start index; the steps at which it meets a feasible
         # node, one more than wanted (its step is where the scan stops).
         rotated = order[start:] + order[:start]
@@ -366,10 +378,33 @@ class Sampler:
         then the highest key (sortedNodeScores): the same chance for every tied node,
         which is what the model keeps (its draws are not Go's anyway)."""
         best = max(sums)
-        chosen = ""
-        for k, name in enumerate(compress(candidates, map(best.__eq__, sums)), start=1):
-            if k == 1 or self._draw(k) == 0:
-                chosen = name
+        tied = list(compress(candidates, map(best.__eq__, sums)))
+        return tied[self.reservoir(len(tied))]
+
+    def reservoir(self, ties: int) -> int:
+        """Which of `ties` tied nodes (in the order met) selectHost keeps: the k-th
+        replaces the pick when randrange(k) draws 0, for k = 2..ties in turn. The draws
+        are randrange's own, seed for seed; with Random's own algorithm (rejection over
+        getrandbits) they are made inline, since a cycle on a big cluster meets
+        hundreds of ties."""
+        if self.draws is not None:
+            self.draws.extend(range(2, ties + 1))
+        rng = self.rng
+        chosen = 0
+        if getattr(type(rng), "_randbelow", None) is not _RANDBELOW or _RANDBELOW is None:
+            for k in range(2, ties + 1):
+                if rng.randrange(k) == 0:
+                    chosen = k - 1
+            return chosen
+        getrandbits = rng.getrandbits
+        for k in range(2, ties + 1):
+            # random.Random._randbelow_with_getrandbits, which randrange(k) calls
+            bits = k.bit_length()
+            r = getrandbits(bits)
+            while r >= k:
+                r = getrandbits(bits)
+            if r == 0:
+                chosen = k - 1
         return chosen
 
     def _draw(self, bound: int) -> int:

@@ -47,6 +47,7 @@ __all__ = [
     "score_column",
     "score_columns",
     "score_map",
+    "sums_by_classes",
     "weighted_sums",
 ]
 
@@ -197,6 +198,55 @@ def weighted_sums(
     return sums
 
 
+def sums_by_classes(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    scored: list[int],
+) -> list[int] | str:
+    """weighted_sums worked out by classes, for a sampled cycle's scanned nodes
+    (`scored`, ascending): each plugin with a ScoreView scores once per class among
+    them (its classes of every node read, not made, per decision), the others give
+    their column; or the error that fails the cycle. weighted_sums is its plain twin
+    (tests/scheduler/test_properties.py)."""
+    split = _views_and_columns(plugins, prepared, snapshot, table, scored)
+    if isinstance(split, str):
+        return split
+    return _sums(*split, prepared, snapshot, table, scored)
+
+
+def _views_and_columns(
+    plugins: Sequence[tuple[ScorePlugin, int]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> tuple[list[tuple[int, ScorePlugin, ScoreView]], list[tuple[int, list[int]]]] | str:
+    """Each plugin's PreScore over the feasible nodes, then (weight, plugin, its
+    ScoreView) for those with one and (weight, its column) for the others, a plugin
+    whose PreScore skips left out; or the error that fails the cycle."""
+    state, pod = prepared.state, prepared.pod
+    infos = FeasibleNodes(table.infos, feasible)
+    views: list[tuple[int, ScorePlugin, ScoreView]] = []
+    columns: list[tuple[int, list[int]]] = []
+    for plugin, weight in plugins:
+        pre = _pre_score(plugin, state, pod, infos, snapshot)
+        if isinstance(pre, str):
+            return pre
+        if not pre:
+            continue
+        view = _view(plugin, state, pod, snapshot, table)
+        if view is not None:
+            views.append((weight, plugin, view))
+            continue
+        column = _column(plugin, state, pod, snapshot, table, feasible)
+        if isinstance(column, str):
+            return column
+        columns.append((weight, column))
+    return views, columns
+
+
 def best_position(
     plugins: Sequence[tuple[ScorePlugin, int]],
     prepared: PreparedFilters,
@@ -218,24 +268,10 @@ def best_position(
     nodes in C and Python work per joint class, whatever the number of plugins. A
     plugin without a ScoreView takes the decision node by node (_best_by_columns).
     """
-    state, pod = prepared.state, prepared.pod
-    infos = FeasibleNodes(table.infos, feasible)
-    views: list[tuple[int, ScorePlugin, ScoreView]] = []
-    columns: list[tuple[int, list[int]]] = []
-    for plugin, weight in plugins:
-        pre = _pre_score(plugin, state, pod, infos, snapshot)
-        if isinstance(pre, str):
-            return pre
-        if not pre:
-            continue
-        view = _view(plugin, state, pod, snapshot, table)
-        if view is not None:
-            views.append((weight, plugin, view))
-            continue
-        column = _column(plugin, state, pod, snapshot, table, feasible)
-        if isinstance(column, str):
-            return column
-        columns.append((weight, column))
+    split = _views_and_columns(plugins, prepared, snapshot, table, feasible)
+    if isinstance(split, str):
+        return split
+    views, columns = split
     if columns:
         return _best_by_columns(views, columns, prepared, snapshot, table, feasible)
     # A plugin giving every node one class adds the same to every sum: scored once
@@ -362,27 +398,58 @@ def _best_by_columns(
     """best_position node by node: each view's scores spread over the feasible nodes
     (or, where a node changed under it, its plugin's Score on every node), added to the
     `columns` of the plugins without one, weighted; the first best node."""
+    sums = _sums(views, columns, prepared, snapshot, table, feasible)
+    if isinstance(sums, str):
+        return sums
+    return feasible[sums.index(max(sums))]
+
+
+def _sums(
+    views: list[tuple[int, ScorePlugin, ScoreView]],
+    columns: list[tuple[int, list[int]]],
+    prepared: PreparedFilters,
+    snapshot: Snapshot,
+    table: NodeTable,
+    feasible: list[int],
+) -> list[int] | str:
+    """Each feasible node's weighted sum: each view's weighted score per class spread
+    over the feasible nodes (or, where a node changed under it, its plugin's Score on
+    every node), added to the `columns` of the plugins without one, weighted; or the
+    error. A view holding every feasible node in one class adds one number to all."""
+    base = 0
+    # (each feasible node's class, class -> its weighted score) of the other views
+    spread: list[tuple[list[int], dict[int, int]]] = []
     columns = list(columns)
     for weight, plugin, view in views:
         of_feasible = list(map(view.of_node.__getitem__, feasible))
-        first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
-        scores = view.scores(first, Counter(of_feasible) if view.counted else {}, len(feasible))
-        column: list[int] | str
+        c = of_feasible[0]
+        alone = of_feasible.count(c) == len(of_feasible)
+        if alone:
+            first = {c: feasible[0]}
+            counts: Mapping[int, int] = {c: len(feasible)}
+        else:
+            first = dict(zip(reversed(of_feasible), reversed(feasible), strict=True))
+            counts = Counter(of_feasible) if view.counted else {}
+        scores = view.scores(first, counts, len(feasible))
         if scores is None:
             column = score_column(
                 plugin, prepared.state, prepared.pod, snapshot, table, feasible, grouped=False
             )
+            if isinstance(column, str):
+                return column
+            columns.append((weight, column))
         elif isinstance(scores, str):
-            column = scores
+            return scores
+        elif alone:
+            base += weight * scores[c]
         else:
-            column = list(map(scores.__getitem__, of_feasible))
-        if isinstance(column, str):
-            return column
-        columns.append((weight, column))
-    sums = [0] * len(feasible)
+            spread.append((of_feasible, {k: weight * v for k, v in scores.items()}))
+    sums = [base] * len(feasible)
+    for of_feasible, weighted in spread:
+        sums = list(map(add, sums, map(weighted.__getitem__, of_feasible)))
     for weight, column in columns:
         sums = list(map(add, sums, map(weight.__mul__, column)))
-    return feasible[sums.index(max(sums))]
+    return sums
 
 
 def _raw_scores(
