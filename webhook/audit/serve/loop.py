@@ -3,7 +3,7 @@
     page = LatestReport()                                 # with audit.report only
     loop = AuditLoop(read, settings, metrics, writers, on_report=page.update)
     loop = AuditLoop(read, settings, metrics, rebalancer=Rebalancer(...))   # audit.rebalance
-    server = MetricsServer("0.0.0.0:9090", metrics, page).start()   # /metrics, /healthz, /report
+    server = MetricsServer("0.0.0.0:9090", metrics, page).start()   # /metrics, /report(.json)
     loop.run(stop)                                        # until stop is set (SIGTERM)
 
 Every `audit.intervalSeconds` (start to start; 0: no audit at all, the process only
@@ -11,7 +11,8 @@ serves /healthz and its metrics) the loop reads the whole cluster again (a pagin
 list of every kind an audit needs), runs the same audit as the CLI (run_audit),
 exports it as metrics, with writers syncs the PolicyReports (one writer per reporting
 API of audit.reports) and, with audit.report, renders the HTML page /report serves
-(webhook/render/html.py, from the same JSON document `audit -o json` prints). The state is
+(webhook/render/html.py, from the same JSON document `audit -o json` prints) and keeps
+that document for /report.json (what the Headlamp plugin reads). The state is
 listed again each time rather than kept by a watch: an audit every few minutes needs
 a consistent picture, not a current one, and the memory of 150,000 pods is given back
 between runs (docs/audit-server.md weighs both).
@@ -25,10 +26,12 @@ one log line and one count in the metrics, and the next run tries again.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -222,31 +225,45 @@ def parse_bind(bind: str) -> tuple[str, int]:
 
 
 class LatestReport:
-    """The HTML page of the latest audit, for /report (rendered once per audit, in the
-    audit's thread; a request only reads the bytes)."""
+    """The latest audit for /report (its HTML page) and /report.json (its `audit -o json`
+    document), both made once per audit in the audit's thread; a request only reads the
+    bytes, and the two always come from the same audit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._page: bytes | None = None
+        self._document: bytes | None = None
 
     def update(self, report: AuditReport, at: float) -> None:
-        page = audit_page(report.to_json(), generated=utc_now(at)).encode()
+        doc = report.to_json()
+        page = audit_page(doc, generated=utc_now(at)).encode()
+        # Added beside the keys of `audit -o json`: when this audit ran (RFC 3339, UTC).
+        doc["generated"] = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        document = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         with self._lock:
             self._page = page
+            self._document = document
 
     def page(self) -> bytes | None:
         """The page, None before the first audit completed."""
         with self._lock:
             return self._page
 
+    def document(self) -> bytes | None:
+        """The JSON document, None before the first audit completed."""
+        with self._lock:
+            return self._document
 
-# The page /report serves before the first audit completed.
+
+# What /report and /report.json answer (503) before the first audit completed.
 _NO_REPORT_YET = (
     b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
     b"<title>topospread audit</title></head><body><p>No audit has completed yet; "
     b"the page appears after the first one.</p></body></html>\n"
 )
+_NO_DOCUMENT_YET = b'{"error":"no audit has completed yet; retry after the first one"}\n'
 _HTML = "text/html; charset=utf-8"
+_JSON = "application/json"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -272,14 +289,17 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/report" and self.report is not None:
             page = self.report.page()
             self._send(200 if page else 503, page or _NO_REPORT_YET, _HTML)
+        elif path == "/report.json" and self.report is not None:
+            document = self.report.document()
+            self._send(200 if document else 503, document or _NO_DOCUMENT_YET, _JSON)
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
 
 class MetricsServer:
-    """Plain HTTP /metrics and /healthz (and /report with a LatestReport) in a daemon
-    thread (no TLS: it carries counts and workload names, no secrets, and stays inside
-    the cluster; see docs/audit-server.md)."""
+    """Plain HTTP /metrics and /healthz (and /report, /report.json with a LatestReport)
+    in a daemon thread (no TLS: it carries counts and workload names, no secrets, and
+    stays inside the cluster; see docs/audit-server.md)."""
 
     def __init__(self, bind: str, metrics: AuditMetrics, report: LatestReport | None = None):
         host, port = parse_bind(bind)
