@@ -7,7 +7,8 @@ STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run test test-ruff test-mypy test-bandit test-pytest lint bench bench-audit bench-report bench-costs bench-sampling bench-profile bench-preempt bench-scaleup bench-load bench-chain bench-scale bench-workloads bench-vs-scheduler properties-deep fuzz audit lock certs \
-	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom
+	clean browser control-plane cluster test-e2e report-screenshot image image-base image-tools test-image dist test-dist sbom \
+	headlamp-plugin headlamp-fixtures headlamp-storybook test-plugin headlamp-screenshots
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11+) on PATH" >&2; exit 2; }
@@ -177,6 +178,56 @@ lock: $(STAMP)
 	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
 	  --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 
+# ---- The Headlamp plugin (headlamp-plugin/, docs/headlamp.md) ---------------------------
+# Node.js 20+ and npm; `npm ci` from the committed package-lock.json.
+PLUGIN := headlamp-plugin
+PLUGIN_OUT := build/headlamp-plugin
+PLUGIN_VERSION = $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' $(PLUGIN)/package.json)
+PLUGIN_TAR = $(PLUGIN_OUT)/topospread-headlamp-plugin-$(PLUGIN_VERSION).tar.gz
+# Where the release publishes the tarball (ArtifactHub's archive-url); default: the file.
+PLUGIN_ARCHIVE_URL ?= file://$(abspath $(PLUGIN_TAR))
+HEADLAMP_PLUGIN := cd $(PLUGIN) && ./node_modules/.bin/headlamp-plugin
+
+$(PLUGIN)/node_modules/.installed: $(PLUGIN)/package.json $(PLUGIN)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "the Headlamp plugin needs Node.js 20+ and npm on PATH" >&2; exit 2; }
+	cd $(PLUGIN) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# main.js and package.json in the tarball Headlamp installs, with its ArtifactHub metadata.
+headlamp-plugin: $(PLUGIN)/node_modules/.installed
+	$(HEADLAMP_PLUGIN) build
+	$(HEADLAMP_PLUGIN) package
+	@mkdir -p $(PLUGIN_OUT)
+	mv $(PLUGIN)/topospread-headlamp-plugin-$(PLUGIN_VERSION).tar.gz $(PLUGIN_TAR)
+	sed -e 's|@VERSION@|$(PLUGIN_VERSION)|' -e "s|@CREATED@|$$(date -u +%Y-%m-%dT%H:%M:%SZ)|" \
+	  -e 's|@ARCHIVE_URL@|$(PLUGIN_ARCHIVE_URL)|' \
+	  -e "s|@SHA256@|$$(sha256sum $(PLUGIN_TAR) | cut -d' ' -f1)|" \
+	  $(PLUGIN)/artifacthub-pkg.yml.in | grep -v '^#' > $(PLUGIN_OUT)/artifacthub-pkg.yml
+	@echo "$(PLUGIN_TAR) and $(PLUGIN_OUT)/artifacthub-pkg.yml"
+
+# The audit documents the plugin's tests and stories read, made now by the real CLI.
+headlamp-fixtures: $(STAMP)
+	$(PY) -m tests.headlamp.fixtures $(PLUGIN)/fixtures
+
+# The plugin's Storybook, built statically (headlamp-plugin/storybook-static).
+headlamp-storybook: $(PLUGIN)/node_modules/.installed headlamp-fixtures
+	cd $(PLUGIN) && ./node_modules/.bin/storybook build --quiet \
+	  -c node_modules/@kinvolk/headlamp-plugin/config/.storybook -o storybook-static
+
+# tsc, eslint and Vitest on the CLI's documents; the tarball and its metadata; then every
+# story in Chromium (bars against the JSON, no console error; screenshots in build/).
+# Run by .ci/run after make test.
+test-plugin: $(STAMP) browser headlamp-plugin headlamp-storybook
+	$(HEADLAMP_PLUGIN) tsc
+	$(HEADLAMP_PLUGIN) lint
+	$(HEADLAMP_PLUGIN) test -- --run
+	$(PY) -m tests.headlamp.package $(PLUGIN_TAR) $(PLUGIN_OUT)/artifacthub-pkg.yml
+	$(PY) -m tests.headlamp.storybook $(PLUGIN)/storybook-static $(PLUGIN)/fixtures $(PLUGIN_OUT)/screenshots
+
+# docs/headlamp-detail.png and docs/headlamp-cluster.png, from the stories above.
+headlamp-screenshots: $(STAMP) browser headlamp-storybook
+	$(PY) -m tests.headlamp.storybook $(PLUGIN)/storybook-static $(PLUGIN)/fixtures $(PLUGIN_OUT)/screenshots --docs docs
+
 # ---- The image and the package as users get them (docs/install.md) ----------------------
 # One version, webhook/__init__.py: the wheel's metadata, `--version`, the image's label.
 VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' webhook/__init__.py)
@@ -269,4 +320,5 @@ sbom: image $(STAMP)
 	$(PY) -m tests.image.sbom $(IMAGE) $(IMAGE_DIR)/sbom.cdx.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis \
+	  $(PLUGIN)/node_modules $(PLUGIN)/dist $(PLUGIN)/fixtures $(PLUGIN)/storybook-static

@@ -168,7 +168,15 @@ class Browser:
 
     def open(self, path: Path, *, width: int = 1024, height: int = 800) -> Page:
         """Load `path` in a new tab of `width` CSS pixels and wait for its load event."""
-        target = self.send("Target.createTarget", url="about:blank")["targetId"]
+        return self.open_url(path.resolve().as_uri(), width=width, height=height)
+
+    def open_url(
+        self, url: str, *, width: int = 1024, height: int = 800, context: str | None = None
+    ) -> Page:
+        """Load `url` (a file: or loopback URL) in a new tab, as `open` does; `context`:
+        in that browser context (Target.createBrowserContext), apart from other tabs."""
+        where = {} if context is None else {"browserContextId": context}
+        target = self.send("Target.createTarget", url="about:blank", **where)["targetId"]
         session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
             self.send(domain, session)
@@ -180,7 +188,7 @@ class Browser:
             deviceScaleFactor=1,
             mobile=False,
         )
-        self.send("Page.navigate", session, url=path.resolve().as_uri())
+        self.send("Page.navigate", session, url=url)
         self.wait_event("Page.loadEventFired", session)
         return Page(self, session)
 

@@ -183,7 +183,7 @@ describe('the cluster page', () => {
       expect(within(plan).getByText(move.from)).toBeTruthy();
       expect(within(plan).getByText(move.to)).toBeTruthy();
     }
-    expect(plan.textContent).toContain(`${printed.plan.length} evictions`);
+    expect(plan.textContent).toContain(`Evictions: ${printed.plan.length}`);
     expect(screen.getByText('/report').getAttribute('href')).toBe('/x/report');
     expect(screen.getByTestId('no-drill')).toBeTruthy();
   });

@@ -31,6 +31,9 @@ import { AuditState, INSTALL_COMMAND } from './source';
 
 export const SECTION_TITLE = 'Topology spread';
 
+/** A table column of long text (scheduler reasons, verdicts): wraps anywhere, wider. */
+const LONG_TEXT = { gridTemplate: 2, cellProps: { sx: { overflowWrap: 'anywhere' } } };
+
 function Command({ children }: { children: string }) {
   return (
     <Box
@@ -194,10 +197,11 @@ function PendingTable({ doc, pods }: { doc: AuditDocument; pods: LivePod[] }) {
     <SimpleTable
       columns={[
         { label: 'Pending pod', getter: r => r.pod },
-        { label: 'Reason', getter: r => r.reason },
+        { label: 'Reason', getter: r => r.reason, ...LONG_TEXT },
         {
           label: 'Would a new node help?',
           getter: r => r.scaleUp ?? 'not diagnosed by the audit',
+          ...LONG_TEXT,
         },
       ]}
       data={rows}
@@ -263,7 +267,7 @@ function ViolatedTable({ doc }: { doc: AuditDocument }) {
     <SimpleTable
       columns={[
         { label: 'Workload', getter: v => workloadLabel(v.workload) },
-        { label: 'Topology key', getter: v => v.constraint.topologyKey },
+        { label: 'Topology key', getter: v => v.constraint.topologyKey, ...LONG_TEXT },
         {
           label: 'Skew / maxSkew',
           getter: v => (
@@ -315,6 +319,7 @@ function DrillBox({ doc }: { doc: AuditDocument }) {
           {
             label: 'Would a new node help?',
             getter: (r: { pod: string }) => doc.scaleUpReasons?.[r.pod] ?? 'not diagnosed',
+            ...LONG_TEXT,
           },
         ]}
         data={pending.map(pod => ({ pod }))}
@@ -337,8 +342,10 @@ function PlanBox({ doc }: { doc: AuditDocument }) {
   return (
     <Box data-testid="plan">
       <Typography variant="body2" gutterBottom>
-        {doc.plan.length} evictions;{' '}
-        {doc.planComplete ? 'after them no checked constraint is violated.' : 'a partial plan.'}
+        Evictions: {doc.plan.length};{' '}
+        {doc.planComplete
+          ? 'after them no checked constraint is violated.'
+          : 'a partial plan: no plan within the cluster’s capacity fixes every violation.'}
       </Typography>
       <SimpleTable
         columns={[

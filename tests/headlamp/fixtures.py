@@ -50,7 +50,8 @@ def audit(args: list[str]) -> str:
         [*CLI, "audit", *args, "-o", "json"], capture_output=True, text=True, check=False, cwd=ROOT
     )
     if done.returncode not in (0, 1):
-        raise SystemExit(f"topospread audit {' '.join(args)}: exit {done.returncode}\n{done.stderr}")
+        command = " ".join(args)
+        raise SystemExit(f"topospread audit {command}: exit {done.returncode}\n{done.stderr}")
     json.loads(done.stdout)
     return done.stdout
 
@@ -87,10 +88,10 @@ def in_cluster(deadline: float = 60.0) -> str:
             try:
                 with urllib.request.urlopen(url, timeout=5) as r:  # nosec B310 - loopback
                     return str(r.read().decode())
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError) as exc:
                 if proc.poll() is not None or time.monotonic() > end:
                     err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise SystemExit(f"audit --watch served no /report.json at {url}\n{err}")
+                    raise SystemExit(f"audit --watch served no {url}: {exc}\n{err}") from exc
                 time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -1,24 +1,8 @@
-/* Rendering a view as Headlamp does: its redux store, a router and its light theme
- * around it (what Headlamp's own test context provides). */
+/* Rendering a view for a test as Headlamp renders it, and reading its bars back. */
 
-import { lightTheme } from '@kinvolk/headlamp-plugin/lib/components/App/defaultAppThemes';
-import { createMuiTheme } from '@kinvolk/headlamp-plugin/lib/lib/themes';
-import store from '@kinvolk/headlamp-plugin/lib/redux/stores/store';
-import { ThemeProvider } from '@mui/material/styles';
 import { render, RenderResult } from '@testing-library/react';
 import React from 'react';
-import { Provider } from 'react-redux';
-import { MemoryRouter } from 'react-router-dom';
-
-export function InHeadlamp({ children }: { children: React.ReactNode }) {
-  return (
-    <Provider store={store}>
-      <MemoryRouter>
-        <ThemeProvider theme={createMuiTheme(lightTheme)}>{children}</ThemeProvider>
-      </MemoryRouter>
-    </Provider>
-  );
-}
+import { InHeadlamp } from './context';
 
 export function renderInTheme(node: React.ReactElement): RenderResult {
   return render(<InHeadlamp>{node}</InHeadlamp>);
