@@ -27,24 +27,31 @@ async function getText(path: string): Promise<string> {
   return response.text();
 }
 
-/** The audit's state, read once when the view opens. */
+// How often an open view reads the document again (the audit runs every 300 s by default).
+const REFRESH_MS = 60_000;
+
+/** The audit's state: read when the view opens, then every REFRESH_MS while it is open. */
 function useAudit(): AuditState {
   const [state, setState] = React.useState<AuditState>({ kind: 'loading' });
   React.useEffect(() => {
     let live = true;
-    loadAudit(getText, DEFAULT_LOCATION).then(
-      s => live && setState(s),
-      err =>
-        live &&
-        setState({
-          kind: 'unreachable',
-          location: DEFAULT_LOCATION,
-          status: 0,
-          message: String(err),
-        })
-    );
+    const read = () =>
+      loadAudit(getText, DEFAULT_LOCATION).then(
+        s => live && setState(s),
+        err =>
+          live &&
+          setState({
+            kind: 'unreachable',
+            location: DEFAULT_LOCATION,
+            status: 0,
+            message: String(err),
+          })
+      );
+    read();
+    const timer = setInterval(read, REFRESH_MS);
     return () => {
       live = false;
+      clearInterval(timer);
     };
   }, []);
   return state;

@@ -219,7 +219,7 @@ describe('the cluster page', () => {
     renderInTheme(<ClusterPage state={ready(fixtureDoc('in-cluster'))} reportHref="/report" />);
     expect(screen.getByTestId('generated').textContent).toContain(`Audited ${printed.generated}`);
     expect(screen.getByTestId('generated').textContent).toContain(
-      `${printed.violations} violated constraints`
+      `violated constraints: ${printed.violations}`
     );
   });
 });

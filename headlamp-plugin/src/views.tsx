@@ -127,13 +127,21 @@ export function DomainBars({ constraint }: { constraint: ConstraintEntry }) {
           data-testid="domain-bar"
           data-domain={domain}
           data-count={count}
-          sx={{ display: 'grid', gridTemplateColumns: '12rem 1fr 6rem', gap: 1, mb: 0.5 }}
+          sx={{
+            display: 'grid',
+            // the bar keeps at least 4rem however narrow the cell (a table column)
+            gridTemplateColumns:
+              'minmax(3rem, 12rem) minmax(4rem, 1fr) minmax(1.5rem, max-content)',
+            gap: 1,
+            mb: 0.5,
+          }}
         >
           <Typography variant="body2" noWrap title={domain}>
             {domain}
           </Typography>
           <Box sx={{ bgcolor: 'action.hover', borderRadius: 1, height: '1.25rem' }}>
             <Box
+              data-testid="domain-fill"
               sx={{
                 width: `${(count / largest) * 100}%`,
                 height: '100%',
@@ -256,8 +264,8 @@ export function SpreadSection({
 function Generated({ doc }: { doc: AuditDocument }) {
   return (
     <Typography variant="body2" gutterBottom data-testid="generated">
-      {doc.generated !== undefined ? `Audited ${doc.generated}` : 'Audit time not given'};{' '}
-      {doc.workloads.length} workloads, {doc.violations} violated constraints.
+      {doc.generated !== undefined ? `Audited ${doc.generated}` : 'Audit time not given'}; workloads
+      audited: {doc.workloads.length}; violated constraints: {doc.violations}.
     </Typography>
   );
 }

@@ -4,8 +4,9 @@ on 127.0.0.1 and opened story by story in Debian's Chromium (tests/browser.py).
     python -m tests.headlamp.storybook STORYBOOK_DIR FIXTURES_DIR SHOTS_DIR [--docs DOCS_DIR]
 
 For every story: it renders the state STORIES expects, the bars in the DOM hold the
-counts of the CLI's JSON (the fixture the story shows, read here with json alone),
-the texts the state must show are there, and the console has no error. Each story is
+counts of the CLI's JSON (the fixture the story shows, read here with json alone) and
+each count above 0 is drawn with a width, the texts the state must show are there,
+and the console has no error. Each story is
 screenshotted into SHOTS_DIR; with --docs, the two docs/headlamp.md shows are written
 there too. A story without a row in STORIES (or a row without a story) fails the run,
 as does a missing Chromium: `make test-plugin` installs it (`make browser`).
@@ -153,6 +154,13 @@ BARS_JS = (
     "Array.from(document.querySelectorAll('#storybook-root [data-testid=\"domain-bar\"]'))"
     ".map(e => [e.getAttribute('data-domain'), Number(e.getAttribute('data-count'))])"
 )
+# The bars of a count above 0 that the layout left without width (drawn, not seen).
+HIDDEN_BARS_JS = (
+    "Array.from(document.querySelectorAll('#storybook-root [data-testid=\"domain-bar\"]'))"
+    ".filter(e => Number(e.getAttribute('data-count')) > 0 && !(e.querySelector("
+    "'[data-testid=\"domain-fill\"]')?.getBoundingClientRect().width >= 2))"
+    ".map(e => e.getAttribute('data-domain'))"
+)
 
 
 def check_story(page: Page, story: Story, fixtures: Path) -> list[str]:
@@ -171,6 +179,9 @@ def check_story(page: Page, story: Story, fixtures: Path) -> list[str]:
             problems.append(f"bars {got}, the CLI's JSON has {want}")
     elif got:
         problems.append(f"bars {got} without a document")
+    hidden = page.eval(HIDDEN_BARS_JS)
+    if hidden:
+        problems.append(f"the bars of {hidden} have no width on the page")
     text = page.eval("document.querySelector('#storybook-root').innerText")
     problems += [f"does not say {t!r}" for t in expected_texts(doc, story.texts) if t not in text]
     problems += [f"console: {e}" for e in page.errors]
