@@ -15,9 +15,9 @@ import {
   Utils,
 } from '@kinvolk/headlamp-plugin/lib';
 import React from 'react';
-import { LivePod, WorkloadRef } from './report';
 import { AuditState, DEFAULT_LOCATION, loadAudit, proxyPath } from './source';
 import { ClusterPage, SpreadSection } from './views';
+import { labelSelector, livePod, RawPod, RawWorkload, workloadRef } from './workload';
 
 const KINDS = new Set(['Deployment', 'StatefulSet', 'ReplicaSet']);
 
@@ -57,54 +57,10 @@ function useAudit(): AuditState {
   return state;
 }
 
-interface RawPod {
-  metadata: { namespace: string; name: string };
-  status?: {
-    phase?: string;
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
-  };
-}
-
-function livePod(raw: RawPod): LivePod {
-  const scheduled = raw.status?.conditions?.find(c => c.type === 'PodScheduled');
-  return {
-    namespace: raw.metadata.namespace,
-    name: raw.metadata.name,
-    phase: raw.status?.phase ?? '',
-    unschedulable:
-      scheduled && scheduled.status === 'False'
-        ? { reason: scheduled.reason ?? '', message: scheduled.message ?? '' }
-        : undefined,
-  };
-}
-
-/** matchLabels as a label selector (the pods `kubectl get pods -l` lists; matchExpressions
- * are not applied: the audit's pending pods are matched by name). */
-function labelSelector(selector: { matchLabels?: Record<string, string> } | undefined): string {
-  return Object.entries(selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-}
-
 function WorkloadSection({ resource }: { resource: K8s.cluster.KubeObject }) {
-  const json = resource.jsonData as {
-    kind: string;
-    metadata: {
-      namespace: string;
-      name: string;
-      uid: string;
-      ownerReferences?: { kind: string; name: string; controller?: boolean }[];
-    };
-    spec?: { selector?: { matchLabels?: Record<string, string> } };
-  };
-  const owner = json.metadata.ownerReferences?.find(o => o.controller);
-  const workload: WorkloadRef = {
-    kind: json.kind,
-    namespace: json.metadata.namespace,
-    name: json.metadata.name,
-    owner: owner ? { kind: owner.kind, name: owner.name } : undefined,
-  };
-  const selector = labelSelector(json.spec?.selector);
+  const raw = resource.jsonData as RawWorkload;
+  const workload = workloadRef(raw);
+  const selector = labelSelector(raw);
   const [pods] = K8s.ResourceClasses.Pod.useList({
     namespace: workload.namespace,
     labelSelector: selector || undefined,
