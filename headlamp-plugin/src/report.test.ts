@@ -15,6 +15,7 @@ import {
   MalformedReport,
   parseReport,
   pendingRows,
+  selectorText,
   violationsWorstFirst,
   WorkloadEntry,
 } from './report';
@@ -87,6 +88,11 @@ describe('parseReport', () => {
       'violations as text',
       '{"workloads": [], "violations": "1"}',
       '"violations" is not an integer',
+    ],
+    [
+      'a selector whose labels are numbers',
+      '{"workloads": [{"kind": "Deployment", "namespace": "a", "name": "b", "constraints": [{"index": 0, "topologyKey": "k", "whenUnsatisfiable": "DoNotSchedule", "maxSkew": 1, "skew": 0, "violated": false, "domains": {}, "labelSelector": {"matchLabels": {"app": 1}}}]}], "violations": 0}',
+      'workloads[0].constraints[0].labelSelector.matchLabels is not a map of strings',
     ],
   ];
   test.each(malformed)('refuses %s, naming what is wrong', (_, text, message) => {
@@ -236,5 +242,31 @@ describe('pendingRows', () => {
     expect(
       pendingRows(fixtureDoc('outage'), [{ namespace: 'shop', name: 'api-1', phase: 'Running' }])
     ).toEqual([]);
+  });
+});
+
+describe('selectorText', () => {
+  test("the in-cluster document's selector, the revision merged in by matchLabelKeys", () => {
+    const printed = fixtureJson('in-cluster');
+    const api = printed.workloads.find((w: WorkloadEntry) => w.name === 'api');
+    expect(api.constraints[0].labelSelector.matchExpressions[0].key).toBe('pod-template-hash');
+    expect(selectorText(api.constraints[0].labelSelector)).toBe(
+      `app=api, tier=backend, pod-template-hash in (${api.constraints[0].labelSelector.matchExpressions[0].values[0]})`
+    );
+  });
+
+  // selector, text
+  const cases: [string, Parameters<typeof selectorText>[0], string][] = [
+    ['none', undefined, ''],
+    ['empty: every pod', {}, ''],
+    ['Exists', { matchExpressions: [{ key: 'tier', operator: 'Exists' }] }, 'tier Exists'],
+    [
+      'NotIn with two values',
+      { matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a', 'b'] }] },
+      'zone notin (a, b)',
+    ],
+  ];
+  test.each(cases)('%s', (_, selector, text) => {
+    expect(selectorText(selector)).toBe(text);
   });
 });

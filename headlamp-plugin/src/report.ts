@@ -20,6 +20,28 @@ export interface ConstraintEntry {
   domains: Record<string, number>;
   /** After a drill: the domains as they were before it. */
   before?: Record<string, number>;
+  /** The pods it counts: the constraint's selector, matchLabelKeys' values merged in. */
+  labelSelector?: LabelSelector;
+}
+
+/** A label selector as Kubernetes writes it. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+
+/** A selector as one line, kubectl's way (`app=web, pod-template-hash in (58d4c7f9b)`). */
+export function selectorText(selector: LabelSelector | undefined): string {
+  if (selector === undefined) {
+    return '';
+  }
+  const labels = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  const expressions = (selector.matchExpressions ?? []).map(e =>
+    e.values !== undefined && e.values.length > 0
+      ? `${e.key} ${e.operator.toLowerCase()} (${e.values.join(', ')})`
+      : `${e.key} ${e.operator}`
+  );
+  return [...labels, ...expressions].join(', ');
 }
 
 /** One audited workload (`workloads[]`). */
@@ -101,6 +123,32 @@ function checkConstraint(c: Json, where: string): void {
   need(typeof e.violated === 'boolean', `${where}.violated is not a boolean`);
   need(isCounts(e.domains), `${where}.domains is not a map of counts`);
   need(e.before === undefined || isCounts(e.before), `${where}.before is not a map of counts`);
+  if (e.labelSelector !== undefined) {
+    checkSelector(e.labelSelector, `${where}.labelSelector`);
+  }
+}
+
+function checkSelector(s: Json, where: string): void {
+  need(isObject(s), `${where} is not an object`);
+  const sel = s as Record<string, Json>;
+  need(
+    sel.matchLabels === undefined ||
+      (isObject(sel.matchLabels) &&
+        Object.values(sel.matchLabels).every(v => typeof v === 'string')),
+    `${where}.matchLabels is not a map of strings`
+  );
+  need(
+    sel.matchExpressions === undefined ||
+      (Array.isArray(sel.matchExpressions) &&
+        sel.matchExpressions.every(
+          x =>
+            isObject(x) &&
+            typeof x.key === 'string' &&
+            typeof x.operator === 'string' &&
+            (x.values === undefined || isStrings(x.values))
+        )),
+    `${where}.matchExpressions is not a list of requirements`
+  );
 }
 
 function checkWorkload(w: Json, i: number): void {

@@ -60,6 +60,8 @@ describe('the detail section', () => {
     expect(screen.getAllByTestId('verdict').map(v => v.textContent)).toEqual(['Violated']);
     expect(screen.getByTestId('skew').textContent).toBe(String(printed.constraints[0].skew));
     expect(screen.getByTestId('max-skew').textContent).toBe(String(printed.constraints[0].maxSkew));
+    // the pods it counts, the revision merged in by matchLabelKeys
+    expect(container.textContent).toContain('app=api, tier=backend, pod-template-hash in (');
   });
 
   test("Pending: the drill's pending pod with its reasons and whether a new node helps", () => {

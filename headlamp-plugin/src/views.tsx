@@ -22,6 +22,7 @@ import {
   entriesFor,
   LivePod,
   pendingRows,
+  selectorText,
   violationsWorstFirst,
   WorkloadEntry,
   workloadLabel,
@@ -179,6 +180,9 @@ export function ConstraintView({ constraint }: { constraint: ConstraintEntry }) 
           { name: 'maxSkew', value: <span data-testid="max-skew">{constraint.maxSkew}</span> },
           { name: 'Skew', value: <span data-testid="skew">{constraint.skew}</span> },
           { name: 'Constraint', value: <Verdict violated={constraint.violated} /> },
+          ...(constraint.labelSelector !== undefined
+            ? [{ name: 'Counts pods', value: selectorText(constraint.labelSelector) }]
+            : []),
         ]}
       />
       <DomainBars constraint={constraint} />
@@ -189,11 +193,9 @@ export function ConstraintView({ constraint }: { constraint: ConstraintEntry }) 
 function WorkloadConstraints({ entry }: { entry: WorkloadEntry }) {
   return (
     <>
-      {entry.constraints.map(c => (
-        <ConstraintView
-          key={`${c.index}/${c.topologyKey}/${JSON.stringify(c.domains)}`}
-          constraint={c}
-        />
+      {entry.constraints.map((c, i) => (
+        // two evaluations may be equal in every field shown (two revisions of a rollout)
+        <ConstraintView key={i} constraint={c} />
       ))}
     </>
   );
@@ -250,7 +252,7 @@ export function SpreadSection({
             {workloadLabel(workload)}.
           </Typography>
         ) : (
-          entries.map(e => <WorkloadConstraints key={workloadLabel(e)} entry={e} />)
+          entries.map((e, i) => <WorkloadConstraints key={i} entry={e} />)
         )}
         <Typography variant="subtitle1" sx={{ mt: 2 }}>
           Pending pods
