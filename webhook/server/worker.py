@@ -31,6 +31,7 @@ import ssl
 import struct
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from gunicorn import http as gunicorn_http
@@ -303,6 +304,29 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         conn.initialized = True
         conn.parser = gunicorn_http.get_parser(self.cfg, conn.sock, conn.client)
         return True
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        """gthread's, except for a connection handed back to the poller (_DEFER: its TLS
+        handshake or its first request still to come) once the worker is stopping: gthread
+        closes it then (it takes it for a kept-alive one and finds no parser), under a
+        client that finished its handshake and is about to send the request it was
+        accepted for. It stays in the poller as while running, through the graceful
+        period, and is served or dropped at its timeout as any pending connection."""
+        if (
+            not self.alive
+            and _DEFER is not None
+            and not fs.cancelled()
+            and fs.exception() is None
+            and fs.result() is _DEFER
+        ):
+            conn.sock.setblocking(False)
+            conn.timeout = time.monotonic() + self.cfg.keepalive
+            self.pending_conns.append(conn)
+            self.poller.register(
+                conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
+            )
+            return
+        super().finish_request(conn, fs)
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         if self.draining():
