@@ -14,19 +14,21 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from webhook.api.kube import RawObj
-from webhook.cluster.files import read_text
+from webhook.cluster.files import item_lines, read_text
 from webhook.errors import InputError
+from webhook.validation.fields import KeyOrder
 
 __all__ = [
     "STDIN",
     "Document",
+    "KeyOrders",
     "add_input_args",
     "expand_inputs",
     "parse_documents",
@@ -44,7 +46,8 @@ class Document:
     source: the file as named on the command line (STDIN for stdin); index: the
     YAML document (or JSON value) it came from, 0-based; item: its index among the
     items of a List, None otherwise; line: the 1-based line it starts on, None when
-    unknown (JSON Lists).
+    unknown (JSON Lists); written: the keys of its mappings as the input wrote them
+    (duplicates, lines), for strict field validation.
     """
 
     source: str
@@ -52,6 +55,64 @@ class Document:
     item: int | None
     line: int | None
     obj: RawObj
+    written: KeyOrders | None = field(default=None, compare=False, repr=False)
+
+
+class KeyOrders:
+    """The keys of each mapping a parse built, as written: duplicates (which a dict
+    keeps once, the last value) and the line of each key (YAML). A YAML parse keeps
+    every mapping's (for the lines), a JSON parse only those with a duplicate key;
+    a dict not kept was written as it iterates."""
+
+    def __init__(self) -> None:
+        # id(dict) -> (the dict, kept alive so that its id is never reused; its keys)
+        self._orders: dict[int, tuple[dict[Any, Any], KeyOrder]] = {}
+
+    def keep(self, d: dict[Any, Any], order: KeyOrder) -> None:
+        self._orders[id(d)] = (d, order)
+
+    def __call__(self, d: dict[str, Any]) -> KeyOrder | None:
+        kept = self._orders.get(id(d))
+        return kept[1] if kept is not None and kept[0] is d else None
+
+
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAP_TAG = "tag:yaml.org,2002:map"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _KeyKeepingLoader(_SAFE_LOADER):  # type: ignore[misc]
+    """The safe loader, with each mapping's keys as written kept in `self.written`."""
+
+    written: KeyOrders
+
+
+def _construct_map(loader: _KeyKeepingLoader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+    data: dict[Any, Any] = {}
+    yield data
+    # Read before construct_mapping, which moves merged (`<<`) keys into node.value.
+    order: list[tuple[Any, int | None]] = [
+        (loader.construct_object(key), key.start_mark.line + 1)
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG
+    ]
+    data.update(loader.construct_mapping(node))
+    written = {k for k, _ in order}
+    order.extend((k, None) for k in data if k not in written)
+    loader.written.keep(data, order)
+
+
+_KeyKeepingLoader.add_constructor(_MAP_TAG, _construct_map)
+
+
+def _json_pairs(orders: KeyOrders) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            orders.keep(d, [(k, None) for k, _ in pairs])
+        return d
+
+    return hook
 
 
 def add_input_args(p: argparse.ArgumentParser, *, what: str = "manifests") -> None:
@@ -133,7 +194,12 @@ def _kind_check(obj: Any, where: str) -> RawObj:
 
 
 def _flatten(
-    doc: Any, source: str, index: int, line: int | None, item_lines: list[int] | None
+    doc: Any,
+    source: str,
+    index: int,
+    line: int | None,
+    item_lines: list[int] | None,
+    written: KeyOrders | None = None,
 ) -> Iterator[Document]:
     where = f"{source}: document {index}"
     if doc is None:
@@ -151,28 +217,21 @@ def _flatten(
             if item is None:
                 continue
             _kind_check(item, f"{where}: items[{i}]")
-            yield Document(source, index, i, at, item)
+            yield Document(source, index, i, at, item, written)
         return
-    yield Document(source, index, None, line, obj)
+    yield Document(source, index, None, line, obj, written)
 
 
-def _item_lines(node: Any) -> list[int] | None:
-    """The start line of each element of a top-level `items` sequence, if any."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    for key, value in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == "items":
-            if isinstance(value, yaml.SequenceNode):
-                return [v.start_mark.line + 1 for v in value.value]
-    return None
+def parse_documents(text: str, source: str, *, keep_keys: bool = False) -> list[Document]:
+    """Every object of a text (JSON or YAML, multi-document, Lists flattened).
 
-
-def parse_documents(text: str, source: str) -> list[Document]:
-    """Every object of a text (JSON or YAML, multi-document, Lists flattened)."""
+    keep_keys: each Document's `written` holds its mappings' keys as written."""
+    written = KeyOrders() if keep_keys else None
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
-            parsed = json.loads(text)
+            hook = _json_pairs(written) if written is not None else None
+            parsed = json.loads(text, object_pairs_hook=hook)
         except ValueError:
             pass
         else:
@@ -181,10 +240,12 @@ def parse_documents(text: str, source: str) -> list[Document]:
             return [
                 d
                 for i, doc in enumerate(docs)
-                for d in _flatten(doc, source, i, first_line if len(docs) == 1 else None, None)
+                for d in _flatten(
+                    doc, source, i, first_line if len(docs) == 1 else None, None, written
+                )
             ]
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_class(text)
+    loader = (_KeyKeepingLoader if written is not None else _SAFE_LOADER)(text)
+    loader.written = written
     out: list[Document] = []
     try:
         index = 0
@@ -194,7 +255,7 @@ def parse_documents(text: str, source: str) -> list[Document]:
                 break
             data = loader.construct_document(node)
             line = node.start_mark.line + 1
-            out.extend(_flatten(data, source, index, line, _item_lines(node)))
+            out.extend(_flatten(data, source, index, line, item_lines(node), written))
             index += 1
     except yaml.YAMLError as exc:
         template_line = _unrendered(text)
@@ -209,11 +270,12 @@ def parse_documents(text: str, source: str) -> list[Document]:
     return out
 
 
-def read_documents(path: str) -> list[Document]:
-    """Every object of a file ("-" reads stdin); InputError when it cannot be used."""
+def read_documents(path: str, *, keep_keys: bool = False) -> list[Document]:
+    """Every object of a file ("-" reads stdin); InputError when it cannot be used.
+    keep_keys: as parse_documents."""
     source = STDIN if path == "-" else path
     text = read_text(path)
-    docs = parse_documents(text, source)
+    docs = parse_documents(text, source, keep_keys=keep_keys)
     for d in docs:
         kind = d.obj.get("kind")
         if not isinstance(kind, str) or not kind:

@@ -38,6 +38,17 @@ def _check(args: argparse.Namespace) -> int:
     return cli_check(args)
 
 
+def _field_validation(value: str) -> str:
+    """--field-validation's value: Strict, Warn or Ignore, in any case (as kubectl's
+    --validate)."""
+    from webhook.validation.fields import parse_field_validation
+
+    parsed = parse_field_validation(value)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f"{value!r}: choose from Strict, Warn, Ignore")
+    return parsed
+
+
 def _mutate(args: argparse.Namespace) -> int:
     from webhook.cli.mutate import cli_mutate
 
@@ -492,6 +503,15 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="list every object, valid and skipped too"
     )
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument(
+        "--field-validation",
+        metavar="Strict|Warn|Ignore",
+        type=_field_validation,
+        default=None,
+        help="unknown and duplicate fields, as kube-apiserver's fieldValidation: Strict "
+        "(kubectl's default) makes them errors, Warn warnings, Ignore says nothing "
+        "(default: the config's check.fieldValidation, else Strict)",
+    )
     p.add_argument(
         "--fail-empty",
         action="store_true",

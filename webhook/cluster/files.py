@@ -118,6 +118,17 @@ class _Chunks:
         self.base = 0
         self.eof = False
         self.decoder = json.JSONDecoder()
+        # Lines before buf[self.counted] (line() keeps it; None: lines are not counted).
+        self.lines: int | None = None
+        self.counted = 0
+
+    def line(self) -> int:
+        """The 1-based line of the current position (counting starts at the first call)."""
+        if self.lines is None:
+            raise ValueError("lines are not counted")  # pragma: no cover - a bug
+        self.lines += self.buf.count("\n", self.counted, self.pos)
+        self.counted = self.pos
+        return self.lines + 1
 
     def more(self) -> bool:
         """Read one more chunk, dropping what is already consumed; False at the end."""
@@ -130,6 +141,9 @@ class _Chunks:
         if not data:
             self.eof = True
             return False
+        if self.lines is not None:
+            self.lines += self.buf.count("\n", self.counted, self.pos)
+            self.counted = 0
         self.base += self.pos
         self.buf = self.buf[self.pos :] + data
         self.pos = 0
@@ -181,13 +195,19 @@ class _Chunks:
         return key
 
 
-def _scan_json_array(reader: _Chunks, sink: Callable[[Any], None]) -> None:
-    """Hand each element of the JSON array that starts at the reader to `sink`."""
+def _scan_json_array(
+    reader: _Chunks, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
+    """Hand each element of the JSON array that starts at the reader to `sink`
+    (and, with `lines`, append the line each starts on first)."""
     reader.expect("[")
     if reader.peek() == "]":
         reader.pos += 1
         return
     while True:
+        if lines is not None:
+            reader.peek()
+            lines.append(reader.line())
         sink(reader.value())
         if reader.peek() == "]":
             reader.pos += 1
@@ -195,7 +215,9 @@ def _scan_json_array(reader: _Chunks, sink: Callable[[Any], None]) -> None:
         reader.expect(",")
 
 
-def _scan_json_list(reader: _Chunks, sink: Callable[[Any], None]) -> dict[str, Any]:
+def _scan_json_list(
+    reader: _Chunks, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> dict[str, Any]:
     """Walk a top-level JSON object, handing each element of its `items` array to `sink`
     as soon as it is decoded (a 2,000,000-pod List never exists whole in memory);
     return the other top-level fields ("items" maps to True when there was an array)."""
@@ -208,7 +230,7 @@ def _scan_json_list(reader: _Chunks, sink: Callable[[Any], None]) -> dict[str, A
         key = reader.key()
         reader.expect(":")
         if key == "items" and reader.peek() == "[":
-            _scan_json_array(reader, sink)
+            _scan_json_array(reader, sink, lines)
             top["items"] = True
         else:
             top[key] = reader.value()
@@ -239,8 +261,12 @@ def _checked_sink(source: str, sink: Callable[[Any], None]) -> Callable[[Any], N
     return take
 
 
-def _scan_json(stream: _Readable, source: str, sink: Callable[[Any], None]) -> None:
+def _scan_json(
+    stream: _Readable, source: str, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     reader = _Chunks(stream, source)
+    if lines is not None:
+        reader.lines = 0
     first = reader.peek()
     if first == "[":
         # A JSON array of objects, each a List (flattened) or one object.
@@ -252,9 +278,9 @@ def _scan_json(stream: _Readable, source: str, sink: Callable[[Any], None]) -> N
             else:
                 sink(doc)
 
-        _scan_json_array(reader, _checked_sink(source, element))
+        _scan_json_array(reader, _checked_sink(source, element), lines)
     else:
-        top = _scan_json_list(reader, _checked_sink(source, sink))
+        top = _scan_json_list(reader, _checked_sink(source, sink), lines)
         _require_list(top, source)
     if reader.peek() != "":
         raise InputError(
@@ -269,22 +295,55 @@ def _items_of(doc: dict[str, Any], source: str) -> list[Any]:
     return items
 
 
-def _scan_yaml(stream: _Readable, source: str, sink: Callable[[Any], None]) -> None:
+def _scan_yaml(
+    stream: _Readable, source: str, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     """Each document of a YAML stream, built one at a time (PyYAML reads the stream
-    in chunks): every document must be a List, whose items go to `sink`."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    in chunks): every document must be a List, whose items go to `sink` (with
+    `lines`, the line each item starts on is appended first)."""
     take = _checked_sink(source, sink)
     try:
-        for i, doc in enumerate(yaml.load_all(stream, Loader=loader)):  # noqa: S506 - safe
+        for i, (doc, starts) in enumerate(_yaml_documents(stream, lines is not None)):
             if doc is None:
                 continue
             _require_list(doc, f"{source}: document {i + 1}")
-            for item in _items_of(doc, source):
+            for n, item in enumerate(_items_of(doc, source)):
+                if lines is not None:
+                    lines.append(starts[n] if n < len(starts) else 0)
                 take(item)
     except yaml.YAMLError as exc:
         raise InputError(f"{source}: not valid YAML or JSON: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{source}: not UTF-8 text") from exc
+
+
+def item_lines(node: Any) -> list[int] | None:
+    """The 1-based start line of each element of a YAML document's top-level `items`
+    sequence, None when it has none."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "items":
+            if isinstance(value, yaml.SequenceNode):
+                return [v.start_mark.line + 1 for v in value.value]
+    return None
+
+
+def _yaml_documents(stream: _Readable, lines: bool) -> Iterator[tuple[Any, list[int]]]:
+    """Each document of a YAML stream, with the start line of each of its top-level
+    `items` when `lines` (then each document is composed first: slower, more memory)."""
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if not lines:
+        for doc in yaml.load_all(stream, Loader=loader_class):  # noqa: S506 - a safe loader
+            yield doc, []
+        return
+    loader = loader_class(stream)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            yield loader.construct_document(node), item_lines(node) or []
+    finally:
+        loader.dispose()
 
 
 @contextmanager
@@ -308,8 +367,22 @@ def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
     items of a JSON List, the elements of a JSON array (a List among them is
     flattened), the items of each List document of a YAML stream. The file is read
     in chunks, never whole. InputError when the file is not that (truncated, not a
-    List, an item that is not an object); `sink` may then have taken some objects
-    already, so a caller builds its state aside and uses it only once this returns."""
+    List, an item that is not an object, two objects of one kind, namespace and
+    name); `sink` may then have taken some objects already, so a caller builds its
+    state aside and uses it only once this returns."""
+    twins = _Twins(keep_keys=str(path) == "-")
+
+    def take(obj: Any) -> None:
+        twins.see(obj)
+        sink(obj)
+
+    _scan(path, take)
+    twins.refuse(path)
+
+
+def _scan(
+    path: str | Path, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     with _open_text(path) as (stream, source):
         head = ""
         while True:
@@ -322,9 +395,109 @@ def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
                 break
         rest = _Prefixed(head, stream)
         if head.lstrip()[:1] in ("{", "["):
-            _scan_json(rest, source, sink)
+            _scan_json(rest, source, sink, lines)
         else:
-            _scan_yaml(rest, source, sink)
+            _scan_yaml(rest, source, sink, lines)
+
+
+# ---- twins: one object per kind, namespace and name -------------------------------------
+
+# (API group, kind, namespace, name): what an API server holds one object of.
+_ObjectKey = tuple[str, str, str, str]
+
+
+def object_key(obj: Any) -> _ObjectKey | None:
+    """An object's identity in a cluster, None when it has no name (never stored)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return (group, str(obj.get("kind")), namespace if isinstance(namespace, str) else "", name)
+
+
+class _Twins:
+    """Notices objects of one kind, namespace and name (object_key) in one file.
+
+    CAVEAT: a file is read in one pass and may hold millions of objects, so only a
+    hash of each key is kept (about 75 bytes an object, freed with the scan); a key
+    whose hash was seen is a suspect, and `refuse` reads the file a second time, only
+    when there is one, to find every object of each suspect key with its index and
+    line (two keys sharing a hash are no twins). Stdin cannot be read twice: the keys
+    themselves are kept and the twins named by index alone."""
+
+    def __init__(self, *, keep_keys: bool) -> None:
+        self.count = 0
+        self.hashes: set[int] = set()
+        self.suspects: set[_ObjectKey] = set()
+        self.first: dict[_ObjectKey, int] | None = {} if keep_keys else None
+        self.twins: list[tuple[_ObjectKey, list[tuple[int, int | None]]]] = []
+
+    def see(self, obj: Any) -> None:
+        key = object_key(obj)
+        index = self.count
+        self.count += 1
+        if key is None:
+            return
+        if self.first is not None:
+            first = self.first.setdefault(key, index)
+            if first != index and not self.twins:
+                self.twins.append((key, [(first, None), (index, None)]))
+            return
+        h = hash(key)
+        if h in self.hashes:
+            self.suspects.add(key)
+        else:
+            self.hashes.add(h)
+
+    def refuse(self, path: str | Path) -> None:
+        """InputError naming the first twins of the file, if it has any."""
+        self.hashes.clear()
+        if self.suspects:
+            found = _where(path, self.suspects)
+            twins = [(key, at) for key, at in found.items() if len(at) > 1]
+            twins.sort(key=lambda t: t[1][1][0])
+            self.twins.extend(twins[:1])
+        if self.twins:
+            key, where = self.twins[0]
+            raise InputError(_twin_message(path, key, where))
+
+
+def _where(
+    path: str | Path, keys: set[_ObjectKey]
+) -> dict[_ObjectKey, list[tuple[int, int | None]]]:
+    """The index and line (None when unknown) of each object of the file with one of
+    `keys`."""
+    found: dict[_ObjectKey, list[tuple[int, int | None]]] = {}
+    lines: list[int] = []
+    index = 0
+
+    def take(obj: Any) -> None:
+        nonlocal index
+        key = object_key(obj)
+        if key is not None and key in keys:
+            found.setdefault(key, []).append((index, lines[-1] if lines else None))
+        index += 1
+
+    _scan(path, take, lines)
+    return found
+
+
+def _twin_message(
+    path: str | Path, key: _ObjectKey, where: list[tuple[int, int | None]]
+) -> str:
+    source = "<stdin>" if str(path) == "-" else str(path)
+    group, kind, namespace, name = key
+    what = f"{kind}.{group}" if group else kind
+    named = f"{namespace}/{name}" if namespace else name
+    items = [f"items[{i}]" + (f" (line {line})" if line else "") for i, line in where]
+    both = " and ".join(items[:2]) + (f" (and {len(items) - 2} more)" if len(items) > 2 else "")
+    return (
+        f"{source}: {both} are both {what} {named}: a cluster holds one object per kind, "
+        "namespace and name"
+    )
 
 
 class _Prefixed:
