@@ -11,7 +11,9 @@ The walk follows upstream's decoder: keys in the order written; an unknown key i
 reported and not looked into; a duplicate of a known field or of a map key is
 reported and its value decoded again; a value of another JSON type than the field's
 is not looked into (the decoder fails on it with a type error, not a strict one);
-the same report at the same path is made once; at most 100 are kept.
+the same report at the same path is made once; at most 100 are kept. CAVEAT: a
+parsed object keeps the last value of a duplicate field (as kubectl does), so what
+upstream would also find inside the earlier values is not reported.
 
 The field tables (webhook/data/fields/<release>.json) are generated from upstream's
 own OpenAPI of each release (tools/field_schemas.py). Pure: raw JSON in, problems out.
