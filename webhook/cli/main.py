@@ -92,12 +92,14 @@ examples:
   {prog} check -R -o sarif manifests/ > topospread.sarif
   kubectl get pods -A -o yaml | {prog} check -   exported objects validate as stored
   {prog} check --server-version 1.33 --ignore selector-misses-pod web.yaml
+  {prog} check --field-validation Warn web.yaml   unknown fields as warnings, not errors
 
 Objects carrying server state (uid, resourceVersion, creationTimestamp, status) are
 validated as kube-apiserver validates an update of a stored object, others as a
 create. Kinds without a pod template are reported as skipped, never as valid.
 Warnings can be silenced per run (--ignore ID) or per object with the annotation
-topospread.io/ignore: ID[,ID...]. Warning ids: docs/rules.md.
+topospread.io/ignore: ID[,ID...]. Warning ids: docs/rules.md. Unknown and duplicate
+fields are refused as kubectl's default (fieldValidation=Strict) refuses them.
 
 exit status:
   0  every checked object is valid (and, with --strict, has no warning)
