@@ -19,7 +19,6 @@ import yaml
 
 from tests.builders import make_node, make_pod
 from webhook.cli.main import main
-from webhook.cluster import files
 from webhook.cluster.files import load_snapshot, scan_list
 from webhook.cluster.source import FileSource
 from webhook.errors import InputError
@@ -115,20 +114,6 @@ def test_stdin_twins_are_named_by_index(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(InputError) as exc:
         scan_list("-", lambda obj: None)
     assert str(exc.value) == f"<stdin>: items[1] and items[2] are both Pod shop/web-0: {TAIL}"
-
-
-def test_keys_that_only_share_a_hash_are_no_twins(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every key hashing alike (a forced collision): the second reading finds no
-    twins, and every object arrives."""
-    monkeypatch.setattr(files, "hash", lambda key: 7, raising=False)
-    items = [node(), pod("shop", "a"), pod("shop", "b")]
-    path = tmp_path / "s.json"
-    path.write_text(json.dumps(as_list(items)))
-    got: list[RawObj] = []
-    scan_list(path, got.append)
-    assert got == items
 
 
 def test_a_json_array_of_lists_counts_items_across_them(tmp_path: Path) -> None:

@@ -370,14 +370,20 @@ def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
     List, an item that is not an object, two objects of one kind, namespace and
     name); `sink` may then have taken some objects already, so a caller builds its
     state aside and uses it only once this returns."""
-    twins = _Twins(keep_keys=str(path) == "-")
+    twins = _Twins(keep_index=str(path) == "-")
 
     def take(obj: Any) -> None:
         twins.see(obj)
         sink(obj)
 
-    _scan(path, take)
-    twins.refuse(path)
+    try:
+        _scan(path, take)
+    except _Twin as twin:
+        if twin.first is not None:
+            where: list[tuple[int, int | None]] = [(twin.first, None), (twin.second, None)]
+        else:
+            where = _where(path, twin.key)
+        raise InputError(_twin_message(path, twin.key, where)) from None
 
 
 def _scan(
@@ -418,67 +424,85 @@ def object_key(obj: Any) -> _ObjectKey | None:
     return (group, str(obj.get("kind")), namespace if isinstance(namespace, str) else "", name)
 
 
+class _Twin(Exception):
+    """A second object with the key of one already read (at index `second`; the first
+    one's index when it was kept)."""
+
+    def __init__(self, key: _ObjectKey, first: int | None, second: int) -> None:
+        self.key = key
+        self.first = first
+        self.second = second
+
+
 class _Twins:
-    """Notices objects of one kind, namespace and name (object_key) in one file.
+    """Notices a second object of one kind, namespace and name (object_key) in a file.
 
-    CAVEAT: a file is read in one pass and may hold millions of objects, so only a
-    hash of each key is kept (about 75 bytes an object, freed with the scan); a key
-    whose hash was seen is a suspect, and `refuse` reads the file a second time, only
-    when there is one, to find every object of each suspect key with its index and
-    line (two keys sharing a hash are no twins). Stdin cannot be read twice: the keys
-    themselves are kept and the twins named by index alone."""
+    CAVEAT: a file may hold millions of objects, so what is kept is, per API group,
+    kind and namespace, the set of names read: the name strings are those the caller
+    keeps anyway, so an object costs a set slot (about 50 bytes), and no index or line
+    is kept; scan_list reads the file a second time, only when there are twins, to
+    name them by index and line. Stdin cannot be read twice: there each name's index
+    is kept, and the twins are named by index alone."""
 
-    def __init__(self, *, keep_keys: bool) -> None:
+    def __init__(self, *, keep_index: bool) -> None:
         self.count = 0
-        self.hashes: set[int] = set()
-        self.suspects: set[_ObjectKey] = set()
-        self.first: dict[_ObjectKey, int] | None = {} if keep_keys else None
-        self.twins: list[tuple[_ObjectKey, list[tuple[int, int | None]]]] = []
+        self.keep_index = keep_index
+        # (apiVersion, kind, namespace) as written -> the names read (a dict name ->
+        # index with keep_index); the name sets of one API group, kind and namespace
+        # (apps/v1 and apps/v1beta2 are one group) are compared with each other too.
+        self.names: dict[tuple[Any, Any, Any], tuple[Any, list[Any]]] = {}
+        self.groups: dict[tuple[str, str, str], list[Any]] = {}
 
     def see(self, obj: Any) -> None:
-        key = object_key(obj)
+        """_Twin when `obj` is the second object of its key (object_key, read inline:
+        this runs once per object of files of millions)."""
         index = self.count
         self.count += 1
-        if key is None:
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
             return
-        if self.first is not None:
-            first = self.first.setdefault(key, index)
-            if first != index and not self.twins:
-                self.twins.append((key, [(first, None), (index, None)]))
-            return
-        h = hash(key)
-        if h in self.hashes:
-            self.suspects.add(key)
+        api_version, kind, namespace = obj.get("apiVersion"), obj.get("kind"), meta.get("namespace")
+        where = (api_version, kind, namespace)
+        if not (isinstance(api_version, str) and isinstance(kind, str)) or not (
+            namespace is None or isinstance(namespace, str)
+        ):
+            where = _group_key(where)  # hashable, whatever was written
+        held = self.names.get(where)
+        if held is None:
+            names: Any = {} if self.keep_index else set()
+            siblings = self.groups.setdefault(_group_key(where), [])
+            siblings.append(names)
+            held = self.names[where] = (names, siblings)
+        names, siblings = held
+        if name in names or (len(siblings) > 1 and any(name in o for o in siblings)):
+            key = object_key(obj)
+            assert key is not None  # noqa: S101 - it has a name
+            first = next(o[name] for o in siblings if name in o) if self.keep_index else None
+            raise _Twin(key, first, index)
+        if self.keep_index:
+            names[name] = index
         else:
-            self.hashes.add(h)
-
-    def refuse(self, path: str | Path) -> None:
-        """InputError naming the first twins of the file, if it has any."""
-        self.hashes.clear()
-        if self.suspects:
-            found = _where(path, self.suspects)
-            twins = [(key, at) for key, at in found.items() if len(at) > 1]
-            twins.sort(key=lambda t: t[1][1][0])
-            self.twins.extend(twins[:1])
-        if self.twins:
-            key, where = self.twins[0]
-            raise InputError(_twin_message(path, key, where))
+            names.add(name)
 
 
-def _where(
-    path: str | Path, keys: set[_ObjectKey]
-) -> dict[_ObjectKey, list[tuple[int, int | None]]]:
-    """The index and line (None when unknown) of each object of the file with one of
-    `keys`."""
-    found: dict[_ObjectKey, list[tuple[int, int | None]]] = {}
+def _group_key(where: tuple[Any, Any, Any]) -> tuple[str, str, str]:
+    """(API group, kind, namespace) of a (apiVersion, kind, namespace) as written."""
+    api_version, kind, namespace = where
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return (group, str(kind), namespace if isinstance(namespace, str) else "")
+
+
+def _where(path: str | Path, key: _ObjectKey) -> list[tuple[int, int | None]]:
+    """The index and line (None when unknown) of each object of the file with `key`."""
+    found: list[tuple[int, int | None]] = []
     lines: list[int] = []
     index = 0
 
     def take(obj: Any) -> None:
         nonlocal index
-        key = object_key(obj)
-        if key is not None and key in keys:
-            found.setdefault(key, []).append((index, lines[-1] if lines else None))
+        if object_key(obj) == key:
+            found.append((index, lines[-1] if lines else None))
         index += 1
 
     _scan(path, take, lines)
