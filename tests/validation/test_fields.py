@@ -13,8 +13,11 @@ parser's. Legend: T = "spec.template.spec", C = T + ".topologySpreadConstraints"
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from webhook.cli.inputs import parse_documents
 from webhook.validation.fields import (
@@ -256,3 +259,32 @@ def test_a_key_with_a_quote_is_go_quoted() -> None:
 )
 def test_parse_field_validation(value: str, want: str | None) -> None:
     assert parse_field_validation(value) == want
+
+
+def test_yaml_keys_that_are_not_strings_are_named_as_json_names_them() -> None:
+    """`true:` and `80:` (YAML 1.1 reads a bool and an int) are unknown as "true", "80"."""
+    got = problems(deployment("true: 1\n80: 2\n"))
+    assert [p.path for p in got] == [f"{T}.true", f"{T}.80"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(
+        st.sampled_from(["spec", "template", "containers", "topologySpreadConstraints",
+                         "labelSelector", "matchLabels", "metadata", "labels", "x", "Spec"]),
+        inner,
+        max_size=4,
+    ),
+    max_leaves=20,
+)
+
+
+@given(spec=JSON, metadata=JSON)
+def test_any_json_at_any_place_gives_problems_never_an_exception(spec: Any, metadata: Any) -> None:
+    """Whatever the values, strict_problems answers, each report once, at most 100."""
+    schema = field_schema("1.37")
+    assert schema is not None
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}
+    got = strict_problems(obj, schema)
+    assert len({(p.kind, p.path) for p in got}) == len(got) <= 100

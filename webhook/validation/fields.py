@@ -164,6 +164,12 @@ def strict_problems(
     def join(path: str, key: str) -> str:
         return f"{path}.{key}" if path else key
 
+    def named(key: Any) -> str:
+        """A key as JSON names it (YAML allows others: `true:`, `80:`)."""
+        if isinstance(key, bool):
+            return "true" if key else "false"
+        return "null" if key is None else str(key)
+
     def walk(value: Any, shape: str, path: str) -> None:
         if not shape:
             return
@@ -176,24 +182,24 @@ def strict_problems(
             return
         if shape[0] == "{":
             done: set[str] = set()
-            for key, line in keys(value):
-                key = str(key)
+            for raw, line in keys(value):
+                key = named(raw)
                 if key in done:
                     report("duplicate", join(path, key), line=line)
                 done.add(key)
-                walk(value.get(key), shape[1:], join(path, key))
+                walk(value.get(raw), shape[1:], join(path, key))
             return
         fields = schema.types.get(shape, {})
         done = set()
-        for key, line in keys(value):
-            key = str(key)
+        for raw, line in keys(value):
+            key = named(raw)
             if key not in fields:
                 report("unknown", join(path, key), meant=_meant(key, fields, schema), line=line)
                 continue
             if key in done:
                 report("duplicate", join(path, key), line=line)
             done.add(key)
-            walk(value.get(key), fields[key], join(path, key))
+            walk(value.get(raw), fields[key], join(path, key))
 
     walk(obj, root, "")
     return found
