@@ -299,3 +299,25 @@ def test_nothing_the_project_ships_has_an_unknown_or_duplicate_field(
             for p in strict_problems(o, schema, written or (lambda d: None))
         }
         assert found == set(), release
+
+
+def test_lines_inside_lists_and_later_documents(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A field's line is counted from the top of the file, in a later document and in
+    an item of a List alike."""
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers: []\n"  # 1-5
+        "---\n"  # 6
+        "apiVersion: v1\nkind: List\nitems:\n"  # 7-9
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containers: []}\n"  # 10-13
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {name: c}\n  spec:\n"  # 14-17
+        "    containers: []\n    nodeSelecter: {}\n"  # 18-19
+    )
+    code, out, _ = run(capsys, str(path))
+    assert code == 1
+    assert field_lines(out)[1] == (
+        f'{path}:19: Pod "c": note: unknown field "spec.nodeSelecter" '
+        '(did you mean "nodeSelector"?)'
+    )

@@ -13,6 +13,7 @@ parser's. Legend: T = "spec.template.spec", C = T + ".topologySpreadConstraints"
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -52,10 +53,13 @@ def deployment(extra_spec: str = "", extra_top: str = "") -> str:
 
 
 def problems(text: str, release: str = "1.37") -> list[FieldProblem]:
+    """As check finds them: the lines of duplicates from the parse, of the others from
+    the document's YAML (Document.line_of)."""
     (doc,) = parse_documents(text, "t.yaml", keep_keys=True)
     schema = field_schema(release)
     assert schema is not None
-    return strict_problems(doc.obj, schema, doc.written or (lambda d: None))
+    found = strict_problems(doc.obj, schema, doc.written or (lambda d: None))
+    return [p if p.line is not None else replace(p, line=doc.line_of(p.keys)) for p in found]
 
 
 def found(text: str, release: str = "1.37") -> list[tuple[str, str | None, int | None]]:

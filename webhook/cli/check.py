@@ -22,6 +22,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TextIO
 
 from webhook.admission.foresight import foresee
@@ -97,7 +98,10 @@ class Checker:
         obj = doc.obj
         result = CheckResult(doc, field_validation=self.field_validation)
         if self.schema is not None:
-            result.fields = strict_problems(obj, self.schema, doc.written or (lambda d: None))
+            found = strict_problems(obj, self.schema, doc.written or (lambda d: None))
+            result.fields = [
+                p if p.line is not None else replace(p, line=doc.line_of(p.keys)) for p in found
+            ]
         kind = result.kind
         custom = self.config.custom(obj)
         if kind not in HANDLED_KINDS and custom is None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +56,46 @@ class Document:
     line: int | None
     obj: RawObj
     written: KeyOrders | None = field(default=None, compare=False, repr=False)
+    # The YAML text and where this object's document starts and ends in it (None for
+    # JSON), to find the line of a field only when one is reported (line_of).
+    text: str | None = field(default=None, compare=False, repr=False)
+    span: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+
+    def line_of(self, keys: Sequence[str | int]) -> int | None:
+        """The 1-based line of the key at `keys` (a path's keys and list indexes from the
+        object's root), None when unknown. Composes the document's YAML again: called
+        only for fields that are reported."""
+        if self.text is None or self.span is None:
+            return None
+        start, end = self.span
+        try:
+            node: Any = yaml.compose(self.text[start:end], Loader=_SAFE_LOADER)
+        except yaml.YAMLError:  # pragma: no cover - it parsed once
+            return None
+        offset = self.text.count("\n", 0, start)
+        if self.item is not None:
+            node = _child(node, "items")
+            node = _child(node, self.item)
+        line = None
+        for n, key in enumerate(keys):
+            if isinstance(node, yaml.MappingNode):
+                pairs = [(k, v) for k, v in node.value if k.value == str(key)]
+                if not pairs:
+                    return None
+                # The field reported is the first of its name; on the way, the value kept.
+                k, node = pairs[0] if n == len(keys) - 1 else pairs[-1]
+                line = k.start_mark.line + 1 + offset
+            else:
+                node = _child(node, key)
+                if node is None:
+                    return None
+        return line
 
 
 class KeyOrders:
-    """The keys of each mapping a parse built, as written: duplicates (which a dict
-    keeps once, the last value) and the line of each key (YAML). A YAML parse keeps
-    every mapping's (for the lines), a JSON parse only those with a duplicate key;
-    a dict not kept was written as it iterates."""
+    """The keys of the mappings a parse built that a dict cannot give as written: with
+    a duplicate (a dict keeps it once, the last value) or a merge (`<<`), each key
+    with its line (YAML); a dict not kept was written as it iterates."""
 
     def __init__(self) -> None:
         # id(dict) -> (the dict, kept alive so that its id is never reused; its keys)
@@ -77,8 +110,19 @@ class KeyOrders:
 
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _child(node: Any, key: str | int) -> Any:
+    """A mapping's value at a key (the last of its name) or a sequence's item."""
+    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
+        values = [v for k, v in node.value if k.value == key]
+        return values[-1] if values else None
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return node.value[key]
+    return None
 _MAP_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _KeyKeepingLoader(_SAFE_LOADER):  # type: ignore[misc]
@@ -87,16 +131,24 @@ class _KeyKeepingLoader(_SAFE_LOADER):  # type: ignore[misc]
     written: KeyOrders
 
 
+def _key(loader: _KeyKeepingLoader, node: yaml.ScalarNode) -> Any:
+    """A mapping key as the constructor builds it (a plain string without the work)."""
+    return node.value if node.tag == _STR_TAG else loader.construct_object(node)
+
+
 def _construct_map(loader: _KeyKeepingLoader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
     data: dict[Any, Any] = {}
     yield data
     # Read before construct_mapping, which moves merged (`<<`) keys into node.value.
+    keys = [key for key, _ in node.value]
+    data.update(loader.construct_mapping(node))
+    if len(data) == len(keys):
+        return  # each key once (a merge that changes nothing here is no matter)
     order: list[tuple[Any, int | None]] = [
-        (loader.construct_object(key), key.start_mark.line + 1)
-        for key, _ in node.value
+        (_key(loader, key), key.start_mark.line + 1)
+        for key in keys
         if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG
     ]
-    data.update(loader.construct_mapping(node))
     written = {k for k, _ in order}
     order.extend((k, None) for k in data if k not in written)
     loader.written.keep(data, order)
@@ -255,7 +307,13 @@ def parse_documents(text: str, source: str, *, keep_keys: bool = False) -> list[
                 break
             data = loader.construct_document(node)
             line = node.start_mark.line + 1
-            out.extend(_flatten(data, source, index, line, item_lines(node), written))
+            objects: Iterable[Document] = _flatten(
+                data, source, index, line, item_lines(node), written
+            )
+            if written is not None:
+                span = (node.start_mark.index, node.end_mark.index)
+                objects = [replace(d, text=text, span=span) for d in objects]
+            out.extend(objects)
             index += 1
     except yaml.YAMLError as exc:
         template_line = _unrendered(text)

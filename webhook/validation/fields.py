@@ -21,9 +21,10 @@ own OpenAPI of each release (tools/field_schemas.py). Pure: raw JSON in, problem
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -50,6 +51,8 @@ FIELD_VALIDATION: tuple[FieldValidation, ...] = ("Strict", "Warn", "Ignore")
 
 # sigs.k8s.io/json saveStrictError: "prevent excessive numbers of accumulated errors".
 MAX_STRICT_ERRORS = 100
+
+_NO_LINES = itertools.repeat(None)
 
 # A mapping's keys as written, duplicates included, each with its 1-based line (None
 # when unknown): what a parser that keeps the source saw, for a dict it built.
@@ -78,6 +81,8 @@ class FieldProblem:
     path: str
     meant: str | None = None
     line: int | None = None
+    # The path's keys and list indexes, from the object's root (to find the line).
+    keys: tuple[str | int, ...] = field(default=(), compare=False, repr=False)
 
     def text(self) -> str:
         """kube-apiserver's words: `unknown field "PATH"` (also its warning's text)."""
@@ -157,51 +162,53 @@ def strict_problems(
         seen.add((kind, path))
         found.append(FieldProblem(kind, path, **more))
 
-    def keys(d: dict[str, Any]) -> Iterable[tuple[str, int | None]]:
+    def keys(d: dict[str, Any]) -> Iterable[tuple[Any, int | None]]:
         order = written(d)
-        return order if order is not None else ((k, None) for k in d)
-
-    def join(path: str, key: str) -> str:
-        return f"{path}.{key}" if path else key
+        return order if order is not None else zip(d, _NO_LINES, strict=False)
 
     def named(key: Any) -> str:
         """A key as JSON names it (YAML allows others: `true:`, `80:`)."""
+        if isinstance(key, str):
+            return key
         if isinstance(key, bool):
             return "true" if key else "false"
         return "null" if key is None else str(key)
 
-    def walk(value: Any, shape: str, path: str) -> None:
+    def walk(value: Any, shape: str, path: str, at: tuple[str | int, ...]) -> None:
         if not shape:
             return
         if shape[0] == "[":
             if isinstance(value, list):
                 for i, item in enumerate(value):
-                    walk(item, shape[1:], f"{path}[{i}]")
+                    walk(item, shape[1:], f"{path}[{i}]", (*at, i))
             return
         if not isinstance(value, dict):
             return
+        prefix = f"{path}." if path else ""
+        done: set[str] = set()
         if shape[0] == "{":
-            done: set[str] = set()
             for raw, line in keys(value):
                 key = named(raw)
                 if key in done:
-                    report("duplicate", join(path, key), line=line)
+                    report("duplicate", prefix + key, line=line, keys=(*at, key))
                 done.add(key)
-                walk(value.get(raw), shape[1:], join(path, key))
+                walk(value.get(raw), shape[1:], prefix + key, (*at, key))
             return
         fields = schema.types.get(shape, {})
-        done = set()
         for raw, line in keys(value):
             key = named(raw)
-            if key not in fields:
-                report("unknown", join(path, key), meant=_meant(key, fields, schema), line=line)
+            field = fields.get(key)
+            if field is None:
+                meant = _meant(key, fields, schema)
+                report("unknown", prefix + key, meant=meant, line=line, keys=(*at, key))
                 continue
             if key in done:
-                report("duplicate", join(path, key), line=line)
+                report("duplicate", prefix + key, line=line, keys=(*at, key))
             done.add(key)
-            walk(value.get(raw), fields[key], join(path, key))
+            if field:
+                walk(value.get(raw), field, prefix + key, (*at, key))
 
-    walk(obj, root, "")
+    walk(obj, root, "", ())
     return found
 
 
