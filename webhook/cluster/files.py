@@ -476,8 +476,7 @@ class _Twins:
             held = self.names[where] = (names, siblings)
         names, siblings = held
         if name in names or (len(siblings) > 1 and any(name in o for o in siblings)):
-            key = object_key(obj)
-            assert key is not None  # noqa: S101 - it has a name
+            key: _ObjectKey = (*_group_key((api_version, kind, namespace)), name)
             first = next(o[name] for o in siblings if name in o) if self.keep_index else None
             raise _Twin(key, first, index)
         if self.keep_index:
