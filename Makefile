@@ -55,7 +55,7 @@ test: $(STAMP) browser
 	@$(MAKE) --no-print-directory -j4 -Otarget test-ruff test-mypy test-bandit test-pytest
 
 test-ruff: $(STAMP)
-	$(VENV)/bin/ruff check webhook tests bench
+	$(VENV)/bin/ruff check webhook tests bench tools
 
 test-mypy: $(STAMP)
 	$(VENV)/bin/mypy
@@ -91,7 +91,7 @@ bench-vs-scheduler: $(STAMP) control-plane
 	$(PY) bench/bench_vs_scheduler.py $(BENCH_VS_FLAGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check webhook tests bench
+	$(VENV)/bin/ruff check webhook tests bench tools
 
 bench: $(STAMP)
 	$(PY) bench/bench_scheduling.py

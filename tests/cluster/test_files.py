@@ -86,7 +86,11 @@ def test_json_is_read_in_chunks_and_items_arrive_before_the_end(
     """No read asks for the whole file, and the first object reaches the sink while
     most of the file is still unread."""
     monkeypatch.setattr(files, "CHUNK_CHARS", 256)
-    objects = _objects() * 500
+    objects = [
+        {**obj, "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}-{i}"}}
+        for i in range(500)
+        for obj in _objects()
+    ]
     text = FORMS[form](objects)
     stdin = _Recording(text)
     monkeypatch.setattr("sys.stdin", stdin)

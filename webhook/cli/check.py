@@ -22,6 +22,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TextIO
 
 from webhook.admission.foresight import foresee
@@ -47,6 +48,12 @@ from webhook.cli.results import (
 )
 from webhook.errors import InputError
 from webhook.validation.advice import WARNING_IDS, Advice, did_you_mean, template_advice
+from webhook.validation.fields import (
+    FieldSchema,
+    FieldValidation,
+    field_schema,
+    strict_problems,
+)
 from webhook.validation.rules import validate_constraints, validate_object
 
 __all__ = ["Checker", "check_documents", "cli_check", "run_check"]
@@ -63,11 +70,25 @@ class Checker:
         *,
         as_stored: bool | None = None,
         ignore: Iterable[str] = (),
+        field_validation: FieldValidation | None = None,
     ) -> None:
         self.target = target
         self.as_stored = as_stored
         self.ignore = frozenset(ignore)
         self.node_keys = node_label_keys(target.snapshot)
+        self.field_validation = field_validation or target.config.field_validation
+        self.schema = self._schema()
+
+    def _schema(self) -> FieldSchema | None:
+        """The field table of the API server whose rules apply, else of the release
+        modelled (a server older than the oldest table: its fields are a subset)."""
+        if self.field_validation == "Ignore":
+            return None
+        major, minor = self.target.server_version
+        version = self.target.kubernetes_version
+        return field_schema(f"{major}.{minor}") or field_schema(
+            f"{version.major}.{version.minor}"
+        )
 
     @property
     def config(self) -> CliConfig:
@@ -75,7 +96,12 @@ class Checker:
 
     def check(self, doc: Document) -> CheckResult:
         obj = doc.obj
-        result = CheckResult(doc)
+        result = CheckResult(doc, field_validation=self.field_validation)
+        if self.schema is not None:
+            found = strict_problems(obj, self.schema, doc.written or (lambda d: None))
+            result.fields = [
+                p if p.line is not None else replace(p, line=doc.line_of(p.keys)) for p in found
+            ]
         kind = result.kind
         custom = self.config.custom(obj)
         if kind not in HANDLED_KINDS and custom is None:
@@ -155,12 +181,17 @@ def run_check(args: argparse.Namespace, target: Target, err: TextIO) -> Report:
     """Read every input, check every object; unreadable inputs become problems."""
     inputs = expand_inputs(args)
     as_stored = {"new": False, "stored": True}.get(getattr(args, "validate_as", "auto"))
-    checker = Checker(target, as_stored=as_stored, ignore=getattr(args, "ignore", ()) or ())
+    checker = Checker(
+        target,
+        as_stored=as_stored,
+        ignore=getattr(args, "ignore", ()) or (),
+        field_validation=getattr(args, "field_validation", None),
+    )
     results: list[CheckResult] = []
     problems: list[InputProblem] = []
     for path in inputs:
         try:
-            docs = read_documents(path)
+            docs = read_documents(path, keep_keys=checker.schema is not None)
         except InputError as exc:
             problems.append(InputProblem("<stdin>" if path == "-" else path, str(exc)))
             continue

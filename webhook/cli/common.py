@@ -29,6 +29,7 @@ from webhook.api.versions import (
 from webhook.cluster.files import load_snapshot
 from webhook.config import Settings, load_settings
 from webhook.errors import ConfigError
+from webhook.validation.fields import FieldValidation, parse_field_validation
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from webhook.api.kube import PodTemplate
@@ -170,6 +171,8 @@ class CliConfig:
 
     custom_workloads: tuple[CustomWorkload, ...] = ()
     topology_keys: frozenset[str] = frozenset()
+    # check.fieldValidation: what `check` does with unknown and duplicate fields.
+    field_validation: FieldValidation = "Strict"
 
     def custom(self, obj: RawObj) -> CustomWorkload | None:
         kind, api = obj.get("kind"), obj.get("apiVersion")
@@ -188,12 +191,14 @@ def _strings(value: Any, where: str) -> list[str]:
 
 
 def cli_config(raw: Mapping[str, Any]) -> CliConfig:
-    """customWorkloads and topologyKeys of a config document; ConfigError when malformed.
+    """customWorkloads, topologyKeys and check of a config document; ConfigError when
+    malformed.
 
     customWorkloads:
     - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: spec.template,
        podLabels: [rollouts-pod-template-hash]}
     topologyKeys: [example.com/rack]
+    check: {fieldValidation: Strict}    # Strict (default) | Warn | Ignore
     """
     entries = raw.get("customWorkloads") or []
     if not isinstance(entries, list):
@@ -215,7 +220,26 @@ def cli_config(raw: Mapping[str, Any]) -> CliConfig:
         labels = _strings(entry.get("podLabels"), f"{where}.podLabels")
         workloads.append(CustomWorkload(api, kind, tuple(path.split(".")), frozenset(labels)))
     keys = _strings(raw.get("topologyKeys"), "topologyKeys")
-    return CliConfig(tuple(workloads), frozenset(keys))
+    return CliConfig(tuple(workloads), frozenset(keys), _field_validation(raw))
+
+
+def _field_validation(raw: Mapping[str, Any]) -> FieldValidation:
+    """check.fieldValidation (default Strict); ConfigError for anything else."""
+    section = raw.get("check")
+    if section is None:
+        return "Strict"
+    if not isinstance(section, dict):
+        raise ConfigError(f"check: must be a mapping, got {section!r}")
+    unknown = sorted(str(k) for k in section if k != "fieldValidation")
+    if unknown:
+        raise ConfigError(f"check.{unknown[0]}: unknown key (known: fieldValidation)")
+    value = section.get("fieldValidation", "Strict")
+    parsed = parse_field_validation(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise ConfigError(
+            f"check.fieldValidation: must be Strict, Warn or Ignore, got {value!r}"
+        )
+    return parsed
 
 
 def template_of(obj: RawObj, config: CliConfig) -> PodTemplate | None:

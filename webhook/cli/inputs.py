@@ -13,20 +13,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from webhook.api.kube import RawObj
-from webhook.cluster.files import read_text
+from webhook.cluster.files import item_lines, read_text
 from webhook.errors import InputError
+from webhook.validation.fields import KeyOrder
 
 __all__ = [
     "STDIN",
     "Document",
+    "KeyOrders",
     "add_input_args",
     "expand_inputs",
     "parse_documents",
@@ -44,7 +46,8 @@ class Document:
     source: the file as named on the command line (STDIN for stdin); index: the
     YAML document (or JSON value) it came from, 0-based; item: its index among the
     items of a List, None otherwise; line: the 1-based line it starts on, None when
-    unknown (JSON Lists).
+    unknown (JSON Lists); written: the keys of its mappings as the input wrote them
+    (duplicates, lines), for strict field validation.
     """
 
     source: str
@@ -52,6 +55,116 @@ class Document:
     item: int | None
     line: int | None
     obj: RawObj
+    written: KeyOrders | None = field(default=None, compare=False, repr=False)
+    # The YAML text and where this object's document starts and ends in it (None for
+    # JSON), to find the line of a field only when one is reported (line_of).
+    text: str | None = field(default=None, compare=False, repr=False)
+    span: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+
+    def line_of(self, keys: Sequence[str | int]) -> int | None:
+        """The 1-based line of the key at `keys` (a path's keys and list indexes from the
+        object's root), None when unknown. Composes the document's YAML again: called
+        only for fields that are reported."""
+        if self.text is None or self.span is None:
+            return None
+        start, end = self.span
+        try:
+            node: Any = yaml.compose(self.text[start:end], Loader=_SAFE_LOADER)
+        except yaml.YAMLError:  # pragma: no cover - it parsed once
+            return None
+        offset = self.text.count("\n", 0, start)
+        if self.item is not None:
+            node = _child(node, "items")
+            node = _child(node, self.item)
+        line = None
+        for n, key in enumerate(keys):
+            if isinstance(node, yaml.MappingNode):
+                pairs = [(k, v) for k, v in node.value if k.value == str(key)]
+                if not pairs:
+                    return None
+                # The field reported is the first of its name; on the way, the value kept.
+                k, node = pairs[0] if n == len(keys) - 1 else pairs[-1]
+                line = k.start_mark.line + 1 + offset
+            else:
+                node = _child(node, key)
+                if node is None:
+                    return None
+        return line
+
+
+class KeyOrders:
+    """The keys of the mappings a parse built that a dict cannot give as written: with
+    a duplicate (a dict keeps it once, the last value) or a merge (`<<`), each key
+    with its line (YAML); a dict not kept was written as it iterates."""
+
+    def __init__(self) -> None:
+        # id(dict) -> (the dict, kept alive so that its id is never reused; its keys)
+        self._orders: dict[int, tuple[dict[Any, Any], KeyOrder]] = {}
+
+    def keep(self, d: dict[Any, Any], order: KeyOrder) -> None:
+        self._orders[id(d)] = (d, order)
+
+    def __call__(self, d: dict[str, Any]) -> KeyOrder | None:
+        kept = self._orders.get(id(d))
+        return kept[1] if kept is not None and kept[0] is d else None
+
+
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _child(node: Any, key: str | int) -> Any:
+    """A mapping's value at a key (the last of its name) or a sequence's item."""
+    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
+        values = [v for k, v in node.value if k.value == key]
+        return values[-1] if values else None
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return node.value[key]
+    return None
+_MAP_TAG = "tag:yaml.org,2002:map"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _KeyKeepingLoader(_SAFE_LOADER):  # type: ignore[misc]
+    """The safe loader, with each mapping's keys as written kept in `self.written`."""
+
+    written: KeyOrders
+
+
+def _key(loader: _KeyKeepingLoader, node: yaml.ScalarNode) -> Any:
+    """A mapping key as the constructor builds it (a plain string without the work)."""
+    return node.value if node.tag == _STR_TAG else loader.construct_object(node)
+
+
+def _construct_map(loader: _KeyKeepingLoader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+    data: dict[Any, Any] = {}
+    yield data
+    # Read before construct_mapping, which moves merged (`<<`) keys into node.value.
+    keys = [key for key, _ in node.value]
+    data.update(loader.construct_mapping(node))
+    if len(data) == len(keys):
+        return  # each key once (a merge that changes nothing here is no matter)
+    order: list[tuple[Any, int | None]] = [
+        (_key(loader, key), key.start_mark.line + 1)
+        for key in keys
+        if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG
+    ]
+    written = {k for k, _ in order}
+    order.extend((k, None) for k in data if k not in written)
+    loader.written.keep(data, order)
+
+
+_KeyKeepingLoader.add_constructor(_MAP_TAG, _construct_map)
+
+
+def _json_pairs(orders: KeyOrders) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            orders.keep(d, [(k, None) for k, _ in pairs])
+        return d
+
+    return hook
 
 
 def add_input_args(p: argparse.ArgumentParser, *, what: str = "manifests") -> None:
@@ -133,7 +246,12 @@ def _kind_check(obj: Any, where: str) -> RawObj:
 
 
 def _flatten(
-    doc: Any, source: str, index: int, line: int | None, item_lines: list[int] | None
+    doc: Any,
+    source: str,
+    index: int,
+    line: int | None,
+    item_lines: list[int] | None,
+    written: KeyOrders | None = None,
 ) -> Iterator[Document]:
     where = f"{source}: document {index}"
     if doc is None:
@@ -151,28 +269,21 @@ def _flatten(
             if item is None:
                 continue
             _kind_check(item, f"{where}: items[{i}]")
-            yield Document(source, index, i, at, item)
+            yield Document(source, index, i, at, item, written)
         return
-    yield Document(source, index, None, line, obj)
+    yield Document(source, index, None, line, obj, written)
 
 
-def _item_lines(node: Any) -> list[int] | None:
-    """The start line of each element of a top-level `items` sequence, if any."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    for key, value in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == "items":
-            if isinstance(value, yaml.SequenceNode):
-                return [v.start_mark.line + 1 for v in value.value]
-    return None
+def parse_documents(text: str, source: str, *, keep_keys: bool = False) -> list[Document]:
+    """Every object of a text (JSON or YAML, multi-document, Lists flattened).
 
-
-def parse_documents(text: str, source: str) -> list[Document]:
-    """Every object of a text (JSON or YAML, multi-document, Lists flattened)."""
+    keep_keys: each Document's `written` holds its mappings' keys as written."""
+    written = KeyOrders() if keep_keys else None
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
-            parsed = json.loads(text)
+            hook = _json_pairs(written) if written is not None else None
+            parsed = json.loads(text, object_pairs_hook=hook)
         except ValueError:
             pass
         else:
@@ -181,10 +292,12 @@ def parse_documents(text: str, source: str) -> list[Document]:
             return [
                 d
                 for i, doc in enumerate(docs)
-                for d in _flatten(doc, source, i, first_line if len(docs) == 1 else None, None)
+                for d in _flatten(
+                    doc, source, i, first_line if len(docs) == 1 else None, None, written
+                )
             ]
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_class(text)
+    loader = (_KeyKeepingLoader if written is not None else _SAFE_LOADER)(text)
+    loader.written = written
     out: list[Document] = []
     try:
         index = 0
@@ -194,7 +307,13 @@ def parse_documents(text: str, source: str) -> list[Document]:
                 break
             data = loader.construct_document(node)
             line = node.start_mark.line + 1
-            out.extend(_flatten(data, source, index, line, _item_lines(node)))
+            objects: Iterable[Document] = _flatten(
+                data, source, index, line, item_lines(node), written
+            )
+            if written is not None:
+                span = (node.start_mark.index, node.end_mark.index)
+                objects = [replace(d, text=text, span=span) for d in objects]
+            out.extend(objects)
             index += 1
     except yaml.YAMLError as exc:
         template_line = _unrendered(text)
@@ -209,11 +328,12 @@ def parse_documents(text: str, source: str) -> list[Document]:
     return out
 
 
-def read_documents(path: str) -> list[Document]:
-    """Every object of a file ("-" reads stdin); InputError when it cannot be used."""
+def read_documents(path: str, *, keep_keys: bool = False) -> list[Document]:
+    """Every object of a file ("-" reads stdin); InputError when it cannot be used.
+    keep_keys: as parse_documents."""
     source = STDIN if path == "-" else path
     text = read_text(path)
-    docs = parse_documents(text, source)
+    docs = parse_documents(text, source, keep_keys=keep_keys)
     for d in docs:
         kind = d.obj.get("kind")
         if not isinstance(kind, str) or not kind:

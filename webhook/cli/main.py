@@ -38,6 +38,17 @@ def _check(args: argparse.Namespace) -> int:
     return cli_check(args)
 
 
+def _field_validation(value: str) -> str:
+    """--field-validation's value: Strict, Warn or Ignore, in any case (as kubectl's
+    --validate)."""
+    from webhook.validation.fields import parse_field_validation
+
+    parsed = parse_field_validation(value)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f"{value!r}: choose from Strict, Warn, Ignore")
+    return parsed
+
+
 def _mutate(args: argparse.Namespace) -> int:
     from webhook.cli.mutate import cli_mutate
 
@@ -81,12 +92,14 @@ examples:
   {prog} check -R -o sarif manifests/ > topospread.sarif
   kubectl get pods -A -o yaml | {prog} check -   exported objects validate as stored
   {prog} check --server-version 1.33 --ignore selector-misses-pod web.yaml
+  {prog} check --field-validation Warn web.yaml   unknown fields as warnings, not errors
 
 Objects carrying server state (uid, resourceVersion, creationTimestamp, status) are
 validated as kube-apiserver validates an update of a stored object, others as a
 create. Kinds without a pod template are reported as skipped, never as valid.
 Warnings can be silenced per run (--ignore ID) or per object with the annotation
-topospread.io/ignore: ID[,ID...]. Warning ids: docs/rules.md.
+topospread.io/ignore: ID[,ID...]. Warning ids: docs/rules.md. Unknown and duplicate
+fields are refused as kubectl's default (fieldValidation=Strict) refuses them.
 
 exit status:
   0  every checked object is valid (and, with --strict, has no warning)
@@ -492,6 +505,15 @@ def build_parser(prog: str = "topospread") -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="list every object, valid and skipped too"
     )
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument(
+        "--field-validation",
+        metavar="Strict|Warn|Ignore",
+        type=_field_validation,
+        default=None,
+        help="unknown and duplicate fields, as kube-apiserver's fieldValidation: Strict "
+        "(kubectl's default) makes them errors, Warn warnings, Ignore says nothing "
+        "(default: the config's check.fieldValidation, else Strict)",
+    )
     p.add_argument(
         "--fail-empty",
         action="store_true",

@@ -4,8 +4,9 @@ JUnit XML: one testsuite per input file, one testcase per object; an invalid obj
 is a failure, a skipped kind is skipped, an unreadable file an error; warnings go to
 the testcase's system-out (failures with --strict). SARIF 2.1.0: one run, one result
 per error (level error) and per warning (level warning), each at its file and line,
-with the warning ids (and `invalid`, `unschedulable-denied`, `unreadable-input`) as
-rules, for code-scanning annotations.
+with the warning ids (and `invalid`, `unschedulable-denied`, `unreadable-input`,
+`unknown-field`, `duplicate-field`) as rules, for code-scanning annotations; a field
+strict decoding refuses is at its own line where the input kept it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import xml.etree.ElementTree as ET  # nosec B405 - only builds XML, never parses
 from pathlib import Path
 from typing import Any
 
-from webhook.cli.results import CheckResult, Report, readable, title
+from webhook.cli.results import FIELD_IDS, CheckResult, Report, readable, title
 from webhook.cli.version import version
 from webhook.validation.advice import WARNING_IDS
 
@@ -67,14 +68,17 @@ def junit(report: Report, *, strict: bool = False) -> str:
                 attrs["line"] = str(r.doc.line)
             case = ET.SubElement(suite, "testcase", attrs)
             counts["tests"] += 1
-            if not r.checked:
+            if not r.checked and not r.field_errors:
                 ET.SubElement(case, "skipped", message=r.skipped)
                 counts["skipped"] += 1
                 continue
-            warnings = [f"{w.text()} [{w.id}]" for w in r.warnings]
+            warnings = [f"{p.text()}{p.hint()} [{p.kind}-field]" for p in r.field_warnings]
+            warnings += [f"{w.text()} [{w.id}]" for w in r.warnings]
             if r.valid is False:
                 failure = ET.SubElement(case, "failure", type="invalid", message=r.message())
-                failure.text = "\n".join([r.message(), *r.notes()])
+                hints = [f"{p.text()}{p.hint()}" for p in r.field_errors if p.meant]
+                rules = [r.rules_message()] if r.field_errors and r.rules_message() else []
+                failure.text = "\n".join([r.message(), *hints, *rules, *r.notes()])
                 counts["failures"] += 1
             elif strict and warnings:
                 failure = ET.SubElement(
@@ -120,7 +124,7 @@ def sarif(report: Report) -> str:
             "shortDescription": {"text": text},
             "defaultConfiguration": {"level": "warning"},
         }
-        for rule, text in WARNING_IDS.items()
+        for rule, text in {**FIELD_IDS, **WARNING_IDS}.items()
     ]
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results: list[dict[str, Any]] = []
@@ -139,6 +143,10 @@ def sarif(report: Report) -> str:
     for problem in report.problems:
         add("unreadable-input", "error", problem.message, problem.source, None)
     for r in report.results:
+        for level, found in (("error", r.field_errors), ("warning", r.field_warnings)):
+            for p in found:
+                text = f"{title(r.obj)}: {p.text()}{p.hint()}"
+                add(f"{p.kind}-field", level, text, r.file, p.line or r.doc.line)
         if not r.checked:
             continue
         for e in r.errors:

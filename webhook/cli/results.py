@@ -15,8 +15,10 @@ from webhook.cli.common import (
 )
 from webhook.cli.inputs import Document
 from webhook.validation.advice import Advice
+from webhook.validation.fields import FieldProblem, FieldValidation, decode_error
 
 __all__ = [
+    "FIELD_IDS",
     "CheckResult",
     "InputProblem",
     "Report",
@@ -34,6 +36,15 @@ _MERGED_PATH = re.compile(r"^(.*\.topologySpreadConstraints\[\d+\])\[(\d+)\]$")
 # json.Marshal's HTML escapes in a rendered value, undone for people to read.
 _HTML_ESCAPES = re.compile(r"(?<!\\)\\u00(3c|3e|26)")
 _UNESCAPED = {"3c": "<", "3e": ">", "26": "&"}
+
+
+# The ids of strict field validation's findings (warnings under Warn, SARIF rules).
+FIELD_IDS = {
+    "unknown-field": "a key no field of the object's type has: kube-apiserver refuses it "
+    "under fieldValidation=Strict (kubectl's default) and drops it under Warn",
+    "duplicate-field": "a field given twice: kube-apiserver refuses it under "
+    "fieldValidation=Strict; kubectl and Helm keep the last value without a word",
+}
 
 
 def is_stored(obj: RawObj) -> bool:
@@ -71,7 +82,9 @@ class CheckResult:
 
     checked: False when the kind has no pod template topospread knows (`skipped`
     says why); stored: validated as a stored object rather than a create; denial:
-    foresight's denial message under policy.denyUnschedulable.
+    foresight's denial message under policy.denyUnschedulable; fields: the unknown
+    and duplicate fields strict decoding finds, errors under field_validation Strict
+    and warnings under Warn (Ignore finds none).
     """
 
     doc: Document
@@ -81,6 +94,24 @@ class CheckResult:
     warnings: list[Advice] = field(default_factory=list)
     denial: str | None = None
     skipped: str = ""
+    fields: list[FieldProblem] = field(default_factory=list)
+    field_validation: FieldValidation = "Strict"
+
+    @property
+    def field_errors(self) -> list[FieldProblem]:
+        return self.fields if self.field_validation == "Strict" else []
+
+    @property
+    def field_warnings(self) -> list[FieldProblem]:
+        return self.fields if self.field_validation == "Warn" else []
+
+    @property
+    def warning_count(self) -> int:
+        return len(self.warnings) + len(self.field_warnings)
+
+    def decode_error(self) -> str | None:
+        """kube-apiserver's 400 under Strict, None when strict decoding passes."""
+        return decode_error(self.obj, self.field_errors) if self.field_errors else None
 
     @property
     def obj(self) -> RawObj:
@@ -100,13 +131,21 @@ class CheckResult:
 
     @property
     def valid(self) -> bool | None:
-        """None for an object that was not checked: never reported as valid."""
+        """None for an object that was not checked: never reported as valid (one that
+        strict decoding refuses is invalid, checked or not)."""
+        if self.field_errors:
+            return False
         if not self.checked:
             return None
         return not self.errors and self.denial is None
 
     def message(self) -> str:
-        """kube-apiserver's denial message (HTML escapes undone), "" when valid."""
+        """kube-apiserver's denial message (HTML escapes undone), "" when valid: the
+        strict decoding error first, as the API server stops there."""
+        return self.decode_error() or self.rules_message()
+
+    def rules_message(self) -> str:
+        """The validation rules' denial (or foresight's), "" when they pass."""
         if self.errors:
             status = invalid_status(_group(self.obj), self.kind, self.name, self.errors)
             return readable(str(status["message"]))
@@ -121,18 +160,40 @@ class CheckResult:
                 out.append(f"{e.field} is {entry}")
         return out
 
+    def field_lines(self, painted: bool = False) -> list[str]:
+        """Strict decoding's error (kube-apiserver's words) and a note per field with
+        its line or the field meant; under Warn, one warning per field."""
+        out = []
+        decoded = self.decode_error()
+        if decoded:
+            error = paint("strict decoding error", "red", painted)
+            out.append(f"{self.file}: {decoded.replace('strict decoding error', error, 1)}")
+            out.extend(
+                f"{self._at(p)}: {title(self.obj)}: note: {p.text()}{p.hint()}"
+                for p in self.field_errors
+                if p.meant or p.line is not None
+            )
+        warning = paint("warning", "yellow", painted)
+        out.extend(
+            f"{self._at(p)}: {title(self.obj)}: {warning}: {p.text()}{p.hint()} [{p.kind}-field]"
+            for p in self.field_warnings
+        )
+        return out
+
+    def _at(self, problem: FieldProblem) -> str:
+        return f"{self.file}:{problem.line}" if problem.line is not None else self.file
+
     def lines(self, painted: bool = False, verbose: bool = False) -> list[str]:
         head = f"{self.file}: {title(self.obj)}"
+        out = self.field_lines(painted)
         if not self.checked:
-            return [f"{head} skipped: {self.skipped}"] if verbose else []
-        out = []
-        if not self.valid:
-            out.append(
-                f"{self.file}: "
-                + self.message().replace(" is invalid", paint(" is invalid", "red", painted), 1)
-            )
+            return [*out, f"{head} skipped: {self.skipped}"] if verbose else out
+        rules = self.rules_message()
+        if rules:
+            invalid = paint(" is invalid", "red", painted)
+            out.append(f"{self.file}: " + rules.replace(" is invalid", invalid, 1))
             out.extend(f"{head}: note: {n}" for n in self.notes())
-        elif verbose:
+        elif verbose and not self.field_errors:
             state = "stored object" if self.stored else "new object"
             out.append(f"{head} is {paint('valid', 'green', painted)} (as a {state})")
         warning = paint("warning", "yellow", painted)
@@ -167,10 +228,18 @@ class CheckResult:
             out["validatedAs"] = "stored" if self.stored else "new"
         else:
             out["skipped"] = self.skipped
+        errors.extend(
+            {"field": p.path, "reason": "BadRequest", **p.to_json()} for p in self.field_errors
+        )
         out["errors"] = errors
+        decoded = self.decode_error()
+        if decoded:
+            out["decodeError"] = decoded
         if self.denial is not None:
             out["denial"] = self.denial
-        out["warnings"] = [w.to_json() for w in self.warnings]
+        out["warnings"] = [w.to_json() for w in self.warnings] + [
+            {"id": f"{p.kind}-field", **p.to_json()} for p in self.field_warnings
+        ]
         return out
 
 
@@ -206,7 +275,7 @@ class Report:
 
     @property
     def warning_count(self) -> int:
-        return sum(len(r.warnings) for r in self.results)
+        return sum(r.warning_count for r in self.results)
 
     @property
     def skipped(self) -> list[CheckResult]:

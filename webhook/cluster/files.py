@@ -118,6 +118,17 @@ class _Chunks:
         self.base = 0
         self.eof = False
         self.decoder = json.JSONDecoder()
+        # Lines before buf[self.counted] (line() keeps it; None: lines are not counted).
+        self.lines: int | None = None
+        self.counted = 0
+
+    def line(self) -> int:
+        """The 1-based line of the current position (counting starts at the first call)."""
+        if self.lines is None:
+            raise ValueError("lines are not counted")  # pragma: no cover - a bug
+        self.lines += self.buf.count("\n", self.counted, self.pos)
+        self.counted = self.pos
+        return self.lines + 1
 
     def more(self) -> bool:
         """Read one more chunk, dropping what is already consumed; False at the end."""
@@ -130,6 +141,9 @@ class _Chunks:
         if not data:
             self.eof = True
             return False
+        if self.lines is not None:
+            self.lines += self.buf.count("\n", self.counted, self.pos)
+            self.counted = 0
         self.base += self.pos
         self.buf = self.buf[self.pos :] + data
         self.pos = 0
@@ -181,13 +195,19 @@ class _Chunks:
         return key
 
 
-def _scan_json_array(reader: _Chunks, sink: Callable[[Any], None]) -> None:
-    """Hand each element of the JSON array that starts at the reader to `sink`."""
+def _scan_json_array(
+    reader: _Chunks, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
+    """Hand each element of the JSON array that starts at the reader to `sink`
+    (and, with `lines`, append the line each starts on first)."""
     reader.expect("[")
     if reader.peek() == "]":
         reader.pos += 1
         return
     while True:
+        if lines is not None:
+            reader.peek()
+            lines.append(reader.line())
         sink(reader.value())
         if reader.peek() == "]":
             reader.pos += 1
@@ -195,7 +215,9 @@ def _scan_json_array(reader: _Chunks, sink: Callable[[Any], None]) -> None:
         reader.expect(",")
 
 
-def _scan_json_list(reader: _Chunks, sink: Callable[[Any], None]) -> dict[str, Any]:
+def _scan_json_list(
+    reader: _Chunks, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> dict[str, Any]:
     """Walk a top-level JSON object, handing each element of its `items` array to `sink`
     as soon as it is decoded (a 2,000,000-pod List never exists whole in memory);
     return the other top-level fields ("items" maps to True when there was an array)."""
@@ -208,7 +230,7 @@ def _scan_json_list(reader: _Chunks, sink: Callable[[Any], None]) -> dict[str, A
         key = reader.key()
         reader.expect(":")
         if key == "items" and reader.peek() == "[":
-            _scan_json_array(reader, sink)
+            _scan_json_array(reader, sink, lines)
             top["items"] = True
         else:
             top[key] = reader.value()
@@ -239,8 +261,12 @@ def _checked_sink(source: str, sink: Callable[[Any], None]) -> Callable[[Any], N
     return take
 
 
-def _scan_json(stream: _Readable, source: str, sink: Callable[[Any], None]) -> None:
+def _scan_json(
+    stream: _Readable, source: str, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     reader = _Chunks(stream, source)
+    if lines is not None:
+        reader.lines = 0
     first = reader.peek()
     if first == "[":
         # A JSON array of objects, each a List (flattened) or one object.
@@ -252,9 +278,9 @@ def _scan_json(stream: _Readable, source: str, sink: Callable[[Any], None]) -> N
             else:
                 sink(doc)
 
-        _scan_json_array(reader, _checked_sink(source, element))
+        _scan_json_array(reader, _checked_sink(source, element), lines)
     else:
-        top = _scan_json_list(reader, _checked_sink(source, sink))
+        top = _scan_json_list(reader, _checked_sink(source, sink), lines)
         _require_list(top, source)
     if reader.peek() != "":
         raise InputError(
@@ -269,22 +295,55 @@ def _items_of(doc: dict[str, Any], source: str) -> list[Any]:
     return items
 
 
-def _scan_yaml(stream: _Readable, source: str, sink: Callable[[Any], None]) -> None:
+def _scan_yaml(
+    stream: _Readable, source: str, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     """Each document of a YAML stream, built one at a time (PyYAML reads the stream
-    in chunks): every document must be a List, whose items go to `sink`."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    in chunks): every document must be a List, whose items go to `sink` (with
+    `lines`, the line each item starts on is appended first)."""
     take = _checked_sink(source, sink)
     try:
-        for i, doc in enumerate(yaml.load_all(stream, Loader=loader)):  # noqa: S506 - safe
+        for i, (doc, starts) in enumerate(_yaml_documents(stream, lines is not None)):
             if doc is None:
                 continue
             _require_list(doc, f"{source}: document {i + 1}")
-            for item in _items_of(doc, source):
+            for n, item in enumerate(_items_of(doc, source)):
+                if lines is not None:
+                    lines.append(starts[n] if n < len(starts) else 0)
                 take(item)
     except yaml.YAMLError as exc:
         raise InputError(f"{source}: not valid YAML or JSON: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{source}: not UTF-8 text") from exc
+
+
+def item_lines(node: Any) -> list[int] | None:
+    """The 1-based start line of each element of a YAML document's top-level `items`
+    sequence, None when it has none."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "items":
+            if isinstance(value, yaml.SequenceNode):
+                return [v.start_mark.line + 1 for v in value.value]
+    return None
+
+
+def _yaml_documents(stream: _Readable, lines: bool) -> Iterator[tuple[Any, list[int]]]:
+    """Each document of a YAML stream, with the start line of each of its top-level
+    `items` when `lines` (then each document is composed first: slower, more memory)."""
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if not lines:
+        for doc in yaml.load_all(stream, Loader=loader_class):  # noqa: S506 - a safe loader
+            yield doc, []
+        return
+    loader = loader_class(stream)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            yield loader.construct_document(node), item_lines(node) or []
+    finally:
+        loader.dispose()
 
 
 @contextmanager
@@ -308,8 +367,28 @@ def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
     items of a JSON List, the elements of a JSON array (a List among them is
     flattened), the items of each List document of a YAML stream. The file is read
     in chunks, never whole. InputError when the file is not that (truncated, not a
-    List, an item that is not an object); `sink` may then have taken some objects
-    already, so a caller builds its state aside and uses it only once this returns."""
+    List, an item that is not an object, two objects of one kind, namespace and
+    name); `sink` may then have taken some objects already, so a caller builds its
+    state aside and uses it only once this returns."""
+    twins = _Twins(keep_index=str(path) == "-")
+
+    def take(obj: Any) -> None:
+        twins.see(obj)
+        sink(obj)
+
+    try:
+        _scan(path, take)
+    except _Twin as twin:
+        if twin.first is not None:
+            where: list[tuple[int, int | None]] = [(twin.first, None), (twin.second, None)]
+        else:
+            where = _where(path, twin.key)
+        raise InputError(_twin_message(path, twin.key, where)) from None
+
+
+def _scan(
+    path: str | Path, sink: Callable[[Any], None], lines: list[int] | None = None
+) -> None:
     with _open_text(path) as (stream, source):
         head = ""
         while True:
@@ -322,9 +401,126 @@ def scan_list(path: str | Path, sink: Callable[[Any], None]) -> None:
                 break
         rest = _Prefixed(head, stream)
         if head.lstrip()[:1] in ("{", "["):
-            _scan_json(rest, source, sink)
+            _scan_json(rest, source, sink, lines)
         else:
-            _scan_yaml(rest, source, sink)
+            _scan_yaml(rest, source, sink, lines)
+
+
+# ---- twins: one object per kind, namespace and name -------------------------------------
+
+# (API group, kind, namespace, name): what an API server holds one object of.
+_ObjectKey = tuple[str, str, str, str]
+
+
+def object_key(obj: Any) -> _ObjectKey | None:
+    """An object's identity in a cluster, None when it has no name (never stored)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return (group, str(obj.get("kind")), namespace if isinstance(namespace, str) else "", name)
+
+
+class _Twin(Exception):
+    """A second object with the key of one already read (at index `second`; the first
+    one's index when it was kept)."""
+
+    def __init__(self, key: _ObjectKey, first: int | None, second: int) -> None:
+        self.key = key
+        self.first = first
+        self.second = second
+
+
+class _Twins:
+    """Notices a second object of one kind, namespace and name (object_key) in a file.
+
+    CAVEAT: a file may hold millions of objects, so what is kept is, per API group,
+    kind and namespace, the set of names read: the name strings are those the caller
+    keeps anyway, so an object costs a set slot (about 50 bytes), and no index or line
+    is kept; scan_list reads the file a second time, only when there are twins, to
+    name them by index and line. Stdin cannot be read twice: there each name's index
+    is kept, and the twins are named by index alone."""
+
+    def __init__(self, *, keep_index: bool) -> None:
+        self.count = 0
+        self.keep_index = keep_index
+        # (apiVersion, kind, namespace) as written -> the names read (a dict name ->
+        # index with keep_index); the name sets of one API group, kind and namespace
+        # (apps/v1 and apps/v1beta2 are one group) are compared with each other too.
+        self.names: dict[tuple[Any, Any, Any], tuple[Any, list[Any]]] = {}
+        self.groups: dict[tuple[str, str, str], list[Any]] = {}
+
+    def see(self, obj: Any) -> None:
+        """_Twin when `obj` is the second object of its key (object_key, read inline:
+        this runs once per object of files of millions)."""
+        index = self.count
+        self.count += 1
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
+            return
+        api_version, kind, namespace = obj.get("apiVersion"), obj.get("kind"), meta.get("namespace")
+        where = (api_version, kind, namespace)
+        if not (isinstance(api_version, str) and isinstance(kind, str)) or not (
+            namespace is None or isinstance(namespace, str)
+        ):
+            where = _group_key(where)  # hashable, whatever was written
+        held = self.names.get(where)
+        if held is None:
+            names: Any = {} if self.keep_index else set()
+            siblings = self.groups.setdefault(_group_key(where), [])
+            siblings.append(names)
+            held = self.names[where] = (names, siblings)
+        names, siblings = held
+        if name in names or (len(siblings) > 1 and any(name in o for o in siblings)):
+            key: _ObjectKey = (*_group_key((api_version, kind, namespace)), name)
+            first = next(o[name] for o in siblings if name in o) if self.keep_index else None
+            raise _Twin(key, first, index)
+        if self.keep_index:
+            names[name] = index
+        else:
+            names.add(name)
+
+
+def _group_key(where: tuple[Any, Any, Any]) -> tuple[str, str, str]:
+    """(API group, kind, namespace) of a (apiVersion, kind, namespace) as written."""
+    api_version, kind, namespace = where
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return (group, str(kind), namespace if isinstance(namespace, str) else "")
+
+
+def _where(path: str | Path, key: _ObjectKey) -> list[tuple[int, int | None]]:
+    """The index and line (None when unknown) of each object of the file with `key`."""
+    found: list[tuple[int, int | None]] = []
+    lines: list[int] = []
+    index = 0
+
+    def take(obj: Any) -> None:
+        nonlocal index
+        if object_key(obj) == key:
+            found.append((index, lines[-1] if lines else None))
+        index += 1
+
+    _scan(path, take, lines)
+    return found
+
+
+def _twin_message(
+    path: str | Path, key: _ObjectKey, where: list[tuple[int, int | None]]
+) -> str:
+    source = "<stdin>" if str(path) == "-" else str(path)
+    group, kind, namespace, name = key
+    what = f"{kind}.{group}" if group else kind
+    named = f"{namespace}/{name}" if namespace else name
+    items = [f"items[{i}]" + (f" (line {line})" if line else "") for i, line in where]
+    both = " and ".join(items[:2]) + (f" (and {len(items) - 2} more)" if len(items) > 2 else "")
+    return (
+        f"{source}: {both} are both {what} {named}: a cluster holds one object per kind, "
+        "namespace and name"
+    )
 
 
 class _Prefixed:
