@@ -13,6 +13,7 @@ import http.client
 import json
 import shutil
 import signal
+import socket
 import threading
 import time
 from collections import deque
@@ -175,3 +176,35 @@ def test_idle_kept_alive_connections_close_early_only_while_draining(draining: b
     worker.murder_keepalived()
     assert (long_idle.closed, just_idle.closed) == (draining, False)
     assert worker.nr_conns == (1 if draining else 2)
+
+
+class _Listener:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+
+def test_a_replica_joining_the_port_keeps_tcp_nodelay_on_its_connections() -> None:
+    """The listener a joining replica opens sets TCP_NODELAY, as gunicorn's own does, so
+    the connections it accepts inherit it (Nagle would hold a response's second TLS
+    record until the client's delayed ACK)."""
+    old = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    old.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    old.bind(("127.0.0.1", 0))
+    old.listen(1)
+    worker = TopospreadWorker.__new__(TopospreadWorker)
+    worker.sockets = [_Listener(old)]
+    worker._early = []
+    worker._leave_port()
+    new = worker.sockets[0].sock
+    try:
+        new.listen(1)
+        client = socket.create_connection(new.getsockname(), timeout=5)
+        new.setblocking(True)
+        accepted, _ = new.accept()
+        try:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        finally:
+            accepted.close()
+            client.close()
+    finally:
+        new.close()

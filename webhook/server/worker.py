@@ -221,6 +221,11 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
             new = socket.socket(old.family, socket.SOCK_STREAM)
             new.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             new.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if old.family in (socket.AF_INET, socket.AF_INET6):
+                # As gunicorn sets it on the listener it opens, for the accepted sockets
+                # to inherit: without it a response's TLS records wait on the client's
+                # delayed ACK (Nagle), tens of milliseconds a call.
+                new.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             new.bind(old.getsockname())
             new.setblocking(False)
             self._early.extend(_accept_queued(old))
