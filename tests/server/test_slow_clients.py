@@ -33,6 +33,16 @@ def _serving(tmp_path: Path, io_timeout: int) -> Iterator[LiveServer]:
 def server(tmp_path: Path) -> Iterator[LiveServer]:
     yield from _serving(tmp_path, 1)
 
+def _assert_answered(server: LiveServer) -> None:
+    """A new request on a new connection is answered within 15 s."""
+    conn = server.connection(timeout=15)
+    try:
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
 
 def _stall(port: int, first_bytes: bytes) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -61,12 +71,7 @@ def test_stalled_connections_do_not_block_new_requests(
     try:
         # Without the I/O timeout the stalled clients hold all threads for good and
         # this request times out after 15 s; with it they are dropped after 1 s.
-        conn = server.connection(timeout=15)
-        try:
-            conn.request("GET", "/healthz")
-            assert conn.getresponse().status == 200
-        finally:
-            conn.close()
+        _assert_answered(server)
         assert server.proc.poll() is None
     finally:
         for s in stalled:
@@ -84,12 +89,7 @@ def test_keep_alive_connections_stalled_mid_request_are_dropped(server: LiveServ
             tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert tls.recv(4096).startswith(b"HTTP/1.1 200")
             tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: loc")  # ...and never the rest
-        conn = server.connection(timeout=15)
-        try:
-            conn.request("GET", "/healthz")
-            assert conn.getresponse().status == 200
-        finally:
-            conn.close()
+        _assert_answered(server)
     finally:
         for s in stalled:
             s.close()
@@ -142,12 +142,7 @@ def test_handshakes_waiting_for_the_client_hold_no_thread(patient_server: LiveSe
     try:
         for s in stalled:  # the server's answer arrived: each handshake is under way
             assert s.recv(5)[:1] == b"\x16"
-        conn = patient_server.connection(timeout=15)
-        try:
-            conn.request("GET", "/healthz")
-            assert conn.getresponse().status == 200
-        finally:
-            conn.close()
+        _assert_answered(patient_server)
     finally:
         for s in stalled:
             s.close()
