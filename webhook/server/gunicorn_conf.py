@@ -53,7 +53,12 @@ graceful_timeout = 15
 # accepting. Endpoints take a few seconds to drop a terminating pod. Config key
 # shutdown.drainSeconds.
 drain_seconds = 5.0
-keepalive = 5
+# Seconds an idle kept-alive connection is kept. Longer than kube-apiserver's own idle
+# timeout for its webhook connections (client-go's transport: 90 s), so the client is the
+# one to close an idle connection: a server closing it first races the client's next
+# request on it, which then fails (connection reset) and, under failurePolicy Fail,
+# refuses a pod. Idle connections wait in the poller and hold no thread.
+keepalive = 120
 # Every worker binds its own listening socket with SO_REUSEPORT (gunicorn 22+ does so
 # after the fork when this is set), so the kernel spreads new connections between the
 # workers instead of leaving them to an accept race that can put every kept-alive

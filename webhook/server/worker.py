@@ -51,6 +51,7 @@ __all__ = [
     "DRAIN_IDLE_SECONDS",
     "DRAIN_POLL_SECONDS",
     "KEEPALIVE_REQUESTS",
+    "STOP_LINGER_SECONDS",
     "KernelTimeoutContext",
     "KernelTimeoutSSLSocket",
     "NoAccessLogger",
@@ -69,6 +70,10 @@ MAX_KEEPALIVE_REQUESTS = 1_000_000
 DRAIN_POLL_SECONDS = 0.2
 # ...once idle this long, not at their keep-alive timeout (gunicorn_conf.keepalive).
 DRAIN_IDLE_SECONDS = 0.5
+
+# Once the worker stops, a connection not yet carrying a request is kept this long at
+# most (gthread's own linger for kept-alive connections when stopping).
+STOP_LINGER_SECONDS = 2.0
 
 # A client that went away (gthread closes these quietly too).
 _GONE = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN)
@@ -325,7 +330,7 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
             and fs.result() is _DEFER
         ):
             conn.sock.setblocking(False)
-            conn.timeout = time.monotonic() + self.cfg.keepalive
+            conn.timeout = time.monotonic() + STOP_LINGER_SECONDS
             self.pending_conns.append(conn)
             self.poller.register(
                 conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
@@ -357,6 +362,11 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         super().set_accept_enabled(enabled)
         if not enabled and not self.alive:
             self.close_listeners()
+            # Connections still waiting for their handshake or first request get as long
+            # as gthread gives kept-alive ones once stopping, not the keep-alive timeout.
+            deadline = time.monotonic() + STOP_LINGER_SECONDS
+            for conn in self.pending_conns:
+                conn.timeout = min(conn.timeout, deadline)
 
     def close_listeners(self) -> None:
         """Accept what is queued on each listener (served as any accepted connection),
