@@ -316,27 +316,51 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         return True
 
     def finish_request(self, conn: Any, fs: Any) -> None:
-        """gthread's, except for a connection handed back to the poller (_DEFER: its TLS
-        handshake or its first request still to come) once the worker is stopping: gthread
+        """gthread's, except for a connection handed back to the poller (_DEFER) with its
+        TLS handshake under way (its deadline is the I/O timeout), or, once the worker is
+        stopping, with its handshake or first request still to come: gthread
         closes it then (it takes it for a kept-alive one and finds no parser), under a
         client that finished its handshake and is about to send the request it was
         accepted for. It stays in the poller as while running, through the graceful
         period, and is served or dropped at its timeout as any pending connection."""
         if (
-            not self.alive
+            (not self.alive or not conn.initialized)
             and _DEFER is not None
             and not fs.cancelled()
             and fs.exception() is None
             and fs.result() is _DEFER
         ):
             conn.sock.setblocking(False)
-            conn.timeout = time.monotonic() + STOP_LINGER_SECONDS
+            # A handshake still under way gets the I/O timeout a blocking read of it would
+            # (tls.ioTimeoutSeconds), not the keep-alive timeout.
+            wait = STOP_LINGER_SECONDS if not self.alive else self._handshake_timeout()
+            conn.timeout = time.monotonic() + wait
             self.pending_conns.append(conn)
             self.poller.register(
                 conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
             )
             return
         super().finish_request(conn, fs)
+
+    def _handshake_timeout(self) -> float:
+        """tls.ioTimeoutSeconds, as serve hands it over with the SSL context."""
+        context = gunicorn_sock.ssl_context(self.cfg)
+        return float(getattr(context, "io_timeout", self.cfg.keepalive))
+
+    def murder_pending(self) -> None:
+        """Close every pending connection past its deadline. gthread looks only at the
+        head of the queue, which holds when every deadline is the keep-alive timeout;
+        here a handshake under way has a shorter one than a connection waiting for its
+        first request, so the whole queue is looked at (a few hundred at most)."""
+        now = time.monotonic()
+        for conn in [c for c in self.pending_conns if c.timeout <= now]:
+            self.pending_conns.remove(conn)
+            try:
+                self.poller.unregister(conn.sock)
+            except (OSError, KeyError, ValueError):
+                pass
+            self.nr_conns -= 1
+            conn.close()
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         if self.draining():
