@@ -6,7 +6,9 @@ capacity, labels, one cordoned) with existing pods bound to them (requests, labe
 pod affinity and anti-affinity). The incoming pods of a world are decided against the same
 state: `simulate` predicts all of them at once, then each is created (its annotation written
 by /mutate), bound or left Pending by kube-scheduler (percentageOfNodesToScore 100), and
-deleted before the next. A case counts as:
+deleted before the next. Before each pod is created the test waits until the webhook has
+seen the deletion of the one before (`wait_seen`): the same state for all three. A case
+counts as:
 
 - agree: the scheduler bound it where we predicted (or left it Pending when we did);
 - tie: the bound node is one of the nodes we score equal best (the scheduler picks one of
@@ -41,6 +43,10 @@ DRY_RUN = {"topospread.io/dry-run": "true"}
 WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
            "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
            "ImageLocality": 1, "DynamicResources": 1}
+# A node of no world, in no topology domain (no hostname or zone label): its pods mark a
+# point in the pods watch that the webhook is then asked to see (wait_seen).
+SENTINEL = "placement-sentinel"
+SENTINEL_KEY = "topospread.test/sentinel"
 SCORED = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" '
                     r'node="([^"]+)" score=(-?\d+)')
 
@@ -172,6 +178,54 @@ def a_pod(rng: random.Random, name: str, world: str, *, node: str | None) -> dic
             "spec": spec}
 
 
+def sentinel_node() -> dict[str, Any]:
+    node = node_object(SENTINEL, None, pods="1000", labels={SENTINEL_KEY: "yes"},
+                       taints=[{"key": SENTINEL_KEY, "value": "yes", "effect": "NoSchedule"}])
+    del node["metadata"]["labels"][HOST]
+    return node
+
+
+def wait_seen(cp: ControlPlane, ns: str, mark: str) -> int:
+    """Wait until the webhook holds every pod event the API server has sent so far.
+
+    kube-scheduler takes a new pod from the pods watch, after every earlier event of it;
+    the webhook is asked about the pod before it is stored, and its own watch may not
+    yet have delivered the previous pod's deletion. So a sentinel pod is bound to the
+    sentinel node, labelled `mark`, and a dry-run pod that requires affinity to it is
+    placed until the webhook finds it a node: a watch delivers events in order, so the
+    deletion has arrived too. The webhook runs one worker for this test, so that answer
+    holds for the next review as well. Returns how many probes it took.
+    """
+    mark_pod = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"mark-{mark}", "labels": {SENTINEL_KEY: mark}},
+                "spec": {"nodeName": SENTINEL, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "registry.test/app:1"}]}}
+    status, body = cp.api("POST", f"/api/v1/namespaces/{ns}/pods", mark_pod)
+    assert status == 201, body
+    near_mark = {"labelSelector": {"matchLabels": {SENTINEL_KEY: mark}},
+                 "topologyKey": SENTINEL_KEY}
+    probe = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"probe-{mark}", "annotations": dict(DRY_RUN)},
+             "spec": {"nodeSelector": {SENTINEL_KEY: "yes"},
+                      "tolerations": [{"key": SENTINEL_KEY, "operator": "Exists"}],
+                      "containers": [{"name": "c", "image": "registry.test/app:1"}],
+                      "affinity": {"podAffinity": {
+                          "requiredDuringSchedulingIgnoredDuringExecution": [near_mark]}}}}
+
+    probes = 0
+
+    def seen() -> bool:
+        nonlocal probes
+        probes += 1
+        status, body = cp.api("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", probe)
+        assert status == 201, body
+        return bool(body["metadata"].get("annotations", {}).get(
+            "topospread.io/selected-node") == SENTINEL)
+
+    cp.wait_for(f"the webhook to see {ns}/mark-{mark}", seen, timeout=30, every=0.02)
+    return probes
+
+
 def bound_or_pending(cp: ControlPlane, ns: str, name: str, timeout: float = 20) -> str | None:
     """The node kube-scheduler bound the pod to, or None once it reports it unschedulable."""
     deadline = time.monotonic() + timeout
@@ -232,6 +286,7 @@ def run_world(cp: ControlPlane, seed: int, tmp: Path) -> list[dict[str, Any]]:
         log = ScoreLog(cp.process("kube-scheduler").log)
         for pod, sim in zip(incoming, sims, strict=True):
             name = pod["metadata"]["name"]
+            probes = wait_seen(cp, ns, name)
             status, created = cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
             assert status == 201, created
             notes = created["metadata"].get("annotations", {})
@@ -244,7 +299,7 @@ def run_world(cp: ControlPlane, seed: int, tmp: Path) -> list[dict[str, Any]]:
                                t.get("score") == placement["top"][0].get("score")]
             scores = log.scores(f"{ns}/{name}")
             cases.append({
-                "world": world, "pod": name, "bound": bound,
+                "world": world, "pod": name, "bound": bound, "probes": probes,
                 "scoresCompared": len(scores),
                 "scoreDifferences": score_differences(sim, scores),
                 "simulate": sim.get("selectedNode"), "tied": tied,
@@ -264,8 +319,15 @@ def test_placements_equal_kube_schedulers_bindings(
     cp: ControlPlane, webhook: Webhook, tmp_path: Path
 ) -> None:
     cases: list[dict[str, Any]] = []
-    for seed in range(WORLDS):
-        cases += run_world(cp, seed, tmp_path)
+    cp.add_nodes([sentinel_node()])
+    assert HOST not in cp.get("node", SENTINEL)["metadata"]["labels"]
+    webhook.restart(workers=1)
+    try:
+        for seed in range(WORLDS):
+            cases += run_world(cp, seed, tmp_path)
+    finally:
+        webhook.restart(workers=2)
+        cp.kubectl("delete", "node", SENTINEL, "--wait=false")
     sim = Counter(c["simulateVerdict"] for c in cases)
     ann = Counter(c["annotationVerdict"] for c in cases)
     pending = sum(c["bound"] is None for c in cases)
@@ -283,7 +345,8 @@ def test_placements_equal_kube_schedulers_bindings(
           f"simulate: {sim['agree']} agree, {sim['tie']} tie, {sim['disagree']} disagree; "
           f"annotation: {ann['agree']} agree, {ann['tie']} tie, {ann['disagree']} disagree; "
           f"per-plugin scores: {compared} compared, {sum(differing.values())} differ "
-          f"{dict(differing)}")
+          f"{dict(differing)}; the webhook was behind the API server before "
+          f"{sum(c['probes'] > 1 for c in cases)} cases")
     bad = [c for c in cases if c["simulateVerdict"] == "disagree"]
     assert not bad, json.dumps(bad[:3], indent=1)
     bad = [c for c in cases if c["annotationVerdict"] == "disagree"]

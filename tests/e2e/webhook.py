@@ -72,6 +72,7 @@ class Webhook:
     cp: ControlPlane
     dir: Path
     port: int = 0
+    workers: int = 2
     objects: list[dict[str, Any]] = field(default_factory=list)
     process: Process | None = None
 
@@ -113,7 +114,7 @@ class Webhook:
             "topospread",
             [TOPOSPREAD, "serve", "--kubeconfig", str(self.token_kubeconfig()),
              "--config", str(config), "--cert-dir", str(self.cert_dir),
-             "--bind", f"127.0.0.1:{self.port}", "--workers", "2"],
+             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers)],
             self.cp.logs / "topospread.log",
             lambda: https_ok(f"https://127.0.0.1:{self.port}/readyz", ctx),
         )
@@ -123,8 +124,10 @@ class Webhook:
         if self.process is not None:
             self.process.stop()
 
-    def restart(self, config: str | None = None) -> None:
+    def restart(self, config: str | None = None, workers: int | None = None) -> None:
         self.stop()
         if config is not None:
             self.config = config
+        if workers is not None:
+            self.workers = workers
         self.start()
