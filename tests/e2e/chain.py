@@ -280,6 +280,11 @@ class Ledger:
 # Watching the pods of a phase
 
 
+class WatchExpired(Exception):
+    """410 Gone: the API server no longer has events from the watch's resourceVersion
+    (kube-apiserver restarted: its watch cache begins at etcd's revision then)."""
+
+
 @dataclass
 class PodRecord:
     seen: float
@@ -300,6 +305,7 @@ class PodWatch:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.restarts = 0
+        self.relists = 0
         status, body = api.call("GET", self.path + "?limit=1")
         if status != 200:
             raise ControlPlaneError(f"GET {self.path}: {status} {body}")
@@ -314,6 +320,8 @@ class PodWatch:
                 conn.request("GET", f"{self.path}?watch=1&allowWatchBookmarks=true"
                                     f"&resourceVersion={self.rv}&timeoutSeconds=600")
                 resp = conn.getresponse()
+                if resp.status == 410:
+                    raise WatchExpired(self.path)
                 if resp.status != 200:
                     raise ControlPlaneError(f"watch {self.path}: {resp.status}")
                 while not self.stop_event.is_set():
@@ -321,16 +329,40 @@ class PodWatch:
                     if not line:
                         break
                     self._event(json.loads(line))
+            except WatchExpired:
+                self.relist()
             except (OSError, http.client.HTTPException, ValueError, ControlPlaneError):
                 self.restarts += 1
                 self.stop_event.wait(0.5)
             finally:
                 conn.close()
 
+    def relist(self) -> None:
+        """List the pods and watch on from the list, as an informer does after 410 Gone:
+        each listed pod taken as a MODIFIED event, each pod no longer listed as deleted.
+        A failed list waits and leaves the old resourceVersion, to expire again."""
+        status, body = self.api.call("GET", self.path)
+        if status != 200 or not isinstance(body, dict):
+            self.restarts += 1
+            self.stop_event.wait(0.5)
+            return
+        self.relists += 1
+        listed = set()
+        for pod in body.get("items") or []:
+            listed.add((pod.get("metadata") or {}).get("name", ""))
+            self._event({"type": "MODIFIED", "object": pod})
+        with self.lock:
+            for name, rec in self.pods.items():
+                if name not in listed:
+                    rec.gone = True
+        self.rv = body["metadata"]["resourceVersion"]
+
     def _event(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
         meta = obj.get("metadata") or {}
         if event.get("type") == "ERROR":
+            if obj.get("code") == 410:
+                raise WatchExpired(str(obj.get("message")))
             raise ControlPlaneError(f"watch error: {obj}")
         self.rv = meta.get("resourceVersion", self.rv)
         if event.get("type") == "BOOKMARK":
@@ -405,6 +437,9 @@ class Chain(Webhook):
     """topospread as two replicas sharing one port, installed with failurePolicy Fail."""
 
     count: int = 2
+    # The command of a replica slot, without the kubeconfig: `topospread serve`, or
+    # bench/nullwebhook (bench_chain --floor: the machine's floor for any webhook).
+    server: list[str] | None = None
     replicas: list[Process | None] = field(default_factory=list)
     started: int = 0
     # A namespace for dry-run probes (Runner makes it).
@@ -434,13 +469,14 @@ class Chain(Webhook):
         """A new `serve` process in `slot`, waited for until it joined the port (synced)."""
         self.started += 1
         log = self.cp.logs / f"topospread-{slot}-{self.started}.log"
-        proc = Process(
-            f"topospread-{slot}",
-            [TOPOSPREAD, "serve", "--kubeconfig", str(self.replica_kubeconfig(slot)),
-             "--config", str(self.dir / "config.yaml"), "--cert-dir", str(self.cert_dir),
-             "--bind", f"127.0.0.1:{self.port}", "--share-port"],
-            log, lambda: JOINED in log.read_text(errors="replace"),
-        )
+        if self.server is None:
+            argv = [TOPOSPREAD, "serve", "--kubeconfig", str(self.replica_kubeconfig(slot)),
+                    "--config", str(self.dir / "config.yaml"), "--share-port"]
+        else:
+            argv = list(self.server)
+        argv += ["--cert-dir", str(self.cert_dir), "--bind", f"127.0.0.1:{self.port}"]
+        proc = Process(f"topospread-{slot}", argv, log,
+                       lambda: JOINED in log.read_text(errors="replace"))
         proc.start(timeout)
         self.replicas[slot] = proc
         return proc
@@ -641,6 +677,7 @@ class Phase:
     missing: list[str] = field(default_factory=list)
     failed_create: int = 0  # FailedCreate events naming a webhook
     failed_create_other: int = 0
+    examples: list[str] = field(default_factory=list)
     other_examples: list[str] = field(default_factory=list)
     fault_figures: dict[str, float] = field(default_factory=dict)
     fault_error: str | None = None
@@ -666,6 +703,7 @@ class Phase:
             "callingWebhookError": errors.get("calling_webhook_error", 0),
             "failOpen": int(total(d, "apiserver_admission_webhook_fail_open_count_total")),
             "failedCreate": self.failed_create,
+            "failedCreateExamples": self.examples,
             "failedCreateOther": self.failed_create_other,
             "failedCreateOtherExamples": self.other_examples,
             "missingMutation": len(self.missing),
@@ -711,24 +749,25 @@ class Runner:
         stuck.append(f"{what}: {alive} pods, {ready} Ready after {self.wait_seconds:.0f} s")
         return False
 
-    def failed_creates(self, namespace: str) -> tuple[int, int, list[str]]:
+    def failed_creates(self, namespace: str) -> tuple[int, int, list[str], list[str]]:
         """The ReplicaSets' FailedCreate events: (those whose message names a webhook, the
-        others, a few messages of the others). With kube-apiserver restarted, creations
-        fail while it is down, whatever the webhook does."""
+        others, a few messages of each). With kube-apiserver restarted, creations fail
+        while it is down, whatever the webhook does."""
         status, body = self.api.call(
             "GET", f"/api/v1/namespaces/{namespace}/events?fieldSelector=reason%3DFailedCreate")
         if status != 200:
             raise ControlPlaneError(f"events: {status} {body}")
-        ours, others, examples = 0, 0, []
+        ours, others, our_examples, examples = 0, 0, [], []
         for event in body["items"]:
             count = max(1, int(event.get("count") or 1))
             message = str(event.get("message", ""))
             if "webhook" in message:
                 ours += count
+                our_examples.append(message[:300])
             else:
                 others += count
                 examples.append(message[:200])
-        return ours, others, examples[:3]
+        return ours, others, our_examples[:3], examples[:3]
 
     def phase(self, name: str, *, webhooks: bool, fault: str | None = None) -> Phase:
         self.n += 1
@@ -779,8 +818,8 @@ class Runner:
             usage.stop()
         result.delta = ledger.delta()
         result.missing = sorted(r.problem for r in watch.pods.values() if r.problem)
-        result.failed_create, result.failed_create_other, result.other_examples = \
-            self.failed_creates(ns)
+        (result.failed_create, result.failed_create_other, result.examples,
+         result.other_examples) = self.failed_creates(ns)
         result.cpu, result.peak_rss = usage.cpu, usage.peak
         result.load = os.getloadavg()[0]
         self.cp.kubectl("delete", "namespace", ns, "--wait=false")
@@ -802,8 +841,9 @@ class Runner:
 
 
 @contextlib.contextmanager
-def installed(cp: ControlPlane, workdir: Path) -> Iterator[Chain]:
-    chain = Chain(cp, workdir)
+def installed(cp: ControlPlane, workdir: Path,
+              server: list[str] | None = None) -> Iterator[Chain]:
+    chain = Chain(cp, workdir, server=server)
     try:
         chain.install()
         yield chain
