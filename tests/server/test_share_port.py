@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import shutil
 import signal
 import socket
@@ -26,7 +27,7 @@ import pytest
 from tests.builders import DNS, ZONE, make_pod, review, selector
 from tests.live_server import STARTUP_SECONDS, LiveServer, free_port, start_server
 from webhook.server.gunicorn_conf import keepalive as KEEPALIVE
-from webhook.server.worker import DRAIN_IDLE_SECONDS, TopospreadWorker
+from webhook.server.worker import DRAIN_IDLE_SECONDS, TopospreadWorker, close_idle
 
 pytestmark = pytest.mark.slow
 
@@ -140,14 +141,24 @@ def test_sigterm_to_one_replica_fails_no_request(pair: list[LiveServer]) -> None
     assert admission_lines(pair[0]) >= before
 
 
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    """(server side, client side) of one loopback TCP connection."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    client.settimeout(10)
+    return server, client
+
+
 class _Conn:
-    def __init__(self, idle: float) -> None:
-        self.sock = object()
+    def __init__(self, idle: float, sock: socket.socket) -> None:
+        self.sock = sock
         # gthread's deadline: when the connection went idle plus the keep-alive timeout.
         self.timeout = time.monotonic() - idle + KEEPALIVE
         self.closed = False
 
     def close(self) -> None:
+        self.sock.close()
         self.closed = True
 
 
@@ -166,16 +177,69 @@ def test_idle_kept_alive_connections_close_early_only_while_draining(draining: b
     keep-alive timeout; one that just went idle (its client may be writing the next
     request into it) is kept; nothing is closed early when not draining."""
     worker = TopospreadWorker.__new__(TopospreadWorker)
-    long_idle, just_idle = _Conn(DRAIN_IDLE_SECONDS + 1), _Conn(0)
+    pairs = [_tcp_pair(), _tcp_pair()]
+    long_idle, just_idle = _Conn(DRAIN_IDLE_SECONDS + 1, pairs[0][0]), _Conn(0, pairs[1][0])
     worker.keepalived_conns = deque([long_idle, just_idle])
     worker.poller = _Poller()
     worker.cfg = _Cfg()
     worker.nr_conns = 2
     worker.alive = True
     worker.draining = lambda: draining
-    worker.murder_keepalived()
-    assert (long_idle.closed, just_idle.closed) == (draining, False)
-    assert worker.nr_conns == (1 if draining else 2)
+    try:
+        worker.murder_keepalived()
+        assert (long_idle.closed, just_idle.closed) == (draining, False)
+        assert worker.nr_conns == (1 if draining else 2)
+        assert list(worker.keepalived_conns) == ([just_idle] if draining else [long_idle,
+                                                                              just_idle])
+    finally:
+        for pair in pairs:
+            for sock in pair:
+                sock.close()
+
+
+@pytest.mark.parametrize("request_there", [False, True])
+def test_an_idle_connection_is_reset_unless_its_next_request_is_there(
+    request_there: bool,
+) -> None:
+    """close_idle resets the connection (the client's next write fails with nothing
+    written, which an HTTP client retries on a new connection; after a FIN it would
+    fail only once the request was written), except when the client's next request has
+    already arrived: that connection stays, to be served."""
+    server, client = _tcp_pair()
+    conn = _Conn(0, server)
+    try:
+        if request_there:
+            client.sendall(b"POST /mutate HTTP/1.1\r\n")
+            assert select.select([server], [], [], 10)[0]
+        assert close_idle(conn, _Poller()) is not request_there
+        if request_there:
+            assert not conn.closed
+            assert server.recv(64) == b"POST /mutate HTTP/1.1\r\n"
+        else:
+            with pytest.raises(ConnectionResetError):
+                client.recv(1)  # a FIN would read as b"" here
+    finally:
+        server.close()
+        client.close()
+
+
+def test_a_forced_murder_closes_every_kept_alive_connection() -> None:
+    """Once the worker exits, every kept-alive connection goes, whatever it holds."""
+    worker = TopospreadWorker.__new__(TopospreadWorker)
+    server, client = _tcp_pair()
+    conn = _Conn(0, server)
+    client.sendall(b"GET / HTTP/1.1\r\n")
+    worker.keepalived_conns = deque([conn])
+    worker.poller = _Poller()
+    worker.cfg = _Cfg()
+    worker.nr_conns = 1
+    worker.alive = False
+    worker.draining = lambda: True
+    try:
+        worker.murder_keepalived(force=True)
+        assert conn.closed and worker.nr_conns == 0 and not worker.keepalived_conns
+    finally:
+        client.close()
 
 
 class _Listener:

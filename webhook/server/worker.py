@@ -56,6 +56,7 @@ __all__ = [
     "KernelTimeoutSSLSocket",
     "NoAccessLogger",
     "TopospreadWorker",
+    "close_idle",
     "connection_limit",
     "keepalive_requests",
     "set_kernel_timeouts",
@@ -355,12 +356,8 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         now = time.monotonic()
         for conn in [c for c in self.pending_conns if c.timeout <= now]:
             self.pending_conns.remove(conn)
-            try:
-                self.poller.unregister(conn.sock)
-            except (OSError, KeyError, ValueError):
-                pass
+            close_idle(conn, self.poller, unless_request=False)
             self.nr_conns -= 1
-            conn.close()
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         if self.draining():
@@ -368,19 +365,23 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
         super().wait_for_and_dispatch_events(timeout)
 
     def murder_keepalived(self, force: bool = False) -> None:
+        """gthread's, closing each idle kept-alive connection with close_idle: past its
+        keep-alive timeout, or while draining once idle DRAIN_IDLE_SECONDS (a client
+        reusing the connection in a loop is not writing its next request into it at the
+        moment it is closed); every one when forced. A connection whose next request has
+        already arrived is left to the poller, which hands it to a thread."""
+        now = time.monotonic()
+        cutoff = now
         if self.draining() and self.alive and not force:
-            # Idle at least DRAIN_IDLE_SECONDS: a client reusing the connection in a loop
-            # is not writing its next request into it at the moment it is closed.
-            cutoff = time.monotonic() + self.cfg.keepalive - DRAIN_IDLE_SECONDS
-            while self.keepalived_conns and self.keepalived_conns[0].timeout <= cutoff:
-                conn = self.keepalived_conns.popleft()
-                try:
-                    self.poller.unregister(conn.sock)
-                except (OSError, KeyError, ValueError):
-                    pass
-                self.nr_conns -= 1
-                conn.close()
-        super().murder_keepalived(force=force)
+            cutoff = now + self.cfg.keepalive - DRAIN_IDLE_SECONDS
+        kept: list[Any] = []
+        while self.keepalived_conns and (force or self.keepalived_conns[0].timeout <= cutoff):
+            conn = self.keepalived_conns.popleft()
+            if not close_idle(conn, self.poller, unless_request=not force):
+                kept.append(conn)
+                continue
+            self.nr_conns -= 1
+        self.keepalived_conns.extendleft(reversed(kept))
 
     def set_accept_enabled(self, enabled: bool) -> None:
         super().set_accept_enabled(enabled)
@@ -413,6 +414,35 @@ class TopospreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyp
                 pass
             return
         super().handle_error(req, client, addr, exc)
+
+
+def close_idle(conn: Any, poller: Any, *, unless_request: bool = True) -> bool:
+    """Close a connection that carries no request, with a reset rather than a FIN, and
+    unregister it from `poller`; with `unless_request`, False, leaving it open, when
+    bytes of a request are already there (the poller finds it readable and it is served,
+    or it is at its end, which a thread then reads and closes).
+
+    A client sending a request on a kept-alive connection the server closes at that
+    moment loses the request: after a FIN its first write still succeeds and the call
+    fails on the reset that follows, and an HTTP client does not retry a POST it has
+    written (Go's net/http, kube-apiserver's webhook client, retries only one it had
+    written nothing of). After a reset the client's next write fails at once, nothing
+    written, and the client retries it on a new connection. Measured: the admission
+    chain's rolling restart lost 3 of 600 pods to `write: broken pipe` with FIN closes
+    while draining (tests/e2e/test_chain.py)."""
+    sock = conn.sock
+    try:
+        if unless_request and _request_waiting(sock):
+            return False
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except (OSError, ValueError):
+        pass  # already closed or not a socket: closed below all the same
+    try:
+        poller.unregister(sock)
+    except (OSError, KeyError, ValueError):
+        pass
+    conn.close()
+    return True
 
 
 def _request_waiting(sock: Any) -> bool:
