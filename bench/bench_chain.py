@@ -11,7 +11,12 @@ same load (tests/e2e/chain.py says how each is made).
 
     make bench-chain                       # BENCH_CHAIN_FLAGS="--pods 3000 --rounds 3"
     .venv/bin/python bench/bench_chain.py [--pods N] [--fault-pods N] [--nodes N]
-        [--rounds N] [--faults rolling-restart,kill-9,...] [--json FILE]
+        [--rounds N] [--faults rolling-restart,kill-9,...] [--floor] [--json FILE]
+
+--floor runs bench/nullwebhook (Go, built here) in place of topospread: two replicas
+that answer every review at once with a fixed patch, no cluster state. Its figures are
+the floor kube-apiserver measures for any webhook on the machine at that load (the
+defaults it does not inject count as missing mutations).
 
 Per phase: pods per second (first pod seen to last Ready, on a watch), the share of each
 webhook's calls within kube-apiserver's 5, 25 and 100 ms buckets
@@ -31,6 +36,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,6 +97,7 @@ def summary(steady: list[Phase], faults: list[Phase], args: argparse.Namespace,
     out: dict[str, Any] = {
         "command": command,
         "kubernetes": args.k8s, "nodes": args.nodes, "pods": args.pods,
+        "server": "bench/nullwebhook" if args.floor else "topospread",
         "faultPods": args.fault_pods, "rounds": args.rounds,
         "steady": {
             "rateRatio": round(rate_on / rate_off, 3) if rate_off else None,
@@ -113,6 +120,14 @@ def summary(steady: list[Phase], faults: list[Phase], args: argparse.Namespace,
     return out
 
 
+def null_webhook() -> list[str]:
+    """bench/nullwebhook built into build/ (Go, standard library only)."""
+    out = ROOT / "build" / "nullwebhook"
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "bench" / "nullwebhook",
+                   check=True)
+    return [str(out)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="steady rounds with and without")
     ap.add_argument("--faults", default=",".join(FAULTS),
                     help="comma-separated, in this order (empty: none)")
+    ap.add_argument("--floor", action="store_true",
+                    help="bench/nullwebhook instead of topospread: the machine's floor")
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     args = ap.parse_args(argv)
     # SIGTERM stops it as Ctrl-C does: the control plane and the replicas are stopped.
@@ -134,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"--faults: unknown {sorted(unknown)}; known: {', '.join(FAULTS)}")
     command = "bench/bench_chain.py " + shlex.join(argv if argv is not None else sys.argv[1:])
-    print(f"{command}\nKubernetes {args.k8s}, {args.nodes} nodes, two replicas; "
+    server = null_webhook() if args.floor else None
+    print(f"{command}\nKubernetes {args.k8s}, {args.nodes} nodes, two replicas"
+          f"{' of bench/nullwebhook' if server else ''}; "
           f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
     steady: list[Phase] = []
     fault_phases: list[Phase] = []
@@ -143,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cp.start()
             cp.add_nodes(chain_nodes(args.nodes), timeout=300)
-            with installed(cp, Path(tmp) / "webhook") as chain:
+            with installed(cp, Path(tmp) / "webhook", server) as chain:
                 runner = Runner(cp, chain, args.pods)
                 print(HEADER, flush=True)
                 for r in range(args.rounds):

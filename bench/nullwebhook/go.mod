@@ -1,0 +1,3 @@
+module topospread.test/nullwebhook
+
+go 1.26
