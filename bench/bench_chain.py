@@ -11,7 +11,11 @@ same load (tests/e2e/chain.py says how each is made).
 
     make bench-chain                       # BENCH_CHAIN_FLAGS="--pods 3000 --rounds 3"
     .venv/bin/python bench/bench_chain.py [--pods N] [--fault-pods N] [--nodes N]
-        [--rounds N] [--faults rolling-restart,kill-9,...] [--floor] [--json FILE]
+        [--rounds N] [--faults rolling-restart,kill-9,...] [--no-placement] [--floor]
+        [--json FILE]
+
+Every pod asks for the dry-run placement annotations (a scheduling cycle in /mutate);
+--no-placement leaves them out, as pods that do not opt in.
 
 --floor runs bench/nullwebhook (Go, built here) in place of topospread: two replicas
 that answer every review at once with a fixed patch, no cluster state. Its figures are
@@ -98,6 +102,7 @@ def summary(steady: list[Phase], faults: list[Phase], args: argparse.Namespace,
         "command": command,
         "kubernetes": args.k8s, "nodes": args.nodes, "pods": args.pods,
         "server": "bench/nullwebhook" if args.floor else "topospread",
+        "placementAnnotations": not args.no_placement,
         "faultPods": args.fault_pods, "rounds": args.rounds,
         "steady": {
             "rateRatio": round(rate_on / rate_off, 3) if rate_off else None,
@@ -139,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="steady rounds with and without")
     ap.add_argument("--faults", default=",".join(FAULTS),
                     help="comma-separated, in this order (empty: none)")
+    ap.add_argument("--no-placement", action="store_true",
+                    help="pods without the dry-run placement annotation (opt-in per pod)")
     ap.add_argument("--floor", action="store_true",
                     help="bench/nullwebhook instead of topospread: the machine's floor")
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
@@ -164,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             cp.add_nodes(chain_nodes(args.nodes), timeout=300)
             with installed(cp, Path(tmp) / "webhook", server) as chain:
                 runner = Runner(cp, chain, args.pods)
+                runner.placement = not args.no_placement
                 print(HEADER, flush=True)
                 for r in range(args.rounds):
                     # Alternate which goes first, so a drifting machine favours neither.

@@ -73,7 +73,9 @@ def chain_nodes(count: int) -> list[dict[str, Any]]:
                         memory="128Gi", pods="110") for i in range(count)]
 
 
-def deployment(index: int) -> dict[str, Any]:
+def deployment(index: int, placement: bool = True) -> dict[str, Any]:
+    """Deployment d<index>; its pods ask for the placement annotations unless not
+    `placement`."""
     app = {"app": f"d{index}"}
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.test/web:1",
                                             "resources": {"requests": {"cpu": "10m"}}}]}
@@ -83,7 +85,8 @@ def deployment(index: int) -> dict[str, Any]:
              "labelSelector": {"matchLabels": app}} for key, skew, when in SPREAD]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"d{index}"},
             "spec": {"replicas": 0, "selector": {"matchLabels": app},
-                     "template": {"metadata": {"labels": app, "annotations": DRY_RUN},
+                     "template": {"metadata": {"labels": app,
+                                               "annotations": DRY_RUN if placement else {}},
                                   "spec": spec}}}
 
 
@@ -93,17 +96,18 @@ def shares(total: int) -> list[int]:
             for i in range(DEPLOYMENTS)]
 
 
-def mutation_problem(pod: dict[str, Any]) -> str | None:
+def mutation_problem(pod: dict[str, Any], placement: bool = True) -> str | None:
     """What the webhook should have written on this stored pod and did not: the placement
-    annotation, and the system defaults on a pod without constraints of its own."""
+    annotation (when the pod asks for it: `placement`), and the system defaults on a pod
+    without constraints of its own."""
     meta = pod.get("metadata") or {}
     name = meta.get("name", "?")
     note = (meta.get("annotations") or {}).get(PLACEMENT)
     try:
-        placement = json.loads(note) if note else None
+        note_doc = json.loads(note) if note else None
     except ValueError:
-        placement = None
-    if not isinstance(placement, dict) or "feasible" not in placement:
+        note_doc = None
+    if placement and (not isinstance(note_doc, dict) or "feasible" not in note_doc):
         return f"{name}: no {PLACEMENT} annotation"
     got = [(c.get("topologyKey"), c.get("maxSkew"), c.get("whenUnsatisfiable"))
            for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []]
@@ -297,10 +301,11 @@ class PodWatch:
     """A watch on one namespace's pods from a thread: when each was first seen and became
     Ready, and what the webhook wrote on it as stored (checked once, when first seen)."""
 
-    def __init__(self, api: Api, namespace: str, check: bool) -> None:
+    def __init__(self, api: Api, namespace: str, check: bool, placement: bool = True) -> None:
         self.api = api
         self.path = f"/api/v1/namespaces/{namespace}/pods"
         self.check = check
+        self.placement = placement
         self.pods: dict[str, PodRecord] = {}
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
@@ -373,7 +378,7 @@ class PodWatch:
             if rec is None:
                 rec = self.pods[name] = PodRecord(now)
                 if self.check:
-                    rec.problem = mutation_problem(obj)
+                    rec.problem = mutation_problem(obj, self.placement)
             if event.get("type") == "DELETED":
                 rec.gone = True
             elif rec.ready is None and any(
@@ -726,6 +731,8 @@ class Runner:
         self.api = Api(cp)
         self.pods = pods
         self.wait_seconds = wait_seconds
+        # Whether the Deployments' pods ask for the placement annotations (dry-run).
+        self.placement = True
         self.n = 0
         self.results: list[Phase] = []
         chain.probe_namespace = cp.namespace("chain-probe")
@@ -777,7 +784,7 @@ class Runner:
         self._wait_configured(webhooks)
         result = Phase(name, webhooks, fault, self.pods)
         ledger = Ledger(self.api)
-        watch = PodWatch(self.api, ns, check=webhooks)
+        watch = PodWatch(self.api, ns, check=webhooks, placement=self.placement)
         usage = Usage(self.chain)
         done = threading.Event()
 
@@ -829,7 +836,8 @@ class Runner:
     def _create_deployments(self, namespace: str) -> None:
         for i in range(DEPLOYMENTS):
             status, body = self.api.call(
-                "POST", f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment(i))
+                "POST", f"/apis/apps/v1/namespaces/{namespace}/deployments",
+                deployment(i, self.placement))
             if status != 201:
                 raise ControlPlaneError(f"create d{i}: {status} {body}")
 
