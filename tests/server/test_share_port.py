@@ -171,20 +171,26 @@ class _Cfg:
     keepalive = KEEPALIVE
 
 
+def _worker(conns: list[_Conn], *, alive: bool, draining: bool) -> TopospreadWorker:
+    """A worker holding `conns` as kept-alive connections, without a server around it."""
+    worker = TopospreadWorker.__new__(TopospreadWorker)
+    worker.keepalived_conns = deque(conns)
+    worker.poller = _Poller()
+    worker.cfg = _Cfg()
+    worker.nr_conns = len(conns)
+    worker.alive = alive
+    worker.draining = lambda: draining
+    return worker
+
+
 @pytest.mark.parametrize("draining", [False, True])
 def test_idle_kept_alive_connections_close_early_only_while_draining(draining: bool) -> None:
     """While draining, a connection idle for DRAIN_IDLE_SECONDS is closed, well before its
     keep-alive timeout; one that just went idle (its client may be writing the next
     request into it) is kept; nothing is closed early when not draining."""
-    worker = TopospreadWorker.__new__(TopospreadWorker)
     pairs = [_tcp_pair(), _tcp_pair()]
     long_idle, just_idle = _Conn(DRAIN_IDLE_SECONDS + 1, pairs[0][0]), _Conn(0, pairs[1][0])
-    worker.keepalived_conns = deque([long_idle, just_idle])
-    worker.poller = _Poller()
-    worker.cfg = _Cfg()
-    worker.nr_conns = 2
-    worker.alive = True
-    worker.draining = lambda: draining
+    worker = _worker([long_idle, just_idle], alive=True, draining=draining)
     try:
         worker.murder_keepalived()
         assert (long_idle.closed, just_idle.closed) == (draining, False)
@@ -225,16 +231,10 @@ def test_an_idle_connection_is_reset_unless_its_next_request_is_there(
 
 def test_a_forced_murder_closes_every_kept_alive_connection() -> None:
     """Once the worker exits, every kept-alive connection goes, whatever it holds."""
-    worker = TopospreadWorker.__new__(TopospreadWorker)
     server, client = _tcp_pair()
     conn = _Conn(0, server)
     client.sendall(b"GET / HTTP/1.1\r\n")
-    worker.keepalived_conns = deque([conn])
-    worker.poller = _Poller()
-    worker.cfg = _Cfg()
-    worker.nr_conns = 1
-    worker.alive = False
-    worker.draining = lambda: True
+    worker = _worker([conn], alive=False, draining=True)
     try:
         worker.murder_keepalived(force=True)
         assert conn.closed and worker.nr_conns == 0 and not worker.keepalived_conns
