@@ -442,8 +442,9 @@ class Chain(Webhook):
     """topospread as two replicas sharing one port, installed with failurePolicy Fail."""
 
     count: int = 2
-    # The command of a replica slot, without the kubeconfig: `topospread serve`, or
-    # bench/nullwebhook (bench_chain --floor: the machine's floor for any webhook).
+    # A replica's command before its --cert-dir and --bind: None for `topospread serve
+    # --share-port` with a ServiceAccount token of its own, or bench/nullwebhook
+    # (bench_chain --floor: the machine's floor for any webhook).
     server: list[str] | None = None
     replicas: list[Process | None] = field(default_factory=list)
     started: int = 0
