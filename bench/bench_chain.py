@@ -189,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     out = summary(steady, fault_phases, args, command)
     print(f"rate with / without the webhook (medians of {args.rounds} rounds): "
           f"{out['steady']['rateRatio']}")
+    for label, phases in (("with", [p for p in steady if p.webhooks]),
+                          ("without", [p for p in steady if not p.webhooks])):
+        if phases:
+            mib = median([p.figures()["podWatchMiBPer1000Pods"] for p in phases])
+            print(f"pod watch events {label} the webhook, every watcher: {mib} MiB per "
+                  "1,000 pods (median of the rounds)")
     for name, h in out["steady"]["webhooks"].items():
         print(f"{name}: {h['calls']} calls; {h['le5ms']:.4f} within 5 ms, "
               f"{h['le25ms']:.4f} within 25 ms, {h['le100ms']:.4f} within 100 ms")

@@ -184,6 +184,12 @@ def worst_bucket(delta: Samples) -> str | None:
     return "+Inf"
 
 
+def pod_watch(delta: Samples, name: str) -> float:
+    """`name` summed over kube-apiserver's pod watches (every watcher's): the metric names
+    the kind in a `kind` or a `resource` label, as releases differ."""
+    return total(delta, name, kind="Pod") + total(delta, name, resource="pods")
+
+
 def rejections(delta: Samples) -> dict[str, int]:
     name = "apiserver_admission_webhook_rejection_count_total"
     return {t: int(total(delta, name, error_type=t))
@@ -715,6 +721,12 @@ class Phase:
             "missingMutation": len(self.missing),
             "missingExamples": self.missing[:5], "stuck": self.stuck,
             "podCreate": pod_create_latency(d),
+            # What every pod watcher received (scheduler, controllers, kwok, replicas, the
+            # test's own watch): the annotations the webhook writes travel with each event.
+            "podWatchEventsPer1000Pods": round(
+                pod_watch(d, "apiserver_watch_events_total") * per_thousand),
+            "podWatchMiBPer1000Pods": round(
+                pod_watch(d, "apiserver_watch_events_sizes_sum") * per_thousand / 2**20, 1),
             "replicaCpuSecondsPer1000Pods": [round(c * per_thousand, 2) for c in self.cpu],
             "replicaPeakRssMiB": [round(r / 2**20, 1) for r in self.peak_rss],
             "faultFigures": self.fault_figures,
