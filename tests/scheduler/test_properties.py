@@ -786,6 +786,20 @@ def _views_except(node_by_node: set[str]) -> Any:
     return view
 
 
+def _replica_fits(nodes: Any, residents: Any, incoming: Any, replicas: int) -> Any:
+    """(framework, snapshot, replica, fit, feasible) for each replica of the incoming pod
+    while one fits; the caller binds each where it decides before asking for the next."""
+    fw = framework_of(None, None)
+    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
+    pod = _incoming(incoming)
+    for i in range(replicas):
+        copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
+        fit = find_nodes_that_fit_pod(copy, snap, fw)
+        if not fit.diagnosis.feasible:
+            return
+        yield fw, snap, copy, fit, fit.diagnosis.feasible
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(profile_node_st, min_size=1, max_size=8),
@@ -801,16 +815,8 @@ def test_best_position_equals_the_first_best_weighted_sum(
     first feasible node with the highest weighted sum, replica after replica bound,
     with the plugins of `node_by_node` scoring node by node beside the others' classes
     (_best_by_columns)."""
-    fw = framework_of(None, None)
-    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
-    pod = _incoming(incoming)
     view = _views_except(node_by_node)
-    for i in range(replicas):
-        copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
-        fit = find_nodes_that_fit_pod(copy, snap, fw)
-        feasible = fit.diagnosis.feasible
-        if not feasible:
-            break
+    for fw, snap, copy, fit, feasible in _replica_fits(nodes, residents, incoming, replicas):
         sums = runtime_score.weighted_sums(fw.scores, fit.prepared, snap, fit.table, feasible)
         fit = find_nodes_that_fit_pod(copy, snap, fw)  # a cycle of its own
         ok = {key: verdict[0] for key, verdict in fit.diagnosis.per_key.items()}
@@ -841,16 +847,8 @@ def test_sums_by_classes_equal_weighted_sums_on_any_scan(
     are the plain column path's (weighted_sums) on any subset of the feasible nodes a
     scan may find, replica after replica bound where the sums put it, with the plugins
     of `node_by_node` scoring node by node beside the others' classes."""
-    fw = framework_of(None, None)
-    snap = Snapshot.from_objects(_profile_cluster(nodes, residents))
-    pod = _incoming(incoming)
     view = _views_except(node_by_node)
-    for i in range(replicas):
-        copy = {**pod, "metadata": {**pod["metadata"], "name": f"web-{i}"}}
-        fit = find_nodes_that_fit_pod(copy, snap, fw)
-        feasible = fit.diagnosis.feasible
-        if not feasible:
-            break
+    for fw, snap, copy, fit, feasible in _replica_fits(nodes, residents, incoming, replicas):
         scored = sorted(rnd.sample(feasible, rnd.randint(1, len(feasible))))
         want = runtime_score.weighted_sums(fw.scores, fit.prepared, snap, fit.table, scored)
         fit = find_nodes_that_fit_pod(copy, snap, fw)  # a cycle of its own
